@@ -1,0 +1,24 @@
+"""gpu_tok: exact bulk tokenization, Hugging Face ``tokenizer.json`` and tiktoken alike.
+
+>>> import gpu_tok
+>>> tok = gpu_tok.Tokenizer.from_file("tokenizer.json")
+>>> tok.encode("Hello world").ids
+"""
+
+from .config import AddedToken
+from .encoding import Encoding
+from .errors import InvalidText, TokenizerFileError, UnsupportedComponent
+from .tokenizer import Tokenizer, TokenBatch
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AddedToken",
+    "Encoding",
+    "InvalidText",
+    "TokenBatch",
+    "Tokenizer",
+    "TokenizerFileError",
+    "UnsupportedComponent",
+    "__version__",
+]

@@ -1,0 +1,200 @@
+"""Typed, immutable configuration of a tokenizer, as parsed from ``tokenizer.json``.
+
+These are plain frozen dataclasses: the loader (``gpu_tok.loader``) builds them,
+the CPU reference (``gpu_tok.cpu_ref``) and the fast paths read them. Each
+component keeps the JSON path it was read from so that later stages can name
+it in errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, Tuple
+
+
+# ------------------------------------------------------------------ patterns
+@dataclass(frozen=True)
+class Pattern:
+    """A ``{"String": ...}`` or ``{"Regex": ...}`` pattern."""
+
+    kind: str  # "String" or "Regex"
+    value: str
+
+
+# ---------------------------------------------------------------- normalizers
+@dataclass(frozen=True)
+class UnicodeNormalizer:
+    form: str  # "NFC", "NFD", "NFKC", "NFKD"
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class Lowercase:
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class Strip:
+    left: bool = True
+    right: bool = True
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class StripAccents:
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class Replace:
+    pattern: Pattern
+    content: str
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class Prepend:
+    prepend: str
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class NormalizerSequence:
+    normalizers: Tuple[object, ...]
+    path: str = ""
+
+
+# ------------------------------------------------------------- pre-tokenizers
+@dataclass(frozen=True)
+class ByteLevel:
+    """Used as pre-tokenizer, post-processor and decoder alike (same fields)."""
+
+    add_prefix_space: bool = True
+    trim_offsets: bool = True
+    use_regex: bool = True
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class Split:
+    pattern: Pattern
+    behavior: str
+    invert: bool = False
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class Digits:
+    individual_digits: bool = False
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class Punctuation:
+    behavior: str = "Isolated"
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class Whitespace:
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class WhitespaceSplit:
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class PreTokenizerSequence:
+    pretokenizers: Tuple[object, ...]
+    path: str = ""
+
+
+# --------------------------------------------------------------------- models
+@dataclass(frozen=True)
+class BPE:
+    vocab: Mapping[str, int] = field(repr=False)
+    merges: Tuple[Tuple[str, str], ...] = field(repr=False)
+    unk_token: Optional[str] = None
+    continuing_subword_prefix: Optional[str] = None
+    end_of_word_suffix: Optional[str] = None
+    fuse_unk: bool = False
+    byte_fallback: bool = False
+    ignore_merges: bool = False
+    path: str = "model"
+
+
+# ------------------------------------------------------------ post-processors
+@dataclass(frozen=True)
+class SpecialTokenSpec:
+    id: str
+    ids: Tuple[int, ...]
+    tokens: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TemplatePiece:
+    kind: str  # "SpecialToken" or "Sequence"
+    id: str  # special token name, or "A"/"B"
+    type_id: int
+
+
+@dataclass(frozen=True)
+class TemplateProcessing:
+    single: Tuple[TemplatePiece, ...]
+    pair: Tuple[TemplatePiece, ...]
+    special_tokens: Mapping[str, SpecialTokenSpec]
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class RobertaProcessing:
+    sep: Tuple[str, int]
+    cls: Tuple[str, int]
+    trim_offsets: bool = True
+    add_prefix_space: bool = True
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class BertProcessing:
+    sep: Tuple[str, int]
+    cls: Tuple[str, int]
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class ProcessorSequence:
+    processors: Tuple[object, ...]
+    path: str = ""
+
+
+# ------------------------------------------------------------------- decoders
+@dataclass(frozen=True)
+class DecoderSequence:
+    decoders: Tuple[object, ...]
+    path: str = ""
+
+
+# --------------------------------------------------------------- added tokens
+@dataclass(frozen=True)
+class AddedToken:
+    """An entry of ``added_tokens`` (HF's ``AddedToken`` field names)."""
+
+    content: str
+    single_word: bool = False
+    lstrip: bool = False
+    rstrip: bool = False
+    normalized: bool = True
+    special: bool = False
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    model: BPE
+    normalizer: Optional[object] = None
+    pre_tokenizer: Optional[object] = None
+    post_processor: Optional[object] = None
+    decoder: Optional[object] = None
+    added_tokens: Tuple[Tuple[int, AddedToken], ...] = ()  # (id in the file, token), file order

@@ -1,0 +1,114 @@
+"""The reference pipeline, stage by stage in the reference's order (DESIGN.md section 2)."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from .. import config as C
+from ..encoding import Encoding
+from ..errors import InvalidText
+from . import decoders, post_processors
+from .added_tokens import AddedVocabulary
+from .models import BPEModel
+from .normalizers import normalize
+from .pre_tokenizers import pre_tokenize
+
+
+def check_text(text, what: str = "text") -> str:
+    """Accept any ``str`` that is valid Unicode; refuse lone surrogates by name.
+
+    The reference's Python binding raises ``TypeError`` for such strings
+    ("TextInputSequence must be str"); we raise ``InvalidText`` (a ``TypeError``
+    and a ``ValueError``) naming the first surrogate and its index.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be str, not {type(text).__name__}")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InvalidText(
+                f"{what} contains a lone surrogate U+{ord(text[e.start]):04X} at index {e.start}; "
+                "it is not valid Unicode text (the reference refuses it too)"
+            ) from None
+    return text
+
+
+class RefPipeline:
+    def __init__(self, cfg: C.TokenizerConfig):
+        self.cfg = cfg
+        self.model = BPEModel(cfg.model)
+        self.added = AddedVocabulary(cfg.added_tokens, self.model, cfg.normalizer)
+        norm = cfg.normalizer
+        self._normalize = None if norm is None else (lambda ns: normalize(norm, ns))
+
+    # ----------------------------------------------------------------- encode
+    def _encode_single(self, text: str, type_id: int) -> Encoding:
+        pts = self.added.extract_and_normalize(text, self._normalize)
+        if self.cfg.pre_tokenizer is not None:
+            pre_tokenize(self.cfg.pre_tokenizer, pts)
+        pts.tokenize(self.model.tokenize)
+
+        n_chars = len(text)
+        ids: List[int] = []
+        tokens: List[str] = []
+        offsets = []
+        words: List[Optional[int]] = []
+        for w, sp in enumerate(pts.splits):
+            ns = sp.normalized
+            starts, ends = ns.starts, ns.ends
+            for t in sp.tokens:
+                ids.append(t.id)
+                tokens.append(t.value)
+                if t.start < t.end:
+                    s, e = starts[t.start], ends[t.end - 1]
+                else:  # empty token range: the reference keeps the normalized position
+                    s = e = ns.shift + t.start
+                if s == n_chars and n_chars:
+                    # The reference converts byte offsets to characters and keeps the
+                    # byte offsets when the start lies at the very end of the text.
+                    s = e = len(text.encode("utf-8"))
+                offsets.append((s, e))
+                words.append(w)
+        n = len(ids)
+        return Encoding(ids, [type_id] * n, tokens, offsets, [0] * n, words, [None] * n)
+
+    def encode(self, text: str, pair: Optional[str] = None, add_special_tokens: bool = True) -> Encoding:
+        check_text(text)
+        encs = [self._encode_single(text, 0)]
+        if pair is not None:
+            check_text(pair, "pair")
+            encs.append(self._encode_single(pair, 1))
+        return post_processors.process(self.cfg.post_processor, encs, add_special_tokens)
+
+    # ----------------------------------------------------------------- decode
+    def id_to_token(self, i: int) -> Optional[str]:
+        t = self.added.id_to_token(i)
+        return t if t is not None else self.model.id_to_token(i)
+
+    def token_to_id(self, token: str) -> Optional[int]:
+        i = self.added.token_to_id(token)
+        return i if i is not None else self.model.token_to_id(token)
+
+    def decode(self, ids, skip_special_tokens: bool = True) -> str:
+        tokens = []
+        for i in ids:
+            t = self.id_to_token(int(i))
+            if t is None:
+                continue  # unknown ids are skipped, as the reference does
+            if skip_special_tokens and self.added.is_special(t):
+                continue
+            tokens.append(t)
+        return decoders.decode(self.cfg.decoder, tokens)
+
+    # ------------------------------------------------------------------ vocab
+    def get_vocab(self, with_added_tokens: bool = True) -> Dict[str, int]:
+        v = dict(self.model.vocab)
+        if with_added_tokens:
+            v.update(self.added.map)
+        return v
+
+    def get_vocab_size(self, with_added_tokens: bool = True) -> int:
+        if with_added_tokens:
+            return len(self.get_vocab(True))
+        return self.model.get_vocab_size()

@@ -1,0 +1,353 @@
+"""Parse ``tokenizer.json`` into the typed config of ``gpu_tok.config``.
+
+Accepts the serialisations real files use: a model without ``type`` (legacy
+files), merges as ``"a b"`` strings or ``[a, b]`` pairs, ByteLevel without
+``use_regex``, Strip with ``strip_left``/``strip_right``. Anything that is not
+reproduced exactly raises :class:`UnsupportedComponent` naming the JSON path;
+a malformed file raises :class:`TokenizerFileError` naming the place.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import config as C
+from .errors import TokenizerFileError, UnsupportedComponent
+
+_BEHAVIOURS = ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous")
+
+
+# ------------------------------------------------------------------- helpers
+def _type_name(v: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+            int: "an integer", float: "a number", type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def _obj(v: Any, path: str) -> Dict[str, Any]:
+    if not isinstance(v, dict):
+        raise TokenizerFileError(path, f"expected an object, found {_type_name(v)}")
+    return v
+
+
+def _get(o: Dict[str, Any], key: str, path: str, kind, default=..., nullable=False):
+    p = f"{path}.{key}" if path else key
+    if key not in o:
+        if default is ...:
+            raise TokenizerFileError(p, "missing required field")
+        return default
+    v = o[key]
+    if v is None:
+        if nullable or default is not ...:
+            return None if nullable else default
+        raise TokenizerFileError(p, "must not be null")
+    if kind is bool:
+        ok = isinstance(v, bool)
+    elif kind is int:
+        ok = isinstance(v, int) and not isinstance(v, bool)
+    else:
+        ok = isinstance(v, kind)
+    if not ok:
+        raise TokenizerFileError(p, f"expected {kind.__name__}, found {_type_name(v)}")
+    return v
+
+
+def _type(o: Dict[str, Any], path: str) -> str:
+    return _get(o, "type", path, str)
+
+
+def _pattern(o: Dict[str, Any], path: str) -> C.Pattern:
+    p = _obj(_get(o, "pattern", path, dict), f"{path}.pattern")
+    if len(p) != 1 or next(iter(p)) not in ("String", "Regex"):
+        raise TokenizerFileError(f"{path}.pattern", 'expected {"String": ...} or {"Regex": ...}')
+    kind = next(iter(p))
+    value = _get(p, kind, f"{path}.pattern", str)
+    pat = C.Pattern(kind, value)
+    if kind == "Regex":
+        from .cpu_ref.regex_util import compile_pattern
+
+        try:
+            compile_pattern(pat)
+        except Exception as e:  # regex.error
+            raise TokenizerFileError(f"{path}.pattern.Regex", f"cannot compile {value!r}: {e}") from None
+    return pat
+
+
+def _behaviour(o: Dict[str, Any], path: str, default=...) -> str:
+    b = _get(o, "behavior", path, str, default)
+    if b not in _BEHAVIOURS:
+        raise TokenizerFileError(f"{path}.behavior", f"unknown behaviour {b!r} (expected one of {_BEHAVIOURS})")
+    return b
+
+
+# ---------------------------------------------------------------- normalizers
+def parse_normalizer(v: Any, path: str):
+    o = _obj(v, path)
+    t = _type(o, path)
+    if t in ("NFC", "NFD", "NFKC", "NFKD"):
+        return C.UnicodeNormalizer(t, path)
+    if t == "Lowercase":
+        return C.Lowercase(path)
+    if t == "Strip":
+        return C.Strip(_get(o, "strip_left", path, bool, True), _get(o, "strip_right", path, bool, True), path)
+    if t == "StripAccents":
+        return C.StripAccents(path)
+    if t == "Replace":
+        return C.Replace(_pattern(o, path), _get(o, "content", path, str), path)
+    if t == "Prepend":
+        return C.Prepend(_get(o, "prepend", path, str), path)
+    if t == "Sequence":
+        items = _get(o, "normalizers", path, list)
+        return C.NormalizerSequence(
+            tuple(parse_normalizer(x, f"{path}.normalizers[{i}]") for i, x in enumerate(items)), path
+        )
+    raise UnsupportedComponent(f"{path}.type", t)
+
+
+# ------------------------------------------------------------- pre-tokenizers
+def _byte_level(o: Dict[str, Any], path: str) -> C.ByteLevel:
+    return C.ByteLevel(
+        add_prefix_space=_get(o, "add_prefix_space", path, bool, True),
+        trim_offsets=_get(o, "trim_offsets", path, bool, True),
+        use_regex=_get(o, "use_regex", path, bool, True),
+        path=path,
+    )
+
+
+def parse_pre_tokenizer(v: Any, path: str):
+    o = _obj(v, path)
+    t = _type(o, path)
+    if t == "ByteLevel":
+        return _byte_level(o, path)
+    if t == "Split":
+        return C.Split(_pattern(o, path), _behaviour(o, path), _get(o, "invert", path, bool, False), path)
+    if t == "Digits":
+        return C.Digits(_get(o, "individual_digits", path, bool, False), path)
+    if t == "Punctuation":
+        return C.Punctuation(_behaviour(o, path, "Isolated"), path)
+    if t == "Whitespace":
+        return C.Whitespace(path)
+    if t == "WhitespaceSplit":
+        return C.WhitespaceSplit(path)
+    if t == "Sequence":
+        items = _get(o, "pretokenizers", path, list)
+        return C.PreTokenizerSequence(
+            tuple(parse_pre_tokenizer(x, f"{path}.pretokenizers[{i}]") for i, x in enumerate(items)), path
+        )
+    raise UnsupportedComponent(f"{path}.type", t)
+
+
+# --------------------------------------------------------------------- models
+def parse_model(v: Any, path: str = "model") -> C.BPE:
+    o = _obj(v, path)
+    t = o.get("type")
+    if t is None:
+        # Legacy files have no type: the reference tries BPE, WordPiece, WordLevel, Unigram in turn.
+        if "merges" in o and "vocab" in o:
+            t = "BPE"
+        elif "unk_id" in o or isinstance(o.get("vocab"), list):
+            t = "Unigram"
+        elif "max_input_chars_per_word" in o or "continuing_subword_prefix" in o:
+            t = "WordPiece"
+        else:
+            t = "WordLevel"
+        if t != "BPE":
+            raise UnsupportedComponent(f"{path}.type", t, "model family not supported yet (inferred: file has no type)")
+    if not isinstance(t, str):
+        raise TokenizerFileError(f"{path}.type", f"expected str, found {_type_name(t)}")
+    if t != "BPE":
+        raise UnsupportedComponent(f"{path}.type", t, "model family not supported yet")
+
+    dropout = o.get("dropout")
+    if dropout is not None:
+        if not isinstance(dropout, (int, float)) or isinstance(dropout, bool):
+            raise TokenizerFileError(f"{path}.dropout", f"expected a number or null, found {_type_name(dropout)}")
+        if dropout != 0:
+            raise UnsupportedComponent(f"{path}.dropout", dropout, "BPE dropout is random; only null (or 0) is reproduced")
+
+    vocab = _get(o, "vocab", path, dict)
+    for k, i in vocab.items():
+        if not isinstance(i, int) or isinstance(i, bool) or i < 0:
+            raise TokenizerFileError(f"{path}.vocab[{k!r}]", f"expected a non-negative integer id, found {i!r}")
+    raw = _get(o, "merges", path, list)
+    merges: List[Tuple[str, str]] = []
+    for i, m in enumerate(raw):
+        if isinstance(m, str):
+            parts = m.split(" ")
+            if len(parts) != 2:
+                raise TokenizerFileError(f"{path}.merges[{i}]", f"expected \"left right\", found {m!r}")
+            merges.append((parts[0], parts[1]))
+        elif isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m):
+            merges.append((m[0], m[1]))
+        else:
+            raise TokenizerFileError(f"{path}.merges[{i}]", f"expected \"a b\" or [a, b], found {m!r}")
+
+    cfg = C.BPE(
+        vocab=vocab,
+        merges=tuple(merges),
+        unk_token=_get(o, "unk_token", path, str, None, nullable=True),
+        continuing_subword_prefix=_get(o, "continuing_subword_prefix", path, str, None, nullable=True),
+        end_of_word_suffix=_get(o, "end_of_word_suffix", path, str, None, nullable=True),
+        fuse_unk=_get(o, "fuse_unk", path, bool, False),
+        byte_fallback=_get(o, "byte_fallback", path, bool, False),
+        ignore_merges=_get(o, "ignore_merges", path, bool, False),
+        path=path,
+    )
+    if cfg.byte_fallback:
+        raise UnsupportedComponent(f"{path}.byte_fallback", True, "byte_fallback is not reproduced yet")
+    if cfg.continuing_subword_prefix:
+        raise UnsupportedComponent(f"{path}.continuing_subword_prefix", cfg.continuing_subword_prefix,
+                                   "not reproduced yet")
+    if cfg.end_of_word_suffix:
+        raise UnsupportedComponent(f"{path}.end_of_word_suffix", cfg.end_of_word_suffix, "not reproduced yet")
+    return cfg
+
+
+# ------------------------------------------------------------ post-processors
+def _id_pair(v: Any, path: str) -> Tuple[str, int]:
+    if not (isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and isinstance(v[1], int)):
+        raise TokenizerFileError(path, f"expected [token, id], found {v!r}")
+    return v[0], v[1]
+
+
+def _template(v: Any, path: str) -> Tuple[C.TemplatePiece, ...]:
+    if isinstance(v, str):
+        raise UnsupportedComponent(path, v, "string templates are not supported; the file should hold the parsed form")
+    if not isinstance(v, list):
+        raise TokenizerFileError(path, f"expected an array, found {_type_name(v)}")
+    out = []
+    for i, item in enumerate(v):
+        p = f"{path}[{i}]"
+        item = _obj(item, p)
+        if len(item) != 1 or next(iter(item)) not in ("SpecialToken", "Sequence"):
+            raise TokenizerFileError(p, 'expected {"SpecialToken": ...} or {"Sequence": ...}')
+        kind = next(iter(item))
+        body = _obj(item[kind], f"{p}.{kind}")
+        pid = _get(body, "id", f"{p}.{kind}", str)
+        if kind == "Sequence" and pid not in ("A", "B"):
+            raise TokenizerFileError(f"{p}.{kind}.id", f"expected 'A' or 'B', found {pid!r}")
+        out.append(C.TemplatePiece(kind, pid, _get(body, "type_id", f"{p}.{kind}", int)))
+    return tuple(out)
+
+
+def parse_post_processor(v: Any, path: str):
+    o = _obj(v, path)
+    t = _type(o, path)
+    if t == "ByteLevel":
+        return _byte_level(o, path)
+    if t == "TemplateProcessing":
+        specials = {}
+        st = _obj(_get(o, "special_tokens", path, dict), f"{path}.special_tokens")
+        for name, spec in st.items():
+            sp = f"{path}.special_tokens[{name!r}]"
+            spec = _obj(spec, sp)
+            ids = _get(spec, "ids", sp, list)
+            toks = _get(spec, "tokens", sp, list)
+            if len(ids) != len(toks):
+                raise TokenizerFileError(sp, "ids and tokens must have the same length")
+            specials[name] = C.SpecialTokenSpec(_get(spec, "id", sp, str), tuple(ids), tuple(toks))
+        single = _template(_get(o, "single", path, (list, str)), f"{path}.single")
+        pair = _template(_get(o, "pair", path, (list, str)), f"{path}.pair")
+        for which, tpl in (("single", single), ("pair", pair)):
+            for i, piece in enumerate(tpl):
+                if piece.kind == "SpecialToken" and piece.id not in specials:
+                    raise TokenizerFileError(f"{path}.{which}[{i}]", f"special token {piece.id!r} missing from special_tokens")
+        return C.TemplateProcessing(single, pair, specials, path)
+    if t == "RobertaProcessing":
+        return C.RobertaProcessing(
+            _id_pair(_get(o, "sep", path, list), f"{path}.sep"),
+            _id_pair(_get(o, "cls", path, list), f"{path}.cls"),
+            _get(o, "trim_offsets", path, bool, True),
+            _get(o, "add_prefix_space", path, bool, True),
+            path,
+        )
+    if t == "BertProcessing":
+        return C.BertProcessing(
+            _id_pair(_get(o, "sep", path, list), f"{path}.sep"),
+            _id_pair(_get(o, "cls", path, list), f"{path}.cls"),
+            path,
+        )
+    if t == "Sequence":
+        items = _get(o, "processors", path, list)
+        return C.ProcessorSequence(
+            tuple(parse_post_processor(x, f"{path}.processors[{i}]") for i, x in enumerate(items)), path
+        )
+    raise UnsupportedComponent(f"{path}.type", t)
+
+
+# ------------------------------------------------------------------- decoders
+def parse_decoder(v: Any, path: str):
+    o = _obj(v, path)
+    t = _type(o, path)
+    if t == "ByteLevel":
+        return _byte_level(o, path)
+    if t == "Sequence":
+        items = _get(o, "decoders", path, list)
+        return C.DecoderSequence(tuple(parse_decoder(x, f"{path}.decoders[{i}]") for i, x in enumerate(items)), path)
+    raise UnsupportedComponent(f"{path}.type", t)
+
+
+# --------------------------------------------------------------- added tokens
+def parse_added_tokens(v: Any, path: str = "added_tokens"):
+    if not isinstance(v, list):
+        raise TokenizerFileError(path, f"expected an array, found {_type_name(v)}")
+    out = []
+    for i, t in enumerate(v):
+        p = f"{path}[{i}]"
+        t = _obj(t, p)
+        tok = C.AddedToken(
+            content=_get(t, "content", p, str),
+            single_word=_get(t, "single_word", p, bool, False),
+            lstrip=_get(t, "lstrip", p, bool, False),
+            rstrip=_get(t, "rstrip", p, bool, False),
+            normalized=_get(t, "normalized", p, bool, True),
+            special=_get(t, "special", p, bool, False),
+        )
+        out.append((_get(t, "id", p, int), tok))
+    return tuple(out)
+
+
+# -------------------------------------------------------------------- the file
+def parse_tokenizer(data: Any) -> C.TokenizerConfig:
+    o = _obj(data, "")
+    if "version" in o and o["version"] != "1.0":
+        raise TokenizerFileError("version", f"unknown tokenizer version {o['version']!r} (expected '1.0')")
+    for key in ("truncation", "padding"):
+        if o.get(key) is not None:
+            raise UnsupportedComponent(key, o[key], f"{key} stored in the file is not applied by gpu_tok yet")
+    if "model" not in o:
+        raise TokenizerFileError("model", "missing required field")
+    model = parse_model(o["model"], "model")
+    norm = o.get("normalizer")
+    pre = o.get("pre_tokenizer")
+    post = o.get("post_processor")
+    dec = o.get("decoder")
+    return C.TokenizerConfig(
+        model=model,
+        normalizer=None if norm is None else parse_normalizer(norm, "normalizer"),
+        pre_tokenizer=None if pre is None else parse_pre_tokenizer(pre, "pre_tokenizer"),
+        post_processor=None if post is None else parse_post_processor(post, "post_processor"),
+        decoder=None if dec is None else parse_decoder(dec, "decoder"),
+        added_tokens=parse_added_tokens(o.get("added_tokens") or [], "added_tokens"),
+    )
+
+
+def load_str(text: str) -> C.TokenizerConfig:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise TokenizerFileError("", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    return parse_tokenizer(data)
+
+
+def load_file(path) -> C.TokenizerConfig:
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TokenizerFileError("", f"not valid UTF-8 at byte {e.start}", file=path) from None
+    try:
+        return load_str(text)
+    except TokenizerFileError as e:
+        raise TokenizerFileError(e.json_path, e.detail, file=path) from None

@@ -1,0 +1,152 @@
+"""The public ``Tokenizer`` (HF ``tokenizers`` names and conventions)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Union
+
+import numpy as np
+
+from . import loader
+from .config import AddedToken, TokenizerConfig
+from .cpu_ref import RefPipeline
+from .encoding import Encoding
+
+DEVICES = ("ref", "cpu", "auto", "cuda")
+
+InputText = Union[str, tuple, list]
+
+
+@dataclass
+class TokenBatch:
+    """Bulk result: all ids flat, and where each text's ids start.
+
+    ``ids[row_splits[i]:row_splits[i + 1]]`` are the ids of text ``i``.
+    """
+
+    ids: np.ndarray  # int32[T]
+    row_splits: np.ndarray  # int64[n + 1]
+
+    def __len__(self) -> int:
+        return len(self.row_splits) - 1
+
+    def to_list(self) -> List[List[int]]:
+        rs = self.row_splits
+        return [self.ids[rs[i]:rs[i + 1]].tolist() for i in range(len(rs) - 1)]
+
+    def to_padded(self, pad_id: int = 0, side: str = "right", length: Optional[int] = None):
+        """``(ids, attention_mask)`` as ``int32[n, length]`` matrices."""
+        if side not in ("right", "left"):
+            raise ValueError(f"side must be 'right' or 'left', not {side!r}")
+        lens = np.diff(self.row_splits)
+        width = int(lens.max(initial=0)) if length is None else int(length)
+        if length is not None and len(lens) and int(lens.max()) > width:
+            raise ValueError(f"length={width} is shorter than the longest row ({int(lens.max())} ids)")
+        n = len(lens)
+        ids = np.full((n, width), pad_id, dtype=np.int32)
+        mask = np.zeros((n, width), dtype=np.int32)
+        for i in range(n):
+            row = self.ids[self.row_splits[i]:self.row_splits[i + 1]]
+            k = len(row)
+            if side == "right":
+                ids[i, :k] = row
+                mask[i, :k] = 1
+            else:
+                ids[i, width - k:] = row
+                mask[i, width - k:] = 1
+        return ids, mask
+
+
+def _check_device(device: str) -> str:
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
+    if device == "cuda":
+        raise NotImplementedError("device='cuda' is not available yet (the GPU engine is a later issue)")
+    return device
+
+
+class Tokenizer:
+    """A tokenizer loaded from a Hugging Face ``tokenizer.json``.
+
+    Every method gives exactly what ``tokenizers.Tokenizer`` (the pinned
+    reference) gives for the same file and input.
+    """
+
+    def __init__(self, cfg: TokenizerConfig):
+        self.config = cfg
+        self._ref = RefPipeline(cfg)
+
+    # ---------------------------------------------------------------- loading
+    @classmethod
+    def from_file(cls, path: Union[str, Path]) -> "Tokenizer":
+        return cls(loader.load_file(path))
+
+    @classmethod
+    def from_str(cls, json_text: str) -> "Tokenizer":
+        return cls(loader.load_str(json_text))
+
+    @classmethod
+    def from_pretrained(cls, name: str) -> "Tokenizer":
+        """Resolve ``name`` through ``GPU_TOK_MODELS``, the HF cache, then the Hub."""
+        from .resolve import resolve_tokenizer
+
+        return cls.from_file(resolve_tokenizer(name))
+
+    # --------------------------------------------------------------- encoding
+    def encode(self, sequence: str, pair: Optional[str] = None, add_special_tokens: bool = True) -> Encoding:
+        return self._ref.encode(sequence, pair, add_special_tokens)
+
+    def encode_batch(self, inputs: Sequence[InputText], add_special_tokens: bool = True,
+                     device: str = "auto") -> List[Encoding]:
+        """Encode many texts (or ``(text, pair)`` tuples).
+
+        ``device``: ``"ref"`` runs the plain-Python reference path. ``"cpu"`` and
+        ``"auto"`` currently route to the same reference path (the compiled CPU
+        engine and the GPU engine are later issues); results are identical by
+        construction. ``"cuda"`` raises ``NotImplementedError`` for now.
+        """
+        _check_device(device)
+        out = []
+        for item in inputs:
+            if isinstance(item, (tuple, list)):
+                if len(item) != 2:
+                    raise ValueError("a pair input must have exactly two texts")
+                out.append(self._ref.encode(item[0], item[1], add_special_tokens))
+            else:
+                out.append(self._ref.encode(item, None, add_special_tokens))
+        return out
+
+    def encode_batch_ids(self, texts: Iterable[str], add_special_tokens: bool = True,
+                         device: str = "auto") -> TokenBatch:
+        """Encode many texts into one flat ``TokenBatch`` (ids + row_splits)."""
+        _check_device(device)
+        rows = [self._ref.encode(t, None, add_special_tokens).ids for t in texts]
+        splits = np.zeros(len(rows) + 1, dtype=np.int64)
+        if rows:
+            np.cumsum([len(r) for r in rows], out=splits[1:])
+        ids = np.fromiter((i for r in rows for i in r), dtype=np.int32, count=int(splits[-1]))
+        return TokenBatch(ids, splits)
+
+    # --------------------------------------------------------------- decoding
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+        return self._ref.decode(ids, skip_special_tokens)
+
+    def decode_batch(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = True) -> List[str]:
+        return [self._ref.decode(ids, skip_special_tokens) for ids in sequences]
+
+    # ------------------------------------------------------------------ vocab
+    def token_to_id(self, token: str) -> Optional[int]:
+        return self._ref.token_to_id(token)
+
+    def id_to_token(self, id: int) -> Optional[str]:
+        return self._ref.id_to_token(id)
+
+    def get_vocab(self, with_added_tokens: bool = True) -> Dict[str, int]:
+        return self._ref.get_vocab(with_added_tokens)
+
+    def get_vocab_size(self, with_added_tokens: bool = True) -> int:
+        return self._ref.get_vocab_size(with_added_tokens)
+
+    def get_added_tokens_decoder(self) -> Dict[int, AddedToken]:
+        return dict(sorted(self._ref.added.map_r.items()))
