@@ -162,7 +162,7 @@ class AddedVocabulary:
             if i is None:
                 pieces.append(Split(sl))
             else:
-                pieces.append(Split(sl, [Token(i, sl.text, 0, len(sl.text))]))
+                pieces.append(Split(sl, [Token(i, sl.text, 0, len(sl.text.encode("utf-8")))]))
         return pieces
 
     def extract_and_normalize(self, text: str, normalize_fn) -> PreTokenizedString:

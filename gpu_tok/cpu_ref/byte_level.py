@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import regex
+from .regex_util import compile_onig
 
 
 def _bytes_to_chars():
@@ -21,7 +21,7 @@ CHAR_TO_BYTE = {c: b for b, c in enumerate(BYTE_TO_CHAR)}
 SPACE_CHAR = BYTE_TO_CHAR[ord(" ")]  # "Ġ"
 
 # The split pattern of the ByteLevel pre-tokenizer (use_regex=true), the GPT-2 pattern.
-GPT2_PATTERN = regex.compile(r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+")
+GPT2_PATTERN = compile_onig(r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+")
 
 
 def to_byte_chars(text: str) -> str:

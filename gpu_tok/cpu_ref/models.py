@@ -51,17 +51,24 @@ class BPEModel:
 
     # ------------------------------------------------------------------ core
     def _initial_symbols(self, word: str) -> List[Tuple[int, int]]:
-        """(id, char length) per symbol before merging."""
+        """(id, UTF-8 length) per symbol before merging.
+
+        Lengths are in bytes, as in the reference: token offsets are byte
+        offsets into the piece, counted over the symbols that were kept (a
+        dropped unknown character takes no room, which shifts later offsets
+        exactly as it does in the reference).
+        """
         syms: List[Tuple[int, int]] = []
         vocab = self.vocab
         unk: Optional[Tuple[int, int]] = None
         for ch in word:
             i = vocab.get(ch)
+            blen = 1 if ch < "\x80" else len(ch.encode("utf-8"))
             if i is not None:
                 if unk is not None:
                     syms.append(unk)
                     unk = None
-                syms.append((i, 1))
+                syms.append((i, blen))
                 continue
             if self.cfg.unk_token is None:
                 continue  # unknown characters without an unk token are dropped
@@ -69,16 +76,16 @@ class BPEModel:
                 raise ValueError(f"unk_token {self.cfg.unk_token!r} is not in the vocabulary")
             if unk is not None:
                 if self.cfg.fuse_unk:
-                    unk = (unk[0], unk[1] + 1)
+                    unk = (unk[0], unk[1] + blen)
                     continue
                 syms.append(unk)
-            unk = (self.unk_id, 1)
+            unk = (self.unk_id, blen)
         if unk is not None:
             syms.append(unk)
         return syms
 
     def merge_word(self, word: str) -> List[Tuple[int, int, int]]:
-        """Tokens of ``word`` as (id, start, end) in characters of ``word``."""
+        """Tokens of ``word`` as (id, start, end) in UTF-8 bytes of ``word``."""
         syms = self._initial_symbols(word)
         n = len(syms)
         ids = [s[0] for s in syms]
@@ -136,7 +143,7 @@ class BPEModel:
         if self.cfg.ignore_merges:
             i = self.vocab.get(piece)
             if i is not None:
-                return [Token(i, piece, 0, len(piece))]
+                return [Token(i, piece, 0, len(piece.encode("utf-8")))]
         toks = self._cache.get(piece)
         if toks is None:
             toks = self.merge_word(piece)

@@ -267,7 +267,7 @@ class Token:
     def __init__(self, id: int, value: str, start: int, end: int):
         self.id = id
         self.value = value
-        self.start = start  # normalized character offsets inside the piece
+        self.start = start  # UTF-8 byte offsets inside the piece's normalized text
         self.end = end
 
     def __repr__(self) -> str:  # pragma: no cover

@@ -34,6 +34,13 @@ def check_text(text, what: str = "text") -> str:
     return text
 
 
+def _byte_to_char(text: str) -> List[int]:
+    out: List[int] = []
+    for i, ch in enumerate(text):
+        out.extend([i] * len(ch.encode("utf-8")))
+    return out
+
+
 class RefPipeline:
     def __init__(self, cfg: C.TokenizerConfig):
         self.cfg = cfg
@@ -57,11 +64,17 @@ class RefPipeline:
         for w, sp in enumerate(pts.splits):
             ns = sp.normalized
             starts, ends = ns.starts, ns.ends
+            # token offsets are UTF-8 byte offsets into the piece; every byte of a
+            # character carries that character's span
+            char_of = None if ns.text.isascii() else _byte_to_char(ns.text)
             for t in sp.tokens:
                 ids.append(t.id)
                 tokens.append(t.value)
                 if t.start < t.end:
-                    s, e = starts[t.start], ends[t.end - 1]
+                    if char_of is None:
+                        s, e = starts[t.start], ends[t.end - 1]
+                    else:
+                        s, e = starts[char_of[t.start]], ends[char_of[t.end - 1]]
                 else:  # empty token range: the reference keeps the normalized position
                     s = e = ns.shift + t.start
                 if s == n_chars and n_chars:
