@@ -1,0 +1,135 @@
+"""A small byte-level BPE and named component configurations, for tests and rule corpora.
+
+Shared by tests/test_components_vs_reference.py and tests/oracles/generate_rules.py:
+``tokenizer_json(normalizer=..., pre_tokenizer=..., post_processor=...)`` builds a
+complete tokenizer.json around the 256 byte-level characters plus a few merges,
+with the pre-tokenizer followed by ``ByteLevel(use_regex=false)`` so that every
+text is encodable.
+"""
+
+from __future__ import annotations
+
+import json
+
+from gpu_tok.cpu_ref.byte_level import BYTE_TO_CHAR
+
+# ----------------------------------------------------------------- the model
+_MERGES = [("t", "h"), ("th", "e"), ("Ġ", "the"), ("i", "n"), ("e", "r"), ("Ġ", "a"), ("a", "n"),
+           ("an", "d"), ("Ġ", "t"), ("o", "n"), ("Ġ", "in"), ("l", "l"), ("e", "ll"), ("h", "ell"),
+           ("Ã", "©"), ("Ġ", "Ġ"), ("ĠĠ", "ĠĠ"), ("1", "2"), ("12", "3"), ("Ċ", "Ċ")]
+
+
+def _vocab():
+    vocab = {c: i for i, c in enumerate(BYTE_TO_CHAR)}
+    for a, b in _MERGES:
+        vocab.setdefault(a + b, len(vocab))
+    return vocab
+
+
+def bpe_model(**extra):
+    m = {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+         "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+         "vocab": _vocab(), "merges": [f"{a} {b}" for a, b in _MERGES]}
+    m.update(extra)
+    return m
+
+
+BL_NOREGEX = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+BL_DECODER = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
+
+ADDED = [
+    {"id": 0, "content": "<|x|>", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True},
+    {"id": 0, "content": "[MASK]", "single_word": False, "lstrip": True, "rstrip": False, "normalized": False, "special": True},
+    {"id": 0, "content": "<r>", "single_word": False, "lstrip": False, "rstrip": True, "normalized": False, "special": False},
+    {"id": 0, "content": "word", "single_word": True, "lstrip": False, "rstrip": False, "normalized": False, "special": False},
+    {"id": 0, "content": "HeLLo", "single_word": False, "lstrip": False, "rstrip": False, "normalized": True, "special": False},
+    {"id": 0, "content": "  sp", "single_word": False, "lstrip": True, "rstrip": True, "normalized": True, "special": True},
+    {"id": 0, "content": "the", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": False},
+]
+
+
+def tokenizer_json(normalizer=None, pre_tokenizer=None, post_processor=None, added=ADDED, model=None):
+    """A tokenizer.json (str) around the small BPE; ``pre_tokenizer="none"`` means no pre-tokenizer."""
+    if pre_tokenizer is None:
+        pre = BL_NOREGEX
+    elif pre_tokenizer == "none":
+        pre = None  # the model sees raw characters: most are unknown and dropped
+    else:
+        pre = {"type": "Sequence", "pretokenizers": [pre_tokenizer, BL_NOREGEX]}
+    return json.dumps({
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": normalizer, "pre_tokenizer": pre, "post_processor": post_processor,
+        "decoder": BL_DECODER, "model": model or bpe_model(),
+    })
+
+
+def split(pattern, behavior, invert=False, kind="Regex"):
+    return {"type": "Split", "pattern": {kind: pattern}, "behavior": behavior, "invert": invert}
+
+
+BEHAVIOURS = ["Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"]
+
+NORMALIZERS = {
+    "none": None,
+    "NFC": {"type": "NFC"},
+    "NFD": {"type": "NFD"},
+    "NFKC": {"type": "NFKC"},
+    "NFKD": {"type": "NFKD"},
+    "Lowercase": {"type": "Lowercase"},
+    "Strip": {"type": "Strip", "strip_left": True, "strip_right": True},
+    "StripLeft": {"type": "Strip", "strip_left": True, "strip_right": False},
+    "StripRight": {"type": "Strip", "strip_left": False, "strip_right": True},
+    "StripAccents": {"type": "Sequence", "normalizers": [{"type": "NFD"}, {"type": "StripAccents"}]},
+    "ReplaceString": {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+    "ReplaceRegex": {"type": "Replace", "pattern": {"Regex": r"\s+"}, "content": " "},
+    "ReplaceDelete": {"type": "Replace", "pattern": {"Regex": "[aeiou]"}, "content": ""},
+    "Prepend": {"type": "Prepend", "prepend": "\u2581"},
+    "LlamaLike": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+                                                      {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+    "BertLike": {"type": "Sequence", "normalizers": [{"type": "NFD"}, {"type": "Lowercase"}, {"type": "StripAccents"},
+                                                     {"type": "Strip", "strip_left": True, "strip_right": True}]},
+    "NFKCLower": {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]},
+}
+
+PRE_TOKENIZERS = {"none": "none", "bytelevel-only": BL_NOREGEX}
+for _b in BEHAVIOURS:
+    for _inv in (False, True):
+        PRE_TOKENIZERS[f"SplitRegex-{_b}-{_inv}"] = split(r"\d+|\s+|[^\w\s]", _b, _inv)
+        PRE_TOKENIZERS[f"SplitString-{_b}-{_inv}"] = split(" ", _b, _inv, kind="String")
+    PRE_TOKENIZERS[f"Punctuation-{_b}"] = {"type": "Punctuation", "behavior": _b}
+PRE_TOKENIZERS.update({
+    "Digits": {"type": "Digits", "individual_digits": False},
+    "DigitsIndividual": {"type": "Digits", "individual_digits": True},
+    "Whitespace": {"type": "Whitespace"},
+    "WhitespaceSplit": {"type": "WhitespaceSplit"},
+    "ByteLevelRegex": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+    "ByteLevelPrefix": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+    "Lookahead": split(r"\s+(?!\S)|\s+|\p{L}+|\p{N}{1,3}|[^\s\p{L}\p{N}]+", "Isolated"),
+    "Possessive": split(r"\s++$|\s+|\p{L}+|[^\s\p{L}]+", "Isolated"),
+    "Sequence": {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "Digits", "individual_digits": True}]},
+})
+
+_SPECIALS = {"[CLS]": {"id": "[CLS]", "ids": [260], "tokens": ["[CLS]"]},
+             "[SEP]": {"id": "[SEP]", "ids": [261, 262], "tokens": ["[SEP]", "[SEP2]"]}}
+POST_PROCESSORS = {
+    "none": None,
+    "ByteLevelTrim": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+    "ByteLevelTrimNoPrefix": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True},
+    "ByteLevelNoTrim": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False},
+    "Template": {"type": "TemplateProcessing",
+                 "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                            {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+                 "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                          {"SpecialToken": {"id": "[SEP]", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}},
+                          {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
+                 "special_tokens": _SPECIALS},
+    "Roberta": {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0], "trim_offsets": True, "add_prefix_space": True},
+    "RobertaNoTrim": {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0], "trim_offsets": False, "add_prefix_space": False},
+    "Bert": {"type": "BertProcessing", "sep": ["[SEP]", 102], "cls": ["[CLS]", 101]},
+    "Sequence": {"type": "Sequence", "processors": [
+        {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+         "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+         "special_tokens": _SPECIALS}]},
+}
+

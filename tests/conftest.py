@@ -1,0 +1,47 @@
+"""Shared pytest setup.
+
+* `--full`: tests marked `@pytest.mark.full` (exhaustive sweeps) are skipped unless it is given.
+* `models_dir()` / `corpora_dir()` / `model_path(name)` live in tests/_paths.py
+  ($GPU_TOK_MODELS / $GPU_TOK_CORPORA, else ../shared/models and ../shared/corpora).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # also under --import-mode=importlib
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _paths import corpora_dir, model_path as _model_path, models_dir  # noqa: F401  (re-exported)
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--full",
+        action="store_true",
+        default=False,
+        help="also run the exhaustive sweeps (tests marked @pytest.mark.full)",
+    )
+
+
+def pytest_configure(config):
+    # Registered in pyproject.toml too; repeating it keeps `-p no:cacheprovider`/other
+    # rootdirs from warning about an unknown mark.
+    config.addinivalue_line("markers", "full: exhaustive parity sweeps, run only with --full")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--full"):
+        return
+    skip_full = pytest.mark.skip(reason="exhaustive sweep: run with --full")
+    for item in items:
+        if item.get_closest_marker("full") is not None:
+            item.add_marker(skip_full)
+
+
+@pytest.fixture(scope="session")
+def model_path():
+    """model_path(name) -> Path of <models>/<name>/tokenizer.json; skips when it is absent."""
+    return _model_path

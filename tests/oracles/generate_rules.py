@@ -1,0 +1,122 @@
+"""Write tests/oracles/rules.jsonl.gz: the corpora behind docs/decisions/.
+
+Each decision record in docs/decisions/ settles one rule of the reference by
+measurement; the inputs that show the rule, and the reference's answers, are
+generated here from the pinned reference and replayed by tests/test_rules.py.
+
+    python tests/oracles/generate_rules.py
+
+Tokenizers are either a real model (``{"model": "roberta-base"}``, found via
+GPU_TOK_MODELS / ../shared/models) or the small byte-level BPE of
+tests/_small_bpe.py with named components (``{"small": {...}}``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import gzip
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import tokenizers  # noqa: E402
+
+from _paths import model_file, sha256_file  # noqa: E402
+from _small_bpe import BEHAVIOURS, NORMALIZERS, POST_PROCESSORS, PRE_TOKENIZERS, tokenizer_json  # noqa: E402
+
+OUT = HERE / "rules.jsonl.gz"
+
+FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask", "word_ids")
+
+
+def small(normalizer="none", pre_tokenizer="bytelevel-only", post_processor="none"):
+    return {"small": {"normalizer": normalizer, "pre_tokenizer": pre_tokenizer, "post_processor": post_processor}}
+
+
+def build_json(spec) -> str:
+    if "model" in spec:
+        return model_file(spec["model"]).read_text(encoding="utf-8")
+    s = spec["small"]
+    return tokenizer_json(normalizer=NORMALIZERS[s["normalizer"]], pre_tokenizer=PRE_TOKENIZERS[s["pre_tokenizer"]],
+                          post_processor=POST_PROCESSORS[s["post_processor"]])
+
+
+# (rule, tokenizer spec, texts) — every text is encoded with and without special tokens.
+CASES = [
+    # 0001: which text an added token is matched against
+    ("0001-added-token-match-text", small("Lowercase"),
+     ["say HELLO and hello", "HeLLo<|x|>hello", "<|X|> vs <|x|>", "HELLO<|x|>HELLO", "thethe THE the"]),
+    ("0001-added-token-match-text", small("ReplaceString"), ["a  sp b", "a\u2581\u2581sp", "x  spy", "  sp"]),
+    ("0001-added-token-match-text", {"model": "roberta-base"}, ["<s>hello</s>", "a <pad> b", "<S>"]),
+    ("0001-added-token-match-text", {"model": "llama3"},
+     ["<|begin_of_text|>Hi<|eot_id|>", "<|BEGIN_OF_TEXT|>", "x<|reserved_special_token_0|>y"]),
+    # 0002: what lstrip / rstrip do to the id stream, tokens, offsets and decode
+    ("0002-lstrip-rstrip", {"model": "roberta-base"},
+     ["Hello <mask>!", "Hello<mask>", "Hello   <mask>  x", " <mask>", "<mask> <mask>", "a\n\t<mask>"]),
+    ("0002-lstrip-rstrip", small(),
+     ["a [MASK]", "a   [MASK]b", "<r>  x", "[MASK][MASK]", " [MASK]", "x<r>\n\ny", "<r>   [MASK]"]),
+    # 0004: byte-level offsets of tokens that cover part of a character
+    ("0004-byte-level-partial-chars", {"model": "gpt2"}, ["東", "a東京", "🤖x", "é", "e\u0301", "👍🏽 ok"]),
+    ("0004-byte-level-partial-chars", {"model": "qwen3"}, ["e\u0301x", "東京 🤖", "\u1100\u1161\u11a8"]),
+    # 0005: the regex dialect (Oniguruma classes and anchors)
+    ("0005-regex-dialect", small(pre_tokenizer="SplitRegex-Contiguous-False"), ["0\u00b2", "A\u200d", "x\u0558y"]),
+    ("0005-regex-dialect", small(pre_tokenizer="Possessive"), ["a  \nb  \n", "x   ", "  y"]),
+    ("0005-regex-dialect", {"model": "gpt-4o"}, ["\u0558abc", "A\ua7ceB", "x\U00011de0 12"]),
+    # 0007: unknown characters without an unk token are dropped, and shift later offsets
+    ("0007-dropped-unknowns", small(pre_tokenizer="none"), ["\u030100", "\u00e9\u00e9 ab", "x\u6771y"]),
+]
+for _b in BEHAVIOURS:
+    for _inv in (False, True):
+        CASES.append(("0003-split-behaviours", small(pre_tokenizer=f"SplitRegex-{_b}-{_inv}"),
+                      ["the-final--countdown 12  a", "  lead", "trail  ", "a1b22c333", ""]))
+        CASES.append(("0003-split-behaviours", small(pre_tokenizer=f"SplitString-{_b}-{_inv}"),
+                      ["the final  countdown", " a ", "   "]))
+
+# 0006: texts the reference refuses (lone surrogates)
+REFUSED = [("0006-invalid-text", {"model": "gpt2"}, ["a\ud800b", "\udfff", "ok\udbff\udc00"])]
+
+
+def main():
+    cache = {}
+    records = []
+    models = {}
+    for rule, spec, texts in CASES + REFUSED:
+        key = json.dumps(spec, sort_keys=True)
+        if key not in cache:
+            cache[key] = tokenizers.Tokenizer.from_str(build_json(spec))
+            if "model" in spec:
+                models[spec["model"]] = sha256_file(model_file(spec["model"]))
+        tok = cache[key]
+        for text in texts:
+            for add in (True, False):
+                rec = {"rule": rule, "tokenizer": spec, "text": text, "add_special_tokens": add}
+                if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+                    # JSON would join a high+low surrogate pair into one character: store code points
+                    del rec["text"]
+                    rec["codepoints"] = [ord(c) for c in text]
+                try:
+                    enc = tok.encode(text, add_special_tokens=add)
+                except Exception as e:  # the reference refuses the input
+                    rec["error"] = type(e).__name__
+                    records.append(rec)
+                    continue
+                for f in FIELDS:
+                    v = getattr(enc, f)
+                    rec[f] = [list(o) for o in v] if f == "offsets" else list(v)
+                rec["decode_skip_special"] = tok.decode(enc.ids, skip_special_tokens=True)
+                rec["decode_keep_special"] = tok.decode(enc.ids, skip_special_tokens=False)
+                records.append(rec)
+    header = {"kind": "header", "reference": "tokenizers", "reference_version": tokenizers.__version__,
+              "generated": datetime.date.today().isoformat(), "generator": "tests/oracles/generate_rules.py",
+              "model_sha256": models}
+    with gzip.GzipFile(OUT, "wb", mtime=0) as f:
+        for obj in [header] + records:
+            f.write((json.dumps(obj, ensure_ascii=True, sort_keys=True) + "\n").encode("ascii"))
+    print(f"wrote {OUT}: {len(records)} records, {OUT.stat().st_size} bytes")
+
+
+if __name__ == "__main__":
+    main()
