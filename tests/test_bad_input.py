@@ -1,0 +1,100 @@
+"""Bad and extreme text input: a clear error or the reference's result, nothing lost."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import gpu_tok
+from _paths import model_path as _model_path
+
+tokenizers = pytest.importorskip("tokenizers")
+
+FIELDS = ("ids", "tokens", "offsets", "type_ids", "special_tokens_mask", "word_ids", "attention_mask")
+
+
+@pytest.fixture(scope="module")
+def pair():
+    p = _model_path("gpt2")
+    return gpu_tok.Tokenizer.from_file(p), tokenizers.Tokenizer.from_file(str(p))
+
+
+def _same(ours, ref, text):
+    a, b = ours.encode(text), ref.encode(text)
+    for f in FIELDS:
+        x, y = getattr(a, f), getattr(b, f)
+        if f == "offsets":
+            x, y = [tuple(o) for o in x], [tuple(o) for o in y]
+        assert list(x) == list(y), f
+    assert ours.decode(b.ids) == ref.decode(b.ids)
+
+
+@pytest.mark.parametrize("text", ["", "\x00", "a\x00b\x00", "\x00" * 50, "\x01\x02\x7f\x1b[32m", "\ufeffBOM",
+                                  "\uffff\ufffe", "\U0010ffff", " ", "\n" * 20, "\r\n\r\n", "\t \u00a0\u3000"])
+def test_edge_texts_equal_the_reference(pair, text):
+    _same(*pair, text)
+
+
+@pytest.mark.parametrize("text", ["a\ud800b", "\udfff", "ok\udbff\udc00"])
+def test_lone_surrogates_are_refused_by_name(pair, text):
+    ours, ref = pair
+    with pytest.raises(TypeError):  # the reference refuses them too
+        ref.encode(text)
+    with pytest.raises(gpu_tok.InvalidText) as info:
+        ours.encode(text)
+    assert isinstance(info.value, TypeError) and isinstance(info.value, ValueError)
+    assert "lone surrogate" in str(info.value) and "at index" in str(info.value)
+    with pytest.raises(gpu_tok.InvalidText):
+        ours.encode_batch(["fine", text], device="ref")
+    with pytest.raises(gpu_tok.InvalidText):
+        ours.encode("fine", text)
+
+
+def test_non_str_is_a_type_error(pair):
+    ours, _ = pair
+    for bad in (b"bytes", 5, None):
+        with pytest.raises(TypeError):
+            ours.encode(bad)
+
+
+def test_batch_keeps_order_and_count(pair):
+    ours, ref = pair
+    texts = ["", "b", "\x00", "long " * 100, "", "é"]
+    got = ours.encode_batch(texts, device="ref")
+    want = ref.encode_batch(texts)
+    assert [e.ids for e in got] == [e.ids for e in want]
+    batch = ours.encode_batch_ids(texts, device="ref")
+    assert len(batch) == len(texts)
+    assert batch.to_list() == [e.ids for e in want]
+
+
+def _best_time(fn, repeat=2):
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+@pytest.mark.parametrize("unit", ["a", "ab ", " ", "東京", "<|endoftext", "é\u0301"])
+def test_long_lines_cost_linear_time(pair, unit):
+    """A line ten times longer must cost about ten times more, never a hundred.
+
+    Not a speed test: a ratio guard against quadratic stages (a quadratic
+    stage gives ~100x). Sizes 20k -> 200k characters; bound 30x.
+    """
+    ours, _ = pair
+    small = unit * (20_000 // len(unit))
+    big = unit * (200_000 // len(unit))
+    ours.encode(small)  # warm caches
+    t_small = _best_time(lambda: ours.encode(small))
+    t_big = _best_time(lambda: ours.encode(big), repeat=1)
+    assert t_big < 30 * max(t_small, 1e-3), (unit, t_small, t_big)
+
+
+def test_million_character_line_equals_the_reference(pair):
+    ours, ref = pair
+    text = ("the quick brown fox " * 50_000)[:1_000_000]
+    assert ours.encode(text).ids == ref.encode(text).ids

@@ -1,0 +1,176 @@
+"""The tokenizer.json loader: accepted spellings, refusals by name, clear errors."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+import gpu_tok
+from gpu_tok import TokenizerFileError, UnsupportedComponent
+from _paths import model_file
+from _small_bpe import bpe_model, tokenizer_json
+
+BASE = json.loads(tokenizer_json())
+
+
+def _load(mutate):
+    data = copy.deepcopy(BASE)
+    mutate(data)
+    return gpu_tok.Tokenizer.from_str(json.dumps(data))
+
+
+def _expect(exc, mutate, path, *words):
+    with pytest.raises(exc) as info:
+        _load(mutate)
+    assert info.value.json_path == path, str(info.value)
+    msg = str(info.value)
+    assert path in msg
+    for w in words:
+        assert w in msg, msg
+    return info.value
+
+
+# ----------------------------------------------------------- malformed files
+def test_invalid_json_names_line_and_column():
+    with pytest.raises(TokenizerFileError) as info:
+        gpu_tok.Tokenizer.from_str('{"version": "1.0",\n "model": {')
+    assert "invalid JSON at line 2" in str(info.value)
+
+
+def test_invalid_json_in_a_file_names_the_file(tmp_path):
+    p = tmp_path / "tokenizer.json"
+    p.write_text("{ nope")
+    with pytest.raises(TokenizerFileError) as info:
+        gpu_tok.Tokenizer.from_file(p)
+    assert str(p) in str(info.value) and "invalid JSON" in str(info.value)
+
+
+def test_not_utf8_file(tmp_path):
+    p = tmp_path / "tokenizer.json"
+    p.write_bytes(b'{"x": "\xff"}')
+    with pytest.raises(TokenizerFileError, match="not valid UTF-8"):
+        gpu_tok.Tokenizer.from_file(p)
+
+
+def test_errors_are_value_errors():
+    assert issubclass(TokenizerFileError, ValueError)
+    assert issubclass(UnsupportedComponent, ValueError)
+
+
+def test_missing_model():
+    _expect(TokenizerFileError, lambda d: d.pop("model"), "model", "missing")
+
+
+def test_wrong_version():
+    _expect(TokenizerFileError, lambda d: d.update(version="2.0"), "version", "2.0")
+
+
+def test_wrong_type_names_the_field():
+    _expect(TokenizerFileError, lambda d: d["model"].update(merges=5), "model.merges", "expected list")
+    _expect(TokenizerFileError, lambda d: d["added_tokens"][0].update(lstrip="yes"), "added_tokens[0].lstrip")
+    _expect(TokenizerFileError, lambda d: d["model"]["vocab"].update(x=-1), "model.vocab['x']")
+
+
+def test_merge_token_missing_from_vocab():
+    def mutate(d):
+        d["model"]["merges"].append("zz qq")
+
+    err = _expect(TokenizerFileError, mutate, f"model.merges[{len(BASE['model']['merges'])}]", "'zz'", "not in the vocab")
+    assert "merge" in str(err)
+
+
+def test_merge_result_missing_from_vocab():
+    def mutate(d):
+        d["model"]["merges"].append("a b")  # "ab" is not in the small vocab
+
+    _expect(TokenizerFileError, mutate, f"model.merges[{len(BASE['model']['merges'])}]", "'ab'")
+
+
+def test_malformed_merge_string():
+    _expect(TokenizerFileError, lambda d: d["model"]["merges"].insert(0, "a b c"), "model.merges[0]")
+
+
+def test_regex_that_does_not_compile():
+    def mutate(d):
+        d["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated", "invert": False}
+
+    _expect(TokenizerFileError, mutate, "pre_tokenizer.pattern.Regex", "cannot compile")
+
+
+def test_unknown_behaviour():
+    def mutate(d):
+        d["pre_tokenizer"] = {"type": "Split", "pattern": {"String": " "}, "behavior": "Sideways", "invert": False}
+
+    _expect(TokenizerFileError, mutate, "pre_tokenizer.behavior", "Sideways")
+
+
+# ------------------------------------------------------------------ refusals
+@pytest.mark.parametrize("mutate,path,value", [
+    (lambda d: d.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
+        {"type": "Whitespace"}, {"type": "UnicodeScripts"}]}), "pre_tokenizer.pretokenizers[1].type", "UnicodeScripts"),
+    (lambda d: d.update(normalizer={"type": "BertNormalizer"}), "normalizer.type", "BertNormalizer"),
+    (lambda d: d.update(decoder={"type": "WordPiece", "prefix": "##"}), "decoder.type", "WordPiece"),
+    (lambda d: d.update(post_processor={"type": "Unknown"}), "post_processor.type", "Unknown"),
+    (lambda d: d["model"].update(dropout=0.1), "model.dropout", 0.1),
+    (lambda d: d["model"].update(byte_fallback=True), "model.byte_fallback", True),
+    (lambda d: d.update(model={"type": "WordPiece", "vocab": {"a": 0}, "unk_token": "a"}), "model.type", "WordPiece"),
+    (lambda d: d.update(truncation={"max_length": 8}), "truncation", {"max_length": 8}),
+    (lambda d: d.update(padding={"strategy": "BatchLongest"}), "padding", {"strategy": "BatchLongest"}),
+    (lambda d: d.update(pre_tokenizer={"type": "Split", "pattern": {"Regex": r"\p{Braille}"},
+                                       "behavior": "Isolated", "invert": False}),
+     "pre_tokenizer.pattern.Regex", None),
+])
+def test_refused_by_name(mutate, path, value):
+    exc = UnsupportedComponent if value is not None else TokenizerFileError
+    err = _expect(exc, mutate, path)
+    if value is not None:
+        assert err.value == value
+
+
+def test_dropout_zero_is_no_dropout():
+    tok = _load(lambda d: d["model"].update(dropout=0.0))
+    assert tok.encode("the hello").ids == gpu_tok.Tokenizer.from_str(tokenizer_json()).encode("the hello").ids
+
+
+# -------------------------------------------------------- accepted spellings
+def test_merges_as_pairs_or_strings_are_the_same():
+    a = gpu_tok.Tokenizer.from_str(tokenizer_json())
+    pairs = bpe_model()
+    pairs["merges"] = [m.split(" ") for m in pairs["merges"]]
+    b = gpu_tok.Tokenizer.from_str(tokenizer_json(model=pairs))
+    for text in ["the hello there", "thethe 123"]:
+        assert a.encode(text).ids == b.encode(text).ids
+
+
+def test_model_without_type_and_byte_level_without_use_regex():
+    def mutate(d):
+        d["model"].pop("type")
+        d["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True}
+
+    tok = _load(mutate)
+    assert tok.config.pre_tokenizer.use_regex is True
+    tokenizers = pytest.importorskip("tokenizers")
+    data = copy.deepcopy(BASE)
+    mutate(data)
+    ref = tokenizers.Tokenizer.from_str(json.dumps(data))
+    for text in ["the hello  there", "a1 b2"]:
+        assert tok.encode(text).tokens == ref.encode(text).tokens
+        assert tok.encode(text).ids == ref.encode(text).ids
+
+
+@pytest.mark.parametrize("family,path", [
+    ("bert-base-uncased", "model.type"),  # WordPiece, in a legacy file without "type"
+    ("t5-small", "model.type"),  # Unigram, legacy file
+    ("all-MiniLM-L6-v2", "truncation"),
+    ("llama2", "model.byte_fallback"),
+    ("mistral-v0.3-metaspace", "model.byte_fallback"),
+])
+def test_real_files_of_later_families_are_refused_by_name(family, path):
+    p = model_file(family)
+    if not p.is_file():
+        pytest.skip(f"model {family!r} not available at {p}")
+    with pytest.raises(UnsupportedComponent) as info:
+        gpu_tok.Tokenizer.from_file(p)
+    assert info.value.json_path == path
