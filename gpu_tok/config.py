@@ -106,6 +106,16 @@ class WhitespaceSplit:
 
 
 @dataclass(frozen=True)
+class Metaspace:
+    """Also the Metaspace decoder (same fields)."""
+
+    replacement: str = "\u2581"
+    prepend_scheme: str = "always"  # "always", "first" or "never"
+    split: bool = True
+    path: str = ""
+
+
+@dataclass(frozen=True)
 class PreTokenizerSequence:
     pretokenizers: Tuple[object, ...]
     path: str = ""
@@ -171,6 +181,31 @@ class ProcessorSequence:
 
 
 # ------------------------------------------------------------------- decoders
+@dataclass(frozen=True)
+class ByteFallbackDecoder:
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class FuseDecoder:
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class StripDecoder:
+    content: str
+    start: int
+    stop: int
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class ReplaceDecoder:
+    pattern: Pattern
+    content: str
+    path: str = ""
+
+
 @dataclass(frozen=True)
 class DecoderSequence:
     decoders: Tuple[object, ...]

@@ -114,11 +114,29 @@ def _byte_level(o: Dict[str, Any], path: str) -> C.ByteLevel:
     )
 
 
+def _metaspace(o: Dict[str, Any], path: str) -> C.Metaspace:
+    rep = _get(o, "replacement", path, str)
+    if len(rep) != 1:
+        raise TokenizerFileError(f"{path}.replacement", f"expected one character, found {rep!r}")
+    scheme = _get(o, "prepend_scheme", path, str, "always")
+    if scheme not in ("always", "first", "never"):
+        raise TokenizerFileError(f"{path}.prepend_scheme", f"expected always, first or never, found {scheme!r}")
+    # Legacy files carry add_prefix_space (and str_rep, ignored); false means "never".
+    aps = _get(o, "add_prefix_space", path, bool, None, nullable=True)
+    if aps is False:
+        if scheme != "never":  # measured: the reference refuses this file too
+            raise TokenizerFileError(f"{path}.add_prefix_space", "add_prefix_space does not match declared prepend_scheme")
+        scheme = "never"
+    return C.Metaspace(rep, scheme, _get(o, "split", path, bool, True), path)
+
+
 def parse_pre_tokenizer(v: Any, path: str):
     o = _obj(v, path)
     t = _type(o, path)
     if t == "ByteLevel":
         return _byte_level(o, path)
+    if t == "Metaspace":
+        return _metaspace(o, path)
     if t == "Split":
         return C.Split(_pattern(o, path), _behaviour(o, path), _get(o, "invert", path, bool, False), path)
     if t == "Digits":
@@ -166,21 +184,32 @@ def parse_model(v: Any, path: str = "model") -> C.BPE:
             raise UnsupportedComponent(f"{path}.dropout", dropout, "BPE dropout is random; only null (or 0) is reproduced")
 
     vocab = _get(o, "vocab", path, dict)
-    for k, i in vocab.items():
-        if not isinstance(i, int) or isinstance(i, bool) or i < 0:
-            raise TokenizerFileError(f"{path}.vocab[{k!r}]", f"expected a non-negative integer id, found {i!r}")
+    ids = vocab.values()
+    if not all(type(i) is int for i in ids) or (ids and min(ids) < 0):
+        for k, i in vocab.items():
+            if type(i) is not int or i < 0:
+                raise TokenizerFileError(f"{path}.vocab[{k!r}]", f"expected a non-negative integer id, found {i!r}")
     raw = _get(o, "merges", path, list)
-    merges: List[Tuple[str, str]] = []
-    for i, m in enumerate(raw):
-        if isinstance(m, str):
-            parts = m.split(" ")
-            if len(parts) != 2:
-                raise TokenizerFileError(f"{path}.merges[{i}]", f"expected \"left right\", found {m!r}")
-            merges.append((parts[0], parts[1]))
-        elif isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m):
-            merges.append((m[0], m[1]))
-        else:
-            raise TokenizerFileError(f"{path}.merges[{i}]", f"expected \"a b\" or [a, b], found {m!r}")
+    merges: List[Tuple[str, str]]
+    if all(type(m) is str for m in raw):
+        merges = [tuple(m.split(" ")) for m in raw]
+        bad = next((i for i, m in enumerate(merges) if len(m) != 2), None)
+        if bad is not None:
+            raise TokenizerFileError(f"{path}.merges[{bad}]", f"expected \"left right\", found {raw[bad]!r}")
+    elif all(type(m) is list and len(m) == 2 and type(m[0]) is str and type(m[1]) is str for m in raw):
+        merges = [(a, b) for a, b in raw]
+    else:
+        merges = []
+        for i, m in enumerate(raw):
+            if isinstance(m, str):
+                parts = m.split(" ")
+                if len(parts) != 2:
+                    raise TokenizerFileError(f"{path}.merges[{i}]", f"expected \"left right\", found {m!r}")
+                merges.append((parts[0], parts[1]))
+            elif isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m):
+                merges.append((m[0], m[1]))
+            else:
+                raise TokenizerFileError(f"{path}.merges[{i}]", f"expected \"a b\" or [a, b], found {m!r}")
 
     cfg = C.BPE(
         vocab=vocab,
@@ -193,13 +222,12 @@ def parse_model(v: Any, path: str = "model") -> C.BPE:
         ignore_merges=_get(o, "ignore_merges", path, bool, False),
         path=path,
     )
-    if cfg.byte_fallback:
-        raise UnsupportedComponent(f"{path}.byte_fallback", True, "byte_fallback is not reproduced yet")
-    if cfg.continuing_subword_prefix:
-        raise UnsupportedComponent(f"{path}.continuing_subword_prefix", cfg.continuing_subword_prefix,
-                                   "not reproduced yet")
-    if cfg.end_of_word_suffix:
-        raise UnsupportedComponent(f"{path}.end_of_word_suffix", cfg.end_of_word_suffix, "not reproduced yet")
+    if cfg.byte_fallback and (cfg.continuing_subword_prefix or cfg.end_of_word_suffix):
+        # The reference falls back on the bytes of the *decorated* symbol ("##é"), whose
+        # byte tokens then outrun the piece: offsets stop being defined. Refused.
+        which = "continuing_subword_prefix" if cfg.continuing_subword_prefix else "end_of_word_suffix"
+        raise UnsupportedComponent(f"{path}.{which}", getattr(cfg, which),
+                                   "combined with byte_fallback the reference's offsets are undefined")
     return cfg
 
 
@@ -281,6 +309,22 @@ def parse_decoder(v: Any, path: str):
     t = _type(o, path)
     if t == "ByteLevel":
         return _byte_level(o, path)
+    if t == "Metaspace":
+        return _metaspace(o, path)
+    if t == "ByteFallback":
+        return C.ByteFallbackDecoder(path)
+    if t == "Fuse":
+        return C.FuseDecoder(path)
+    if t == "Strip":
+        content = _get(o, "content", path, str)
+        if len(content) != 1:
+            raise TokenizerFileError(f"{path}.content", f"expected one character, found {content!r}")
+        start, stop = _get(o, "start", path, int), _get(o, "stop", path, int)
+        if start < 0 or stop < 0:
+            raise TokenizerFileError(path, "start and stop must be non-negative")
+        return C.StripDecoder(content, start, stop, path)
+    if t == "Replace":
+        return C.ReplaceDecoder(_pattern(o, path), _get(o, "content", path, str), path)
     if t == "Sequence":
         items = _get(o, "decoders", path, list)
         return C.DecoderSequence(tuple(parse_decoder(x, f"{path}.decoders[{i}]") for i, x in enumerate(items)), path)

@@ -133,3 +133,76 @@ POST_PROCESSORS = {
          "special_tokens": _SPECIALS}]},
 }
 
+
+
+# --------------------------------------------- a small SentencePiece-style BPE
+# "▁" marks a word start; <0xXX> byte tokens for byte_fallback; <unk> for the rest.
+_SP_CHARS = list("\u2581abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,!?'-<>/|é")
+_SP_MERGES = [("\u2581", "t"), ("h", "e"), ("\u2581t", "he"), ("\u2581", "a"), ("i", "n"), ("\u2581", "in"),
+              ("e", "r"), ("\u2581", "\u2581"), ("l", "l"), ("e", "ll"), ("h", "ell"), ("\u2581", "hell"),
+              ("\u2581hell", "o"), ("1", "2")]
+
+
+def sp_model(**extra):
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for b in range(256):
+        vocab["<0x%02X>" % b] = len(vocab)
+    for c in _SP_CHARS:
+        vocab.setdefault(c, len(vocab))
+    for a, b in _SP_MERGES:
+        vocab.setdefault(a + b, len(vocab))
+    m = {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+         "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+         "vocab": vocab, "merges": [[a, b] for a, b in _SP_MERGES]}
+    m.update(extra)
+    return m
+
+
+SP_ADDED = [
+    {"id": 0, "content": "<unk>", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True},
+    {"id": 1, "content": "<s>", "single_word": False, "lstrip": False, "rstrip": False, "normalized": True, "special": True},
+    {"id": 2, "content": "</s>", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True},
+    {"id": 0, "content": "<|end|>", "single_word": False, "lstrip": False, "rstrip": True, "normalized": False, "special": True},
+    {"id": 0, "content": "<tool>", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": False},
+]
+
+_STRIP_SPACE = {"type": "Strip", "content": " ", "start": 1, "stop": 0}
+SP_DECODERS = {
+    "llama": {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}, {"type": "ByteFallback"},
+        {"type": "Fuse"}, _STRIP_SPACE]},
+    "gemma": {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}, {"type": "ByteFallback"}, {"type": "Fuse"}]},
+    "metaspace-always": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+    "metaspace-never": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "never", "split": True},
+    "metaspace-legacy": {"type": "Metaspace", "replacement": "\u2581", "str_rep": "\u2581", "add_prefix_space": True},
+    "bytefallback-only": {"type": "ByteFallback"},
+    "strip-both": {"type": "Sequence", "decoders": [{"type": "ByteFallback"}, {"type": "Fuse"},
+                                                    {"type": "Strip", "content": "\u2581", "start": 2, "stop": 3}]},
+    "replace-regex": {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"Regex": "\u2581+"}, "content": "_"}, {"type": "ByteFallback"}, {"type": "Fuse"}]},
+    "none": None,
+}
+
+SP_PIPELINES = {
+    # (normalizer, pre_tokenizer)
+    "llama-normalizer": ({"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": "\u2581"}, {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}, None),
+    "gemma-replace": ({"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+                      {"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious", "invert": False}),
+}
+for _scheme in ("first", "always", "never"):
+    for _split in (True, False):
+        SP_PIPELINES[f"metaspace-{_scheme}-{_split}"] = (
+            None, {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": _scheme, "split": _split})
+SP_PIPELINES["metaspace-legacy"] = (None, {"type": "Sequence", "pretokenizers": [
+    {"type": "WhitespaceSplit"}, {"type": "Metaspace", "replacement": "\u2581", "str_rep": "\u2581", "add_prefix_space": True}]})
+
+
+def sp_tokenizer_json(pipeline="llama-normalizer", decoder="llama", model=None, added=SP_ADDED, post_processor=None):
+    normalizer, pre = SP_PIPELINES[pipeline]
+    return json.dumps({
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": normalizer, "pre_tokenizer": pre, "post_processor": post_processor,
+        "decoder": SP_DECODERS[decoder], "model": model or sp_model(),
+    })

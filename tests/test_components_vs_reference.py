@@ -52,9 +52,9 @@ _FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_to
 _cache = {}
 
 
-def _pair_of_tokenizers(key, **parts):
+def _pair_of_tokenizers(key, _json=None, **parts):
     if key not in _cache:
-        js = _tokenizer_json(**parts)
+        js = _json if _json is not None else _tokenizer_json(**parts)
         _cache[key] = (gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js))
     return _cache[key]
 
@@ -69,7 +69,15 @@ def _assert_same(ours, ref, text, pair=None):
                 x, y = [tuple(o) for o in x], [tuple(o) for o in y]
             assert list(x) == list(y), f"{f} differs for {text!r} / {pair!r} (add_special_tokens={add})"
         for skip in (True, False):
-            assert ours.decode(b.ids, skip) == ref.decode(b.ids, skip), f"decode differs for {text!r}"
+            try:
+                want = ref.decode(b.ids, skip)
+            except BaseException as e:  # the reference panics (pyo3 PanicException) on some decoder inputs
+                if type(e).__name__ != "PanicException":
+                    raise
+                with pytest.raises(ValueError, match="the reference fails on it too"):
+                    ours.decode(b.ids, skip)
+                continue
+            assert ours.decode(b.ids, skip) == want, f"decode differs for {text!r}"
 
 
 _SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
@@ -139,3 +147,56 @@ def test_added_token_ids_follow_the_reference_not_the_file():
     mine = {i: (t.content, t.single_word, t.lstrip, t.rstrip, t.normalized, t.special)
             for i, t in ours.get_added_tokens_decoder().items()}
     assert mine == theirs
+
+
+# ---------------------------------------------- SentencePiece-style BPE files
+from _small_bpe import SP_DECODERS, SP_PIPELINES, sp_model, sp_tokenizer_json  # noqa: E402
+
+_SP_PIECES = ["<s>", "</s>", "<|end|>", "<tool>", "\u2581", "\u2581\u2581", " ", "  ", "hello", "the", "The",
+              "é", "e\u0301", "東", "🤖", "\x00", "<unk>", "<0x41>", "ab<s>", "x <s>", "<|end|>  \n"]
+sp_texts = st.lists(st.one_of(st.text(alphabet=_ALPHABET, max_size=10), st.sampled_from(_SP_PIECES)),
+                    max_size=8).map("".join)
+
+
+@pytest.mark.parametrize("pipeline", sorted(SP_PIPELINES))
+@_SETTINGS
+@given(text=sp_texts)
+def test_sentencepiece_pipeline(pipeline, text):
+    ours, ref = _pair_of_tokenizers(("sp", pipeline), _json=sp_tokenizer_json(pipeline=pipeline))
+    _assert_same(ours, ref, text)
+
+
+@pytest.mark.parametrize("decoder", sorted(SP_DECODERS))
+@_SETTINGS
+@given(text=sp_texts)
+def test_sentencepiece_decoder(decoder, text):
+    ours, ref = _pair_of_tokenizers(("spd", decoder), _json=sp_tokenizer_json(decoder=decoder))
+    _assert_same(ours, ref, text)
+
+
+@pytest.mark.parametrize("options", [
+    {"byte_fallback": False},
+    {"byte_fallback": False, "fuse_unk": False},
+    {"byte_fallback": True, "fuse_unk": False},
+    {"byte_fallback": False, "unk_token": None},
+    {"byte_fallback": False, "continuing_subword_prefix": "##"},
+    {"byte_fallback": False, "end_of_word_suffix": "</w>"},
+    {"byte_fallback": True, "ignore_merges": True},
+], ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+@_SETTINGS
+@given(text=sp_texts)
+def test_sentencepiece_model_options(options, text):
+    model = sp_model(**options)
+    if options.get("continuing_subword_prefix") or options.get("end_of_word_suffix"):
+        # decorated symbols: add them to the vocab so that merges can be written
+        pre, suf = options.get("continuing_subword_prefix") or "", options.get("end_of_word_suffix") or ""
+        for tok in list(model["vocab"]):
+            model["vocab"].setdefault(pre + tok, len(model["vocab"]))
+            model["vocab"].setdefault(tok + suf, len(model["vocab"]))
+            model["vocab"].setdefault(pre + tok + suf, len(model["vocab"]))
+        model["merges"] = [[a, pre + b] for a, b in model["merges"] if a + b in model["vocab"]]
+        for a, b in model["merges"]:
+            model["vocab"].setdefault(a + b[len(pre):], len(model["vocab"]))
+    key = ("spm", json.dumps(options, sort_keys=True))
+    ours, ref = _pair_of_tokenizers(key, _json=sp_tokenizer_json(model=model))
+    _assert_same(ours, ref, text)

@@ -114,7 +114,11 @@ def test_unknown_behaviour():
     (lambda d: d.update(decoder={"type": "WordPiece", "prefix": "##"}), "decoder.type", "WordPiece"),
     (lambda d: d.update(post_processor={"type": "Unknown"}), "post_processor.type", "Unknown"),
     (lambda d: d["model"].update(dropout=0.1), "model.dropout", 0.1),
-    (lambda d: d["model"].update(byte_fallback=True), "model.byte_fallback", True),
+    (lambda d: d["model"].update(byte_fallback=True, continuing_subword_prefix="##"),
+     "model.continuing_subword_prefix", "##"),
+    (lambda d: d["model"].update(byte_fallback=True, end_of_word_suffix="</w>"), "model.end_of_word_suffix", "</w>"),
+    (lambda d: d.update(pre_tokenizer={"type": "Metaspace", "replacement": "_", "add_prefix_space": False}),
+     "pre_tokenizer.add_prefix_space", None),
     (lambda d: d.update(model={"type": "WordPiece", "vocab": {"a": 0}, "unk_token": "a"}), "model.type", "WordPiece"),
     (lambda d: d.update(truncation={"max_length": 8}), "truncation", {"max_length": 8}),
     (lambda d: d.update(padding={"strategy": "BatchLongest"}), "padding", {"strategy": "BatchLongest"}),
@@ -164,8 +168,6 @@ def test_model_without_type_and_byte_level_without_use_regex():
     ("bert-base-uncased", "model.type"),  # WordPiece, in a legacy file without "type"
     ("t5-small", "model.type"),  # Unigram, legacy file
     ("all-MiniLM-L6-v2", "truncation"),
-    ("llama2", "model.byte_fallback"),
-    ("mistral-v0.3-metaspace", "model.byte_fallback"),
 ])
 def test_real_files_of_later_families_are_refused_by_name(family, path):
     p = model_file(family)

@@ -14,7 +14,7 @@ import pytest
 
 import gpu_tok
 from _paths import ORACLES_DIR, model_file, sha256_file
-from _small_bpe import NORMALIZERS, POST_PROCESSORS, PRE_TOKENIZERS, tokenizer_json
+from _small_bpe import NORMALIZERS, POST_PROCESSORS, PRE_TOKENIZERS, sp_tokenizer_json, tokenizer_json
 
 RULES = ORACLES_DIR / "rules.jsonl.gz"
 FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask", "word_ids")
@@ -45,6 +45,8 @@ def _tokenizer(spec):
             if sha256_file(path) != want:
                 pytest.fail(f"{path} changed since rules.jsonl.gz was generated (sha256 {want})")
             _cache[key] = gpu_tok.Tokenizer.from_file(path)
+        elif "sp" in spec:
+            _cache[key] = gpu_tok.Tokenizer.from_str(sp_tokenizer_json(**spec["sp"]))
         else:
             s = spec["small"]
             _cache[key] = gpu_tok.Tokenizer.from_str(tokenizer_json(

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Set, Tuple
 
-import regex
-
 from .. import config as C
 from .normalized import NormalizedString, PreTokenizedString, Split, Token
 from .normalizers import normalize_str
+from .unicode_props import RUST_SPACE, RUST_WORD
 
-# Rust regex classes the reference uses around added tokens (Unicode \w and \s).
-_WORD_CHAR = regex.compile(r"[\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}]")
-_WS_CHAR = regex.compile(r"\p{White_Space}")
+# Rust regex classes the reference uses around added tokens (\w for single_word,
+# \s for lstrip/rstrip), measured from the reference (``unicode_props``).
+_WORD_CHAR = RUST_WORD
+_WS_CHAR = RUST_SPACE
 
 
 class _Trie:

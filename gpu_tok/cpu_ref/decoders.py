@@ -6,6 +6,7 @@ from typing import List
 
 from .. import config as C
 from .byte_level import CHAR_TO_BYTE
+from .regex_util import compile_pattern, find_spans
 
 
 def _byte_level(tokens: List[str]) -> List[str]:
@@ -19,6 +20,87 @@ def _byte_level(tokens: List[str]) -> List[str]:
     return [buf.decode("utf-8", errors="replace")]
 
 
+def _byte_fallback(tokens: List[str]) -> List[str]:
+    """Runs of <0xXX> tokens become their UTF-8 text, or one U+FFFD per byte if invalid."""
+    out: List[str] = []
+    pending = bytearray()
+
+    def flush():
+        if pending:
+            try:
+                out.append(pending.decode("utf-8"))
+            except UnicodeDecodeError:
+                out.extend(["\ufffd"] * len(pending))
+            pending.clear()
+
+    for t in tokens:
+        b = None
+        if len(t) == 6 and t.startswith("<0x") and t.endswith(">"):
+            try:
+                b = int(t[3:5], 16)
+            except ValueError:
+                b = None
+            if b is not None and not all(c in "0123456789abcdefABCDEF" for c in t[3:5]):
+                b = None
+        if b is not None:
+            pending.append(b)
+        else:
+            flush()
+            out.append(t)
+    flush()
+    return out
+
+
+def _strip(cfg: C.StripDecoder, tokens: List[str]) -> List[str]:
+    out = []
+    for t in tokens:
+        start = 0
+        for i in range(min(cfg.start, len(t))):
+            if t[i] == cfg.content:
+                start = i + 1
+            else:
+                break
+        stop = len(t)
+        for i in range(cfg.stop):
+            j = len(t) - i - 1
+            if j < 0:
+                # the reference panics here (index underflow); refuse by name instead
+                raise ValueError(f"{cfg.path}: Strip decoder with stop={cfg.stop} met the token {t!r}, which is "
+                                 f"shorter than stop and all {cfg.content!r}: the reference fails on it too")
+            if t[j] == cfg.content:
+                stop = j
+            else:
+                break
+        out.append(t[start:stop])
+    return out
+
+
+def _metaspace(cfg: C.Metaspace, tokens: List[str]) -> List[str]:
+    rep = cfg.replacement
+    out = []
+    for i, t in enumerate(tokens):
+        if i == 0 and cfg.prepend_scheme != "never":
+            out.append(t.replace(rep, ""))  # every replacement in the first token goes
+        else:
+            out.append(t.replace(rep, " "))
+    return out
+
+
+def _replace(cfg: C.ReplaceDecoder, tokens: List[str]) -> List[str]:
+    rx = compile_pattern(cfg.pattern)
+    out = []
+    for t in tokens:
+        parts = []
+        last = 0
+        for a, b in find_spans(rx, t):
+            parts.append(t[last:a])
+            parts.append(cfg.content)
+            last = b
+        parts.append(t[last:])
+        out.append("".join(parts))
+    return out
+
+
 def decode_chain(cfg, tokens: List[str]) -> List[str]:
     if isinstance(cfg, C.DecoderSequence):
         for sub in cfg.decoders:
@@ -26,6 +108,16 @@ def decode_chain(cfg, tokens: List[str]) -> List[str]:
         return tokens
     if isinstance(cfg, C.ByteLevel):
         return _byte_level(tokens)
+    if isinstance(cfg, C.ByteFallbackDecoder):
+        return _byte_fallback(tokens)
+    if isinstance(cfg, C.FuseDecoder):
+        return ["".join(tokens)]
+    if isinstance(cfg, C.StripDecoder):
+        return _strip(cfg, tokens)
+    if isinstance(cfg, C.Metaspace):
+        return _metaspace(cfg, tokens)
+    if isinstance(cfg, C.ReplaceDecoder):
+        return _replace(cfg, tokens)
     raise TypeError(f"unknown decoder {cfg!r}")  # pragma: no cover
 
 

@@ -23,28 +23,33 @@ class BPEModel:
         self.cfg = cfg
         self.vocab: Dict[str, int] = dict(cfg.vocab)
         self.vocab_r: Dict[int, str] = {i: t for t, i in self.vocab.items()}
-        merges: Dict[Tuple[int, int], Tuple[int, int]] = {}
         vocab = self.vocab
-        for rank, (a, b) in enumerate(cfg.merges):
-            try:
-                ia = vocab[a]
-                ib = vocab[b]
-            except KeyError as e:
-                raise TokenizerFileError(
-                    f"{cfg.path}.merges[{rank}]", f"merge {a!r} {b!r}: token {e.args[0]!r} is not in the vocab"
-                ) from None
-            merged = a + b
-            im = vocab.get(merged)
-            if im is None:
-                raise TokenizerFileError(
-                    f"{cfg.path}.merges[{rank}]", f"merge {a!r} {b!r}: result {merged!r} is not in the vocab"
-                )
-            merges[(ia, ib)] = (rank, im)
+        plen = len(cfg.continuing_subword_prefix or "")
+        try:
+            # with a continuing_subword_prefix the right part loses its prefix when merged
+            merges: Dict[Tuple[int, int], Tuple[int, int]] = {
+                (vocab[a], vocab[b]): (rank, vocab[a + b[plen:]]) for rank, (a, b) in enumerate(cfg.merges)
+            }
+        except KeyError:
+            self._merge_error(plen)
+            raise
         self.merges = merges
         self.unk_id: Optional[int] = None
         if cfg.unk_token is not None:
             self.unk_id = vocab.get(cfg.unk_token)
         self._cache: Dict[str, List[Tuple[int, int, int]]] = {}
+        # ids of the <0xXX> tokens for byte_fallback (None where the vocab lacks one)
+        self._byte_ids = [vocab.get("<0x%02X>" % b) for b in range(256)] if cfg.byte_fallback else None
+
+    def _merge_error(self, plen: int) -> None:
+        """Name the first merge whose parts or result are missing from the vocab."""
+        vocab = self.vocab
+        for rank, (a, b) in enumerate(self.cfg.merges):
+            for what, tok in (("token", a), ("token", b), ("result", a + b[plen:])):
+                if tok not in vocab:
+                    raise TokenizerFileError(
+                        f"{self.cfg.path}.merges[{rank}]", f"merge {a!r} {b!r}: {what} {tok!r} is not in the vocab"
+                    )
 
     def get_vocab_size(self) -> int:
         return len(self.vocab)
@@ -61,8 +66,17 @@ class BPEModel:
         syms: List[Tuple[int, int]] = []
         vocab = self.vocab
         unk: Optional[Tuple[int, int]] = None
-        for ch in word:
-            i = vocab.get(ch)
+        prefix = self.cfg.continuing_subword_prefix
+        suffix = self.cfg.end_of_word_suffix
+        last = len(word) - 1
+        byte_ids = self._byte_ids
+        for k, ch in enumerate(word):
+            s = ch
+            if prefix and k > 0:
+                s = prefix + s
+            if suffix and k == last:
+                s = s + suffix
+            i = vocab.get(s)
             blen = 1 if ch < "\x80" else len(ch.encode("utf-8"))
             if i is not None:
                 if unk is not None:
@@ -70,6 +84,13 @@ class BPEModel:
                     unk = None
                 syms.append((i, blen))
                 continue
+            if byte_ids is not None:
+                bs = s.encode("utf-8")
+                if all(byte_ids[b] is not None for b in bs):
+                    # byte fallback: one <0xXX> token per byte, each one byte long
+                    # (an unknown run before it is not flushed here, as in the reference)
+                    syms.extend((byte_ids[b], 1) for b in bs)
+                    continue
             if self.cfg.unk_token is None:
                 continue  # unknown characters without an unk token are dropped
             if self.unk_id is None:

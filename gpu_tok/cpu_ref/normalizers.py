@@ -7,65 +7,109 @@ original text exactly as the reference's do.
 
 from __future__ import annotations
 
-import unicodedata
 from typing import List, Tuple
 
 from .. import config as C
 from .normalized import NormalizedString
 from .regex_util import compile_pattern, find_spans
-from .unicode_props import is_combining_mark, is_whitespace
+from .unicode_props import (
+    L_BASE,
+    L_COUNT,
+    N_COUNT,
+    S_BASE,
+    S_COUNT,
+    T_BASE,
+    T_COUNT,
+    V_BASE,
+    V_COUNT,
+    is_combining_mark,
+    is_whitespace,
+    tables,
+)
 
 
 # ----------------------------------------------------- Unicode normalization
+# Decompositions, combining classes and composition pairs are the reference's,
+# measured on every code point (``unicode_props``); nothing here consults the
+# running Python's ``unicodedata``.
+def _hangul_decomposition(o: int) -> str:
+    i = o - S_BASE
+    d = chr(L_BASE + i // N_COUNT) + chr(V_BASE + (i % N_COUNT) // T_COUNT)
+    t = i % T_COUNT
+    return d + chr(T_BASE + t) if t else d
+
+
 def _decompose(text: str, compat: bool) -> List[Tuple[str, int]]:
     """Full decomposition with canonical reordering; each char carries its change.
 
     The first character of a character's decomposition replaces it (change 0),
-    the others are inserted (change +1); canonical reordering moves the pairs,
-    not just the characters.
+    the others are inserted (change +1); canonical reordering (a stable sort of
+    each run of non-starters by combining class) moves the pairs, not just the
+    characters.
     """
-    form = "NFKD" if compat else "NFD"
+    T = tables()
+    dec = T.nfkd if compat else T.nfd
+    special = T.special_nfkd if compat else T.special_nfd
+    ccc = T.ccc
     out: List[Tuple[str, int]] = []
-    combining = unicodedata.combining
+    append = out.append
     run_start = -1  # start of the current run of non-starters in `out`
     for ch in text:
-        d = unicodedata.normalize(form, ch) if ord(ch) > 0x7F else ch
+        if ch in special:
+            d = dec.get(ch, ch)
+        else:
+            o = ord(ch)
+            if S_BASE <= o < S_BASE + S_COUNT:
+                d = _hangul_decomposition(o)
+            else:  # a starter that stays itself
+                if run_start >= 0:
+                    if len(out) - run_start > 1:
+                        _reorder(out, run_start, ccc)
+                    run_start = -1
+                append((ch, 0))
+                continue
         for i, c in enumerate(d):
-            ccc = combining(c)
-            if ccc == 0:
-                if run_start >= 0 and len(out) - run_start > 1:
-                    _reorder(out, run_start)
+            if c in ccc:
+                if run_start < 0:
+                    run_start = len(out)
+            elif run_start >= 0:
+                if len(out) - run_start > 1:
+                    _reorder(out, run_start, ccc)
                 run_start = -1
-            elif run_start < 0:
-                run_start = len(out)
-            out.append((c, 0 if i == 0 else 1))
+            append((c, 0 if i == 0 else 1))
     if run_start >= 0 and len(out) - run_start > 1:
-        _reorder(out, run_start)
+        _reorder(out, run_start, ccc)
     return out
 
 
-def _reorder(out: List[Tuple[str, int]], start: int) -> None:
-    combining = unicodedata.combining
-    out[start:] = sorted(out[start:], key=lambda p: combining(p[0]))
-
-
-def _compose_pair(a: str, b: str):
-    s = unicodedata.normalize("NFC", a + b)
-    return s if len(s) == 1 else None
+def _reorder(out: List[Tuple[str, int]], start: int, ccc) -> None:
+    out[start:] = sorted(out[start:], key=lambda p: ccc[p[0]])
 
 
 def _compose(pairs: List[Tuple[str, int]]) -> List[Tuple[str, int]]:
-    """Canonical composition; a character absorbed into its starter removes one position."""
+    """Canonical composition; a character absorbed into its starter removes one position.
+
+    The composite takes the starter's place with ``change += absorbed_change - 1``.
+    """
+    comp = tables().compose
+    ccc_of = tables().ccc.get
     out: List[List] = []
-    combining = unicodedata.combining
     starter = -1
     last_ccc = None  # ccc of the last char kept after the starter (None: adjacent)
     for c, change in pairs:
-        ccc = combining(c)
+        ccc = ccc_of(c, 0)
         if starter >= 0 and (last_ccc is None or (last_ccc != 0 and last_ccc < ccc)):
-            comp = _compose_pair(out[starter][0], c)
-            if comp is not None:
-                out[starter][0] = comp
+            s = out[starter][0]
+            r = comp.get(s + c)
+            if r is None:
+                a, b = ord(s), ord(c)
+                if L_BASE <= a < L_BASE + L_COUNT and V_BASE <= b < V_BASE + V_COUNT:
+                    r = chr(S_BASE + ((a - L_BASE) * V_COUNT + (b - V_BASE)) * T_COUNT)
+                elif (S_BASE <= a < S_BASE + S_COUNT and (a - S_BASE) % T_COUNT == 0
+                      and T_BASE < b < T_BASE + T_COUNT):
+                    r = chr(a + b - T_BASE)
+            if r is not None:
+                out[starter][0] = r
                 out[starter][1] += change - 1
                 continue
         if ccc == 0:
@@ -79,7 +123,7 @@ def _compose(pairs: List[Tuple[str, int]]) -> List[Tuple[str, int]]:
 
 def unicode_normalize(ns: NormalizedString, form: str) -> None:
     text = ns.text
-    if text.isascii():
+    if text.isascii() and tables().ascii_stable:
         return
     pairs = _decompose(text, compat=form in ("NFKC", "NFKD"))
     if form in ("NFC", "NFKC"):
@@ -89,16 +133,24 @@ def unicode_normalize(ns: NormalizedString, form: str) -> None:
 
 # ------------------------------------------------------------------- others
 def lowercase(ns: NormalizedString) -> None:
-    pairs: List[Tuple[str, int]] = []
-    changed = False
-    for ch in ns.text:
-        low = ch.lower()  # per character, as the reference: no final-sigma context
-        if low != ch:
-            changed = True
-        for i, c in enumerate(low):
-            pairs.append((c, 0 if i == 0 else 1))
-    if changed:
+    """Rust ``char::to_lowercase`` per character (no final-sigma context), as measured."""
+    T = tables()
+    text = ns.text
+    multi = T.lower_multi
+    if not text.isascii() and any(m in text for m in multi):
+        pairs: List[Tuple[str, int]] = []
+        one = T.lower_1to1
+        for ch in text:
+            low = multi.get(ch)
+            if low is None:
+                pairs.append((one.get(ord(ch), ch), 0))
+            else:
+                for i, c in enumerate(low):
+                    pairs.append((c, 0 if i == 0 else 1))
         ns.transform(pairs)
+        return
+    # one character for one: the spans stay as they are
+    ns.text = text.translate(T.lower_1to1)
 
 
 def strip(ns: NormalizedString, left: bool, right: bool) -> None:

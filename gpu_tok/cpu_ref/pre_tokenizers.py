@@ -7,6 +7,7 @@ from .byte_level import BYTE_TO_CHAR, GPT2_PATTERN
 from .normalized import (
     CONTIGUOUS,
     ISOLATED,
+    MERGED_WITH_NEXT,
     REMOVED,
     NormalizedString,
     PreTokenizedString,
@@ -15,12 +16,10 @@ from .normalized import (
     matches_from_spans,
 )
 from .regex_util import compile_pattern, find_spans
-from .unicode_props import is_numeric, is_punctuation, is_whitespace
+from .unicode_props import is_numeric, is_punctuation, is_whitespace, whitespace_pretokenizer_spans
 
-import regex
-
-# The reference's Whitespace pre-tokenizer pattern (Rust regex, Unicode \w and \s).
-_WHITESPACE_RX = regex.compile(r"\w+|[^\w\s]+")
+# The Whitespace pre-tokenizer is the Rust regex ``\w+|[^\w\s]+``; its classes are the
+# Rust regex crate's, measured (``unicode_props.whitespace_pretokenizer_spans``).
 
 
 def _regex_matches(rx, text: str):
@@ -49,10 +48,26 @@ def byte_level_map(ns: NormalizedString) -> None:
     ns.transform(pairs)
 
 
+def metaspace_pieces(cfg: C.Metaspace, ns: NormalizedString):
+    """Spaces become the replacement; prefix per ``prepend_scheme``; split before each replacement."""
+    rep = cfg.replacement
+    if " " in ns.text:
+        ns.replace_matches([(i, i + 1) for i, c in enumerate(ns.text) if c == " "], rep)
+    if cfg.prepend_scheme != "never" and not ns.text.startswith(rep):
+        # "first": only the piece that starts the original text (its shift is 0)
+        if cfg.prepend_scheme == "always" or ns.shift == 0:
+            ns.prepend(rep)
+    if cfg.split:
+        return ns.split(matches_from_predicate(ns.text, lambda c: c == rep), MERGED_WITH_NEXT)
+    return [ns]
+
+
 def pre_tokenize(cfg, pts: PreTokenizedString) -> None:
     if isinstance(cfg, C.PreTokenizerSequence):
         for sub in cfg.pretokenizers:
             pre_tokenize(sub, pts)
+    elif isinstance(cfg, C.Metaspace):
+        pts.split(lambda _i, ns: metaspace_pieces(cfg, ns))
     elif isinstance(cfg, C.ByteLevel):
         pts.split(lambda _i, ns: byte_level_pieces(cfg, ns))
         pts.normalize(byte_level_map)
@@ -72,7 +87,8 @@ def pre_tokenize(cfg, pts: PreTokenizedString) -> None:
     elif isinstance(cfg, C.Punctuation):
         pts.split(lambda _i, ns: ns.split(matches_from_predicate(ns.text, is_punctuation), cfg.behavior))
     elif isinstance(cfg, C.Whitespace):
-        pts.split(lambda _i, ns: ns.split(invert(_regex_matches(_WHITESPACE_RX, ns.text)), REMOVED))
+        pts.split(lambda _i, ns: ns.split(
+            invert(matches_from_spans(len(ns.text), whitespace_pretokenizer_spans(ns.text))), REMOVED))
     elif isinstance(cfg, C.WhitespaceSplit):
         pts.split(lambda _i, ns: ns.split(matches_from_predicate(ns.text, is_whitespace), REMOVED))
     else:  # pragma: no cover - the loader refuses everything else

@@ -25,7 +25,9 @@ sys.path.insert(0, str(HERE.parent))
 import tokenizers  # noqa: E402
 
 from _paths import model_file, sha256_file  # noqa: E402
-from _small_bpe import BEHAVIOURS, NORMALIZERS, POST_PROCESSORS, PRE_TOKENIZERS, tokenizer_json  # noqa: E402
+from _small_bpe import (  # noqa: E402
+    BEHAVIOURS, NORMALIZERS, POST_PROCESSORS, PRE_TOKENIZERS, SP_DECODERS, sp_tokenizer_json, tokenizer_json,
+)
 
 OUT = HERE / "rules.jsonl.gz"
 
@@ -36,9 +38,15 @@ def small(normalizer="none", pre_tokenizer="bytelevel-only", post_processor="non
     return {"small": {"normalizer": normalizer, "pre_tokenizer": pre_tokenizer, "post_processor": post_processor}}
 
 
+def sp(pipeline="llama-normalizer", decoder="llama"):
+    return {"sp": {"pipeline": pipeline, "decoder": decoder}}
+
+
 def build_json(spec) -> str:
     if "model" in spec:
         return model_file(spec["model"]).read_text(encoding="utf-8")
+    if "sp" in spec:
+        return sp_tokenizer_json(pipeline=spec["sp"]["pipeline"], decoder=spec["sp"]["decoder"])
     s = spec["small"]
     return tokenizer_json(normalizer=NORMALIZERS[s["normalizer"]], pre_tokenizer=PRE_TOKENIZERS[s["pre_tokenizer"]],
                           post_processor=POST_PROCESSORS[s["post_processor"]])
@@ -67,6 +75,24 @@ CASES = [
     ("0005-regex-dialect", {"model": "gpt-4o"}, ["\u0558abc", "A\ua7ceB", "x\U00011de0 12"]),
     # 0007: unknown characters without an unk token are dropped, and shift later offsets
     ("0007-dropped-unknowns", small(pre_tokenizer="none"), ["\u030100", "\u00e9\u00e9 ab", "x\u6771y"]),
+]
+CASES += [
+    # 0009: the two whitespace-escape spellings (normalizer Prepend+Replace vs Metaspace)
+    ("0009-escape-spellings", {"model": "llama2"}, ["<s>b", "a<s>b", "a <s>b", "  lead", "\u2581x", "hi</s>", ""]),
+    ("0009-escape-spellings", {"model": "mistral-v0.3-metaspace"},
+     ["<s>hello", "hello <s> world", "  two", "\u2581x", "[INST] hi [/INST]"]),
+    ("0009-escape-spellings", sp("llama-normalizer"), ["<s>b", "a<s>b", "a <s>b", " x", "x<tool> y"]),
+    ("0009-escape-spellings", sp("metaspace-first-True"), ["<s>hello", "hi <tool> you", " lead", "<tool>x"]),
+    ("0009-escape-spellings", sp("metaspace-always-True"), ["<s>hello", "hi <tool> you", " lead", "<tool>x"]),
+    ("0009-escape-spellings", sp("metaspace-never-False"), ["<s>hello", "hi <tool> you", " lead"]),
+    # 0010: byte_fallback, and its offsets inside a character
+    ("0010-byte-fallback", {"model": "llama2"}, ["\u6771", "a\U0001F916b", "\x00", "\u00e9\u0301"]),
+    ("0010-byte-fallback", {"model": "gemma3"}, ["\U0001F916\U0001F916", "\u2581\u2581x", "a\u3000b"]),
+    # 0011: the SentencePiece decoders
+    *[("0011-sp-decoders", sp(decoder=d), [" hello world", "\u6771 x", "\u2581\u2581a", "<s>x</s>"])
+      for d in sorted(SP_DECODERS) if d != "strip-both"],
+    # 0012: rstrip added tokens and their round trip
+    ("0012-rstrip-roundtrip", {"model": "phi-3-mini"}, ["hi<|end|>  \n x", "<|user|>\nq<|end|>", "<|end|>"]),
 ]
 for _b in BEHAVIOURS:
     for _inv in (False, True):
