@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import glob
 import gzip
-import hashlib
 import json
 import sys
 import time
@@ -38,6 +37,7 @@ import zlib
 from pathlib import Path
 from typing import Iterator
 
+from gpu_tok._util import sha256_file
 from gpu_tok.resolve import TokenizerNotFound, default_tokenizer_path, resolve_tokenizer
 
 JSONL_SUFFIXES = (".jsonl", ".json")
@@ -144,14 +144,6 @@ def _to_numpy(a):
     return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _version() -> str:
     import gpu_tok
 
@@ -234,7 +226,7 @@ def cmd_encode(args: argparse.Namespace) -> int:
         row_splits = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int64)
         manifest = {
             "gpu_tok_version": _version(),
-            "tokenizer": {"path": str(Path(tok_path).resolve()), "sha256": _sha256(Path(tok_path)),
+            "tokenizer": {"path": str(Path(tok_path).resolve()), "sha256": sha256_file(tok_path),
                           "spec": args.tokenizer},
             "inputs": per_input,
             "documents": n_docs, "tokens": n_tokens, "bytes": n_bytes,

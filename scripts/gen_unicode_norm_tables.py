@@ -51,6 +51,8 @@ from tokenizers import normalizers as N
 from tokenizers import pre_tokenizers as P
 from tokenizers.models import WordLevel
 
+from gen_unicode_tables import ranges  # scripts/ is on sys.path when run as a script
+
 OUT = Path(__file__).resolve().parents[1] / "gpu_tok" / "data" / "unicode_norm.json"
 
 CPS = [c for c in range(0x110000) if not (0xD800 <= c <= 0xDFFF)]
@@ -75,16 +77,6 @@ def hangul_compose(a: int, b: int):
     if S_BASE <= a < S_BASE + S_COUNT and (a - S_BASE) % T_COUNT == 0 and T_BASE < b < T_BASE + T_COUNT:
         return chr(a + b - T_BASE)
     return None
-
-
-def ranges(cps):
-    out = []
-    for c in sorted(cps):
-        if out and out[-1][1] == c - 1:
-            out[-1][1] = c
-        else:
-            out.append([c, c])
-    return out
 
 
 def per_char(fn):

@@ -11,6 +11,8 @@ import hashlib
 import os
 from pathlib import Path
 
+from gpu_tok._util import sha256_file  # noqa: F401  (re-exported for the tests)
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TESTS_DIR = REPO_ROOT / "tests"
 ORACLES_DIR = TESTS_DIR / "oracles"
@@ -53,14 +55,6 @@ def model_path(name: str) -> Path:
             f"(set GPU_TOK_MODELS to the folder holding <family>/tokenizer.json)"
         )
     return path
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def sha256_text(text: str) -> str:
