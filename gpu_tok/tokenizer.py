@@ -94,11 +94,15 @@ class Tokenizer:
         return cls.from_file(resolve_tokenizer(name))
 
     # --------------------------------------------------------------- encoding
-    def encode(self, sequence: str, pair: Optional[str] = None, add_special_tokens: bool = True) -> Encoding:
+    def encode(self, sequence: str, pair: Optional[str] = None, is_pretokenized: bool = False,
+               add_special_tokens: bool = True) -> Encoding:
+        """Encode one text (and optionally its pair), as ``tokenizers.Tokenizer.encode``."""
+        if is_pretokenized:
+            raise NotImplementedError("is_pretokenized=True (lists of words) is not supported yet")
         return self._ref.encode(sequence, pair, add_special_tokens)
 
-    def encode_batch(self, inputs: Sequence[InputText], add_special_tokens: bool = True,
-                     device: str = "auto") -> List[Encoding]:
+    def encode_batch(self, inputs: Sequence[InputText], is_pretokenized: bool = False,
+                     add_special_tokens: bool = True, device: str = "auto") -> List[Encoding]:
         """Encode many texts (or ``(text, pair)`` tuples).
 
         ``device``: ``"ref"`` runs the plain-Python reference path. ``"cpu"`` and
@@ -107,6 +111,8 @@ class Tokenizer:
         construction. ``"cuda"`` raises ``NotImplementedError`` for now.
         """
         _check_device(device)
+        if is_pretokenized:
+            raise NotImplementedError("is_pretokenized=True (lists of words) is not supported yet")
         out = []
         for item in inputs:
             if isinstance(item, (tuple, list)):
