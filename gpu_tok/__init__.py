@@ -9,6 +9,7 @@ from .config import AddedToken
 from .encoding import Encoding
 from .errors import InvalidText, TokenizerFileError, UnsupportedComponent
 from .tokenizer import Tokenizer, TokenBatch
+from .tiktoken_encoding import TiktokenEncoding, load_tiktoken_bpe
 
 __version__ = "0.1.0"
 
@@ -16,9 +17,11 @@ __all__ = [
     "AddedToken",
     "Encoding",
     "InvalidText",
+    "TiktokenEncoding",
     "TokenBatch",
     "Tokenizer",
     "TokenizerFileError",
     "UnsupportedComponent",
     "__version__",
+    "load_tiktoken_bpe",
 ]

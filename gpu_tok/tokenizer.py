@@ -93,6 +93,18 @@ class Tokenizer:
 
         return cls.from_file(resolve_tokenizer(name))
 
+    @classmethod
+    def from_tiktoken(cls, name: str, path: Union[str, Path, None] = None,
+                      special_tokens: Optional[Dict[str, int]] = None):
+        """A tiktoken encoding (``cl100k_base``, ``o200k_base``, ...) read from its rank file.
+
+        Returns a ``gpu_tok.TiktokenEncoding`` (tiktoken's ``Encoding`` API, not this
+        class): see ``gpu_tok/tiktoken_encoding.py``.
+        """
+        from .tiktoken_encoding import from_tiktoken
+
+        return from_tiktoken(name, path=path, special_tokens=special_tokens)
+
     # --------------------------------------------------------------- encoding
     def encode(self, sequence: str, pair: Optional[str] = None, is_pretokenized: bool = False,
                add_special_tokens: bool = True) -> Encoding:

@@ -19,20 +19,27 @@ from .normalized import Token
 
 
 class BPEModel:
-    def __init__(self, cfg: C.BPE):
+    """``merges``: optional precomputed merge table used instead of ``cfg.merges``:
+    any object whose ``get((left_id, right_id))`` returns ``(rank, merged_id)`` or
+    ``None`` (tiktoken encodings pass a table derived from their ranks; see
+    ``gpu_tok/tiktoken_encoding.py``). ``cfg.merges`` is then ignored.
+    """
+
+    def __init__(self, cfg: C.BPE, merges=None):
         self.cfg = cfg
         self.vocab: Dict[str, int] = dict(cfg.vocab)
         self.vocab_r: Dict[int, str] = {i: t for t, i in self.vocab.items()}
         vocab = self.vocab
         plen = len(cfg.continuing_subword_prefix or "")
-        try:
-            # with a continuing_subword_prefix the right part loses its prefix when merged
-            merges: Dict[Tuple[int, int], Tuple[int, int]] = {
-                (vocab[a], vocab[b]): (rank, vocab[a + b[plen:]]) for rank, (a, b) in enumerate(cfg.merges)
-            }
-        except KeyError:
-            self._merge_error(plen)
-            raise
+        if merges is None:
+            try:
+                # with a continuing_subword_prefix the right part loses its prefix when merged
+                merges = {
+                    (vocab[a], vocab[b]): (rank, vocab[a + b[plen:]]) for rank, (a, b) in enumerate(cfg.merges)
+                }
+            except KeyError:
+                self._merge_error(plen)
+                raise
         self.merges = merges
         self.unk_id: Optional[int] = None
         if cfg.unk_token is not None:
