@@ -98,3 +98,21 @@ def test_million_character_line_equals_the_reference(pair):
     ours, ref = pair
     text = ("the quick brown fox " * 50_000)[:1_000_000]
     assert ours.encode(text).ids == ref.encode(text).ids
+
+
+@pytest.mark.parametrize("ids", [[-1], [2**32], [1, -5], [1.0]])
+def test_out_of_range_ids_raise_as_the_reference(pair, ids):
+    ours, ref = pair
+    with pytest.raises((OverflowError, TypeError)) as want:
+        ref.decode(ids)
+    with pytest.raises(type(want.value)):
+        ours.decode(ids)
+    if all(isinstance(i, int) for i in ids):
+        with pytest.raises(OverflowError):
+            ours.id_to_token(ids[-1])
+
+
+def test_unknown_but_valid_ids_are_skipped(pair):
+    ours, ref = pair
+    ids = [2**32 - 1, 15496, 10**9]
+    assert ours.decode(ids) == ref.decode(ids)

@@ -41,6 +41,16 @@ def _byte_to_char(text: str) -> List[int]:
     return out
 
 
+def _token_id(i) -> int:
+    """Ids are unsigned 32-bit integers in the reference; others raise as there."""
+    if isinstance(i, bool) or not hasattr(i, "__index__"):
+        raise TypeError(f"'{type(i).__name__}' object cannot be interpreted as an integer")
+    i = i.__index__()
+    if not 0 <= i <= 0xFFFFFFFF:
+        raise OverflowError("out of range integral type conversion attempted")
+    return i
+
+
 class RefPipeline:
     def __init__(self, cfg: C.TokenizerConfig):
         self.cfg = cfg
@@ -96,6 +106,7 @@ class RefPipeline:
 
     # ----------------------------------------------------------------- decode
     def id_to_token(self, i: int) -> Optional[str]:
+        i = _token_id(i)
         t = self.added.id_to_token(i)
         return t if t is not None else self.model.id_to_token(i)
 
@@ -105,8 +116,8 @@ class RefPipeline:
 
     def decode(self, ids, skip_special_tokens: bool = True) -> str:
         tokens = []
-        for i in ids:
-            t = self.id_to_token(int(i))
+        for i in [_token_id(i) for i in ids]:  # validate all ids first, as the reference does
+            t = self.id_to_token(i)
             if t is None:
                 continue  # unknown ids are skipped, as the reference does
             if skip_special_tokens and self.added.is_special(t):
