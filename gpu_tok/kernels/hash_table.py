@@ -1,0 +1,193 @@
+"""The BPE merge table as an open-addressing hash table in two NumPy arrays (DESIGN.md section 3).
+
+Layout
+------
+``keys: uint64[C]`` and ``values: uint64[C]``, ``C`` a power of two (at least 8),
+chosen so that the load factor ``n / C`` is at most 0.5.
+
+* key of the merge ``(left_id, right_id)``:   ``(left_id << 32) | right_id``
+* value:                                      ``(rank << 32) | merged_id``
+* an empty slot holds ``EMPTY = 0xFFFF_FFFF_FFFF_FFFF`` in ``keys`` (and in ``values``).
+  It cannot be a real key because ids are refused when both would be
+  ``0xFFFF_FFFF``; it cannot be a real value because a rank of ``0xFFFF_FFFF``
+  is refused. ``lookup`` returns ``EMPTY`` for an absent key.
+* slot of a key: ``mix64(key) & (C - 1)`` where ``mix64`` is the splitmix64
+  finalizer; collisions probe linearly (``slot + 1, slot + 2, ...`` modulo ``C``).
+  A lookup stops at the key or at the first empty slot; with load <= 0.5 there
+  always is one.
+
+Everything that reads the table (``mix64``, ``lookup``, ``pair_key``,
+``value_rank``, ``value_id``) is plain unsigned arithmetic on arrays, so the
+same code can be compiled by ``numba.cuda.jit(device=True)`` for the GPU path.
+
+When the same pair is given twice, the later entry wins (as a Python dict
+built from the pairs would).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+
+import numpy as np
+from numba import njit
+
+__all__ = [
+    "EMPTY", "build_merge_table", "merge_table_from_model", "lookup", "mix64", "pair_key",
+    "value_rank", "value_id", "njit_cached",
+]
+
+EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
+_U32 = 0xFFFFFFFF
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+_S32 = np.uint64(32)
+_LOW = np.uint64(0xFFFFFFFF)
+
+
+def njit_cached(*args, **kw):
+    """``numba.njit`` with ``cache=True`` where a cache location is writable, plain ``njit`` otherwise.
+
+    Numba refuses ``cache=True`` at decoration time (RuntimeError) when it finds no
+    writable cache directory; a read-only install must still work, just without the cache.
+    """
+
+    def deco(fn):
+        try:
+            return njit(cache=True, **kw)(fn)
+        except RuntimeError:  # "cannot cache function ...: no locator available"
+            return njit(cache=False, **kw)(fn)
+
+    if args and callable(args[0]):
+        return deco(args[0])
+    return deco
+
+
+@njit_cached
+def mix64(x):
+    """splitmix64 finalizer (uint64 -> uint64), a bijection with good avalanche."""
+    z = np.uint64(x)
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
+@njit_cached
+def pair_key(left_id, right_id):
+    return (np.uint64(left_id) << _S32) | np.uint64(right_id)
+
+
+@njit_cached
+def value_rank(v):
+    return np.int64(np.uint64(v) >> _S32)
+
+
+@njit_cached
+def value_id(v):
+    return np.int64(np.uint64(v) & _LOW)
+
+
+@njit_cached
+def lookup(keys, values, key):
+    """Value stored for ``key`` (uint64), or ``EMPTY`` when the key is absent."""
+    key = np.uint64(key)
+    mask = np.int64(keys.shape[0] - 1)
+    i = np.int64(mix64(key) & np.uint64(mask))
+    while True:
+        k = keys[i]
+        if k == key:
+            return values[i]
+        if k == EMPTY:
+            return EMPTY
+        i = (i + 1) & mask
+
+
+@njit_cached
+def _insert_all(keys, values, new_keys, new_values):
+    mask = np.int64(keys.shape[0] - 1)
+    for j in range(new_keys.shape[0]):
+        key = new_keys[j]
+        i = np.int64(mix64(key) & np.uint64(mask))
+        while True:
+            k = keys[i]
+            if k == EMPTY or k == key:
+                keys[i] = key
+                values[i] = new_values[j]
+                break
+            i = (i + 1) & mask
+
+
+def _capacity(n: int) -> int:
+    cap = 8
+    while cap < 2 * n:
+        cap *= 2
+    return cap
+
+
+def _as_columns(merges):
+    """(left, right, rank, merged) as int64 arrays, from any accepted input form."""
+    if isinstance(merges, Mapping):
+        n = len(merges)
+        kv = np.fromiter(itertools.chain.from_iterable(merges.keys()), np.int64, 2 * n).reshape(n, 2)
+        vv = np.fromiter(itertools.chain.from_iterable(merges.values()), np.int64, 2 * n).reshape(n, 2)
+        return kv[:, 0], kv[:, 1], vv[:, 0], vv[:, 1]
+    if isinstance(merges, tuple) and len(merges) == 4 and all(isinstance(c, np.ndarray) for c in merges):
+        return tuple(np.asarray(c, dtype=np.int64).ravel() for c in merges)
+    if isinstance(merges, np.ndarray):
+        a = np.asarray(merges, dtype=np.int64)
+        if a.ndim != 2 or a.shape[1] != 4:
+            raise ValueError(f"a merge array must have shape (n, 4) [left, right, rank, merged], not {a.shape}")
+        return a[:, 0], a[:, 1], a[:, 2], a[:, 3]
+    rows = []
+    for item in merges:
+        if len(item) == 2:  # ((left, right), (rank, merged)), as dict.items() gives
+            (l, r), (rk, m) = item
+        else:
+            l, r, rk, m = item
+        rows.append((l, r, rk, m))
+    if not rows:
+        z = np.zeros(0, np.int64)
+        return z, z, z, z
+    a = np.array(rows, dtype=np.int64)
+    return a[:, 0], a[:, 1], a[:, 2], a[:, 3]
+
+
+def build_merge_table(merges):
+    """Build ``(keys, values)`` (see the module docstring) from the merges.
+
+    ``merges`` is one of: a mapping ``{(left_id, right_id): (rank, merged_id)}``
+    (``BPEModel.merges``); a tuple of four integer arrays ``(left, right, rank,
+    merged)``; an ``(n, 4)`` integer array with those columns; or an iterable of
+    ``((left, right), (rank, merged))`` or ``(left, right, rank, merged)`` items.
+    All numbers must fit in 32 unsigned bits; ``rank == 0xFFFFFFFF`` and the pair
+    ``(0xFFFFFFFF, 0xFFFFFFFF)`` are refused (they would collide with ``EMPTY``).
+    """
+    left, right, rank, merged = _as_columns(merges)
+    n = left.shape[0]
+    for name, col in (("left id", left), ("right id", right), ("rank", rank), ("merged id", merged)):
+        if n and (col.min() < 0 or col.max() > _U32):
+            raise ValueError(f"merge table: a {name} does not fit in 32 unsigned bits")
+    if n and (rank == _U32).any():
+        raise ValueError("merge table: rank 0xFFFFFFFF is reserved for the empty sentinel")
+    if n and ((left == _U32) & (right == _U32)).any():
+        raise ValueError("merge table: the pair (0xFFFFFFFF, 0xFFFFFFFF) is reserved for the empty sentinel")
+    new_keys = (left.astype(np.uint64) << np.uint64(32)) | right.astype(np.uint64)
+    new_values = (rank.astype(np.uint64) << np.uint64(32)) | merged.astype(np.uint64)
+    cap = _capacity(n)
+    keys = np.full(cap, EMPTY, dtype=np.uint64)
+    values = np.full(cap, EMPTY, dtype=np.uint64)
+    _insert_all(keys, values, new_keys, new_values)
+    return keys, values
+
+
+def merge_table_from_model(model):
+    """``build_merge_table(model.merges)`` for a ``cpu_ref.models.BPEModel`` whose merges are a dict."""
+    if not isinstance(model.merges, Mapping):
+        raise TypeError(
+            f"the model's merge table is a {type(model.merges).__name__}, not a mapping; "
+            "pass build_merge_table the (left, right, rank, merged) columns instead"
+        )
+    return build_merge_table(model.merges)
