@@ -62,21 +62,10 @@ class NormalizedString:
         return f"NormalizedString({self.text!r}, shift={self.shift})"
 
     # ------------------------------------------------------------------ spans
-    def original_span(self, start: int, end: int) -> Optional[Span]:
-        """Original span covered by normalized characters ``[start, end)``."""
-        if start == end:
-            return None
-        return self.starts[start], self.ends[end - 1]
-
     def slice(self, start: int, end: int) -> "NormalizedString":
         """The sub-piece made of normalized characters ``[start, end)``."""
-        if start < end:
-            shift = self.starts[start]
-        elif not self.text and start == 0:
-            shift = self.shift
-        else:
-            # Empty slice: the reference shifts by the normalized position itself.
-            shift = self.shift + start
+        # an empty slice is shifted by the normalized position itself, as in the reference
+        shift = self.starts[start] if start < end else self.shift + start
         return NormalizedString(self.text[start:end], self.starts[start:end], self.ends[start:end], shift)
 
     # ------------------------------------------------------------- transform
@@ -109,10 +98,6 @@ class NormalizedString:
     def transform(self, dest: Iterable[Tuple[str, int]], initial_offset: int = 0) -> None:
         self.transform_range(0, len(self.text), dest, initial_offset)
 
-    def map_chars(self, fn) -> None:
-        """Replace each character by ``fn(c)`` (one character each)."""
-        self.text = "".join(fn(c) for c in self.text)
-
     def prepend(self, s: str) -> None:
         if not self.text or not s:
             return
@@ -120,16 +105,6 @@ class NormalizedString:
         dest = [(c, 0 if i == 0 else 1) for i, c in enumerate(s)]
         dest.append((first, 1))
         self.transform_range(0, 1, dest)
-
-    def append(self, s: str) -> None:
-        if not s:
-            return
-        if self.text:
-            n = len(self.text)
-            dest = [(self.text[-1], 0)] + [(c, 1) for c in s]
-            self.transform_range(n - 1, n, dest)
-        else:
-            self.transform_range(0, 0, [(c, 1) for c in s])
 
     def filter(self, keep) -> None:
         """Keep only the characters for which ``keep(c)`` is true."""
