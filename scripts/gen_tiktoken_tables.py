@@ -35,15 +35,12 @@ import tiktoken
 import tiktoken.load
 from tiktoken_ext import openai_public
 
+from gen_unicode_tables import GENERAL, SCRIPTS  # the same classes as for Oniguruma (scripts/ is on sys.path)
+
 REPO = Path(__file__).resolve().parents[1]
 OUT_CLASSES = REPO / "gpu_tok" / "data" / "tiktoken_classes.json"
 OUT_ENCODINGS = REPO / "gpu_tok" / "data" / "tiktoken_encodings.json"
 
-GENERAL = ["L", "Lu", "Ll", "Lt", "Lm", "Lo", "M", "Mn", "Mc", "Me", "N", "Nd", "Nl", "No",
-           "P", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "S", "Sm", "Sc", "Sk", "So",
-           "Z", "Zs", "Zl", "Zp", "C", "Cc", "Cf", "Co", "Cn"]
-SCRIPTS = ["Han", "Hiragana", "Katakana", "Hangul", "Latin", "Cyrillic", "Greek", "Arabic", "Hebrew",
-           "Thai", "Devanagari", "Common", "Inherited"]
 # Class escapes, outside and inside a bracket class (the regex crate defines them
 # the same in both places; measured anyway, as for Oniguruma).
 ESCAPES = [e for x in "wsd" for e in ("\\" + x, "\\" + x.upper(), "[\\" + x + "]", "[\\" + x.upper() + "]")]

@@ -70,6 +70,25 @@ def _class_body(name: str, negated: bool) -> str:
 _ESCAPES = frozenset("wWsSdDhH")
 
 
+def parse_property(pattern: str, i: int):
+    """Parse ``\\p{Name}``, ``\\P{Name}``, ``\\p{^Name}`` or ``\\pL`` at ``i``.
+
+    Returns ``(name, negated, end)`` or ``None`` when the braces are not closed.
+    """
+    n = len(pattern)
+    if i + 2 < n and pattern[i + 2] == "{":
+        j = pattern.find("}", i + 3)
+        if j < 0:
+            return None
+        name, end = pattern[i + 3:j], j + 1
+    else:
+        name, end = pattern[i + 2:i + 3], i + 3
+    negated = pattern[i + 1] == "P"
+    if name.startswith("^"):
+        name, negated = name[1:], not negated
+    return name, negated, end
+
+
 def translate(pattern: str) -> str:
     """Rewrite an Oniguruma (Ruby syntax) pattern for the ``regex`` module."""
     out: List[str] = []
@@ -81,18 +100,10 @@ def translate(pattern: str) -> str:
         if c == "\\" and i + 1 < n:
             e = pattern[i + 1]
             if e in "pP":
-                if i + 2 < n and pattern[i + 2] == "{":
-                    j = pattern.find("}", i + 3)
-                    if j < 0:
-                        raise ValueError(f"unterminated property at {i}")
-                    name = pattern[i + 3:j]
-                    end = j + 1
-                else:
-                    name = pattern[i + 2:i + 3]
-                    end = i + 3
-                negated = e == "P"
-                if name.startswith("^"):
-                    name, negated = name[1:], not negated
+                prop = parse_property(pattern, i)
+                if prop is None:
+                    raise ValueError(f"unterminated property at {i}")
+                name, negated, end = prop
                 try:
                     body = _class_body(name, negated)
                 except KeyError:

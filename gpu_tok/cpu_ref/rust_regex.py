@@ -33,7 +33,7 @@ from typing import Dict, List, Tuple
 
 import regex
 
-from .regex_util import _complement, _render
+from .regex_util import _complement, _render, parse_property
 
 _TABLE = Path(__file__).resolve().parents[1] / "data" / "tiktoken_classes.json"
 
@@ -132,18 +132,10 @@ def translate(pattern: str) -> str:
             if e in "pP":
                 if ci():
                     bad(i, f"\\{e} inside (?i:...)")
-                if i + 2 < n and pattern[i + 2] == "{":
-                    j = pattern.find("}", i + 3)
-                    if j < 0:
-                        bad(i, "unterminated property")
-                    name = pattern[i + 3:j]
-                    end = j + 1
-                else:
-                    name = pattern[i + 2:i + 3]
-                    end = i + 3
-                negated = e == "P"
-                if name.startswith("^"):
-                    name, negated = name[1:], not negated
+                prop = parse_property(pattern, i)
+                if prop is None:
+                    bad(i, "unterminated property")
+                name, negated, end = prop
                 try:
                     body = _class_body(name, negated)
                 except KeyError:

@@ -55,6 +55,13 @@ _CHUNK = 256  # pieces per parallel task (scratch arrays are allocated once per 
 
 
 @njit_cached
+def _swap(hkey, hnew, hpair, i, j):
+    hkey[i], hkey[j] = hkey[j], hkey[i]
+    hnew[i], hnew[j] = hnew[j], hnew[i]
+    hpair[i], hpair[j] = hpair[j], hpair[i]
+
+
+@njit_cached
 def _heap_less(hkey, hnew, a, b):
     ka = hkey[a]
     kb = hkey[b]
@@ -72,15 +79,7 @@ def _sift_down(hkey, hnew, hpair, i, size):
         if r < size and _heap_less(hkey, hnew, r, l):
             m = r
         if _heap_less(hkey, hnew, m, i):
-            tk = hkey[i]
-            hkey[i] = hkey[m]
-            hkey[m] = tk
-            tn = hnew[i]
-            hnew[i] = hnew[m]
-            hnew[m] = tn
-            tp = hpair[i]
-            hpair[i] = hpair[m]
-            hpair[m] = tp
+            _swap(hkey, hnew, hpair, i, m)
             i = m
         else:
             return
@@ -95,15 +94,7 @@ def _push(hkey, hnew, hpair, size, k, nid, pair):
     while i > 0:
         p = (i - 1) >> 1
         if _heap_less(hkey, hnew, i, p):
-            tk = hkey[i]
-            hkey[i] = hkey[p]
-            hkey[p] = tk
-            tn = hnew[i]
-            hnew[i] = hnew[p]
-            hnew[p] = tn
-            tp = hpair[i]
-            hpair[i] = hpair[p]
-            hpair[p] = tp
+            _swap(hkey, hnew, hpair, i, p)
             i = p
         else:
             break
