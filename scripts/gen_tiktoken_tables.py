@@ -35,7 +35,7 @@ import tiktoken
 import tiktoken.load
 from tiktoken_ext import openai_public
 
-from gen_unicode_tables import GENERAL, SCRIPTS  # the same classes as for Oniguruma (scripts/ is on sys.path)
+from gen_unicode_tables import GENERAL, SCRIPTS, ranges  # the same classes as for Oniguruma (scripts/ is on sys.path)
 
 REPO = Path(__file__).resolve().parents[1]
 OUT_CLASSES = REPO / "gpu_tok" / "data" / "tiktoken_classes.json"
@@ -51,14 +51,9 @@ _BYTES = {bytes([b]): b for b in range(256)}
 _CPS = [c for c in range(0x110000) if not (0xD800 <= c <= 0xDFFF)]
 
 
-def ranges(cps):
-    out = []
-    for c in sorted(cps):
-        if out and out[-1][1] == c - 1:
-            out[-1][1] = c
-        else:
-            out.append([c, c])
-    return out
+def _header() -> dict:
+    return {"reference": "tiktoken", "reference_version": tiktoken.__version__,
+            "generated": datetime.date.today().isoformat(), "generator": "scripts/gen_tiktoken_tables.py"}
 
 
 def measure(pat_str):
@@ -81,10 +76,7 @@ def gen_classes():
         if got != [c]:
             casefold[chr(c)] = got
     return {
-        "reference": "tiktoken",
-        "reference_version": tiktoken.__version__,
-        "generated": datetime.date.today().isoformat(),
-        "generator": "scripts/gen_tiktoken_tables.py",
+        **_header(),
         "classes": classes,
         "casefold": casefold,
     }
@@ -142,10 +134,7 @@ def gen_encodings(models: Path):
             print(f"  {name}: id {i} shared by {ss}: decodes to {decoded!r} (ranks: {source})",
                   file=sys.stderr)
     return {
-        "reference": "tiktoken",
-        "reference_version": tiktoken.__version__,
-        "generated": datetime.date.today().isoformat(),
-        "generator": "scripts/gen_tiktoken_tables.py",
+        **_header(),
         "encodings": defs,
     }
 

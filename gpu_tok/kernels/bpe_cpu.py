@@ -200,20 +200,33 @@ def _run_chunk(symbols, sym_len, piece_starts, keys, values, p_lo, p_hi, tmp_ids
 
 
 @njit_cached
-def _compact_serial(piece_starts, tmp_ids, tmp_lens, counts):
+def _token_starts(counts):
+    """Prefix sum of per-piece token counts: ``piece_token_starts``."""
     P = counts.shape[0]
     pts = np.zeros(P + 1, np.int64)
     for p in range(P):
         pts[p + 1] = pts[p] + counts[p]
-    T = pts[P]
+    return pts
+
+
+@njit_cached
+def _copy_piece(p, piece_starts, pts, counts, tmp_ids, tmp_lens, out_ids, out_lens):
+    """Move piece ``p``'s tokens from its symbol offset to its token offset."""
+    s0 = piece_starts[p]
+    o0 = pts[p]
+    for i in range(counts[p]):
+        out_ids[o0 + i] = tmp_ids[s0 + i]
+        out_lens[o0 + i] = tmp_lens[s0 + i]
+
+
+@njit_cached
+def _compact_serial(piece_starts, tmp_ids, tmp_lens, counts):
+    pts = _token_starts(counts)
+    T = pts[counts.shape[0]]
     out_ids = np.empty(T, np.int32)
     out_lens = np.empty(T, np.int32)
-    for p in range(P):
-        s0 = piece_starts[p]
-        o0 = pts[p]
-        for i in range(counts[p]):
-            out_ids[o0 + i] = tmp_ids[s0 + i]
-            out_lens[o0 + i] = tmp_lens[s0 + i]
+    for p in range(counts.shape[0]):
+        _copy_piece(p, piece_starts, pts, counts, tmp_ids, tmp_lens, out_ids, out_lens)
     return out_ids, out_lens, pts
 
 
@@ -242,18 +255,12 @@ def bpe_packed_parallel(symbols, sym_len, piece_starts, keys, values):
         lo = c * _CHUNK
         hi = min(P, lo + _CHUNK)
         _run_chunk(symbols, sym_len, piece_starts, keys, values, lo, hi, tmp_ids, tmp_lens, counts)
-    pts = np.zeros(P + 1, np.int64)
-    for p in range(P):
-        pts[p + 1] = pts[p] + counts[p]
+    pts = _token_starts(counts)
     T = pts[P]
     out_ids = np.empty(T, np.int32)
     out_lens = np.empty(T, np.int32)
     for p in prange(P):
-        s0 = piece_starts[p]
-        o0 = pts[p]
-        for i in range(counts[p]):
-            out_ids[o0 + i] = tmp_ids[s0 + i]
-            out_lens[o0 + i] = tmp_lens[s0 + i]
+        _copy_piece(p, piece_starts, pts, counts, tmp_ids, tmp_lens, out_ids, out_lens)
     return out_ids, out_lens, pts
 
 
