@@ -256,6 +256,8 @@ class TiktokenEncoding:
             else:
                 self._ambiguous_special_ids[i] = ss
         self._special_rx = _literal_alternation(frozenset(special_tokens)) if special_tokens else None
+        self._cpu_engine = None
+        self._cpu_reason: Optional[str] = None
 
     def __repr__(self) -> str:
         return f"<TiktokenEncoding {self.name!r}>"
@@ -332,8 +334,50 @@ class TiktokenEncoding:
             start = m.end()
 
     # ------------------------------------------------------------------ encoding API
+    # ------------------------------------------------------------------ compiled engine
+    def _cpu(self):
+        """The compiled CPU engine (``gpu_tok/fast_cpu.py``), or None where it does not serve
+        this encoding (then the reference path runs; ``cpu_engine_reason`` says why)."""
+        if self._cpu_engine is None and self._cpu_reason is None:
+            from .fast_cpu import CpuTiktokenEngine, NotServed
+
+            try:
+                self._cpu_engine = CpuTiktokenEngine(self._pat_str, self._decoder, self._special_tokens)
+            except NotServed as e:
+                self._cpu_reason = str(e)
+        return self._cpu_engine
+
+    @property
+    def cpu_engine_reason(self) -> Optional[str]:
+        self._cpu()
+        return self._cpu_reason
+
+    def _fast_batch(self, texts: Sequence[str], allowed_special, disallowed_special, num_threads):
+        """``(ids, row_splits)`` from the compiled engine, or None (then the caller runs the reference path)."""
+        eng = self._cpu()
+        if eng is None:
+            return None
+        from .fast_cpu import pack
+
+        texts = texts if isinstance(texts, list) else list(texts)
+        data, offsets = pack(texts, _valid_text)
+        if disallowed_special and eng.contains_any(data, offsets, frozenset(disallowed_special)).any():
+            return None  # the reference path raises tiktoken's error for the first such text
+        allowed = frozenset(allowed_special) & frozenset(self._special_tokens) if allowed_special else frozenset()
+        return eng.encode_ids(data, offsets, allowed, num_threads)
+
+    @staticmethod
+    def _rows(ids: np.ndarray, rs: np.ndarray) -> List[List[int]]:
+        flat = ids.tolist()
+        b = rs.tolist()
+        return [flat[b[i]:b[i + 1]] for i in range(len(b) - 1)]
+
+    # ------------------------------------------------------------------ encoding API
     def encode_ordinary(self, text: str) -> List[int]:
         """Ids of ``text`` with special tokens treated as ordinary text."""
+        got = self._fast_batch([text], frozenset(), frozenset(), 1)
+        if got is not None:
+            return got[0].tolist()
         out: List[int] = []
         self._encode_ordinary_segment(_valid_text(text), out)
         return out
@@ -342,6 +386,9 @@ class TiktokenEncoding:
                disallowed_special: Union[Literal["all"], Collection[str]] = "all") -> List[int]:
         """tiktoken's ``encode``: text equal to a disallowed special token raises ``ValueError``."""
         allowed_special, disallowed_special = self._resolve_special(allowed_special, disallowed_special)
+        got = self._fast_batch([text], allowed_special, disallowed_special, 1)
+        if got is not None:
+            return got[0].tolist()
         return self._encode_checked(text, allowed_special, disallowed_special)
 
     def encode_to_numpy(self, text: str, *, allowed_special=frozenset(), disallowed_special="all") -> np.ndarray:
@@ -349,7 +396,10 @@ class TiktokenEncoding:
                                       disallowed_special=disallowed_special), dtype=np.uint32)
 
     def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int = 8) -> List[List[int]]:
-        """``num_threads`` is accepted for tiktoken compatibility; the reference path is serial."""
+        """tiktoken's batch API on the compiled engine (``num_threads`` capped at the cores)."""
+        got = self._fast_batch(text, frozenset(), frozenset(), num_threads)
+        if got is not None:
+            return self._rows(*got)
         return [self.encode_ordinary(t) for t in text]
 
     def encode_batch(self, text: Sequence[str], *, num_threads: int = 8,
@@ -357,15 +407,28 @@ class TiktokenEncoding:
         allowed_special, disallowed_special = self._resolve_special(allowed_special, disallowed_special)
         if not isinstance(disallowed_special, frozenset):
             disallowed_special = frozenset(disallowed_special)
+        got = self._fast_batch(text, allowed_special, disallowed_special, num_threads)
+        if got is not None:
+            return self._rows(*got)
         return [self._encode_checked(t, allowed_special, disallowed_special) for t in text]
 
     def encode_batch_ids(self, texts: Iterable[str], *, allowed_special=frozenset(),
-                         disallowed_special="all"):
-        """All ids flat plus row splits (``gpu_tok.TokenBatch``), the bulk form."""
-        from .tokenizer import TokenBatch
+                         disallowed_special="all", num_threads: Optional[int] = None, device: str = "cpu"):
+        """All ids flat plus row splits (``gpu_tok.TokenBatch``), the bulk form.
 
-        rows = self.encode_batch(list(texts), allowed_special=allowed_special,
-                                 disallowed_special=disallowed_special)
+        ``device="ref"`` runs the plain-Python reference path; ``"cpu"``/``"auto"`` the
+        compiled engine (``num_threads`` workers, default all cores).
+        """
+        from .tokenizer import TokenBatch, _check_device
+
+        _check_device(device)
+        texts = list(texts)
+        allowed_special, disallowed_special = self._resolve_special(allowed_special, disallowed_special)
+        if device != "ref":
+            got = self._fast_batch(texts, allowed_special, disallowed_special, num_threads)
+            if got is not None:
+                return TokenBatch(*got)
+        rows = [self._encode_checked(t, allowed_special, disallowed_special) for t in texts]
         splits = np.zeros(len(rows) + 1, dtype=np.int64)
         if rows:
             np.cumsum([len(r) for r in rows], out=splits[1:])

@@ -76,6 +76,25 @@ class Tokenizer:
     def __init__(self, cfg: TokenizerConfig):
         self.config = cfg
         self._ref = RefPipeline(cfg)
+        self._cpu = None  # the compiled engine, built on first use
+        self._cpu_reason: Optional[str] = None
+
+    def _cpu_engine(self):
+        """The compiled CPU engine, or None when it does not serve this tokenizer."""
+        if self._cpu is None and self._cpu_reason is None:
+            from .fast_cpu import CpuTokenizerEngine, NotServed
+
+            try:
+                self._cpu = CpuTokenizerEngine(self.config, self._ref)
+            except NotServed as e:
+                self._cpu_reason = str(e)
+        return self._cpu
+
+    @property
+    def cpu_engine_reason(self) -> Optional[str]:
+        """Why ``device="cpu"`` runs the reference path for this tokenizer (None when compiled)."""
+        self._cpu_engine()
+        return self._cpu_reason
 
     # ---------------------------------------------------------------- loading
     @classmethod
@@ -114,17 +133,24 @@ class Tokenizer:
         return self._ref.encode(sequence, pair, add_special_tokens)
 
     def encode_batch(self, inputs: Sequence[InputText], is_pretokenized: bool = False,
-                     add_special_tokens: bool = True, device: str = "auto") -> List[Encoding]:
+                     add_special_tokens: bool = True, device: str = "auto",
+                     num_threads: Optional[int] = None) -> List[Encoding]:
         """Encode many texts (or ``(text, pair)`` tuples).
 
-        ``device``: ``"ref"`` runs the plain-Python reference path. ``"cpu"`` and
-        ``"auto"`` currently route to the same reference path (the compiled CPU
-        engine and the GPU engine are later issues); results are identical by
-        construction. ``"cuda"`` raises ``NotImplementedError`` for now.
+        ``device``: ``"ref"`` runs the plain-Python reference path; ``"cpu"`` and
+        ``"auto"`` the compiled CPU engine (``gpu_tok/fast_cpu.py``) where it serves
+        the tokenizer (``cpu_engine_reason`` says why not; then the reference path
+        runs), with ``num_threads`` workers (default: all cores). Results are
+        identical on every device. ``"cuda"`` raises ``NotImplementedError`` for now.
         """
         _check_device(device)
         if is_pretokenized:
             raise NotImplementedError("is_pretokenized=True (lists of words) is not supported yet")
+        if device != "ref":
+            eng = self._cpu_engine()
+            if eng is not None:
+                return eng.encode_batch(inputs if isinstance(inputs, list) else list(inputs),
+                                        add_special_tokens, num_threads)
         out = []
         for item in inputs:
             if isinstance(item, (tuple, list)):
@@ -136,9 +162,17 @@ class Tokenizer:
         return out
 
     def encode_batch_ids(self, texts: Iterable[str], add_special_tokens: bool = True,
-                         device: str = "auto") -> TokenBatch:
-        """Encode many texts into one flat ``TokenBatch`` (ids + row_splits)."""
+                         device: str = "auto", num_threads: Optional[int] = None) -> TokenBatch:
+        """Encode many texts into one flat ``TokenBatch`` (ids + row_splits).
+
+        ``device`` and ``num_threads`` as in ``encode_batch``.
+        """
         _check_device(device)
+        if device != "ref":
+            eng = self._cpu_engine()
+            if eng is not None:
+                ids, rs = eng.encode_ids(texts, add_special_tokens, num_threads)
+                return TokenBatch(ids, rs)
         rows = [self._ref.encode(t, None, add_special_tokens).ids for t in texts]
         splits = np.zeros(len(rows) + 1, dtype=np.int64)
         if rows:

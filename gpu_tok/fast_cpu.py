@@ -1,0 +1,671 @@
+"""The compiled CPU engine (``device="cpu"``): packed arrays and Numba kernels.
+
+One engine serves byte-level BPE ``tokenizer.json`` files and tiktoken encodings:
+
+1. **pack**: every text's UTF-8, joined into ``data: uint8[N]``, ``doc_offsets: int64[n+1]``;
+2. **NFC check** (a file with an ``NFC`` normalizer): the Unicode quick check, with
+   the "maybe" characters resolved against the composition pairs, finds the
+   documents the reference's NFC leaves unchanged; any other document is encoded by
+   the reference path (exact, slower);
+3. **added tokens**: the raw pass, then the normalized pass on the gaps, as the
+   reference (``kernels.engine_cpu.match_added``: byte trie, leftmost-longest,
+   ``single_word``/``lstrip``/``rstrip``);
+4. **pre-tokenization**: the compiled scanner of the split pattern's family
+   (``kernels.pretok_cpu``) marks where pieces start;
+5. **BPE** over the pieces with a per-worker word cache (``kernels.engine_cpu``);
+6. **compaction** into ``ids``/``row_splits``; the post-processor's template ids
+   around each row when ``add_special_tokens``.
+
+What the engine serves is decided once per tokenizer (``plan_for_config``); for
+anything else ``device="cpu"`` runs the reference path, which gives the same result.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import config as C
+from .encoding import Encoding
+from .errors import InvalidText
+
+_PARALLEL_MIN_BYTES = 1 << 18  # below this one thread does all (the thread pool costs ~30 ms per call here)
+_CACHE_SLOTS = 1 << 16  # short-piece cache slots per worker (64 bytes each: 4 MiB)
+_LONG_SLOTS = 1 << 14  # long-piece cache slots per worker (208 bytes each: 3.3 MiB)
+
+
+class NotServed(Exception):
+    """The compiled engine does not serve this tokenizer (the message says why)."""
+
+
+def default_threads() -> int:
+    import numba
+
+    return int(numba.config.NUMBA_NUM_THREADS)
+
+
+@dataclass
+class EngineSpec:
+    family: str  # pre-tokenizer family of kernels.pretok_cpu
+    dialect: str  # "onig" (tokenizer.json) or "tiktoken"
+    init_ids: np.ndarray  # int32[256]: the id of each single byte
+    token_bytes: list  # bytes of each model id (None where the id has none)
+    merges: tuple  # (keys, values) of kernels.hash_table
+    whole_first: bool  # ignore_merges / tiktoken: a piece found in the vocab is one token
+    raw_tokens: list  # [(content bytes, id, flags)] matched on the raw text
+    norm_tokens: list  # [(content bytes, id, flags)] matched on the normalized gaps
+    nfc: bool = False
+    bytes_table: Optional[tuple] = None  # a prebuilt kernels.engine_cpu.build_bytes_table(token_bytes)
+
+
+class ByteBPEEngine:
+    """The compiled path for one byte-level BPE vocabulary (thread-safe)."""
+
+    def __init__(self, spec: EngineSpec):
+        from .kernels import engine_cpu as K
+        from .kernels import pretok_cpu
+
+        self.spec = spec
+        self._K = K
+        self._pretok = pretok_cpu
+        self.init_ids = np.ascontiguousarray(spec.init_ids, np.int32)
+        self.mkeys, self.mvals = spec.merges
+        self.mtab = K.interleave(self.mkeys, self.mvals)
+        bt = spec.bytes_table if spec.bytes_table is not None else K.build_bytes_table(spec.token_bytes)
+        self.arena, self.tok_off, self.bkeys, self.bvals = bt
+        self.tok_len = np.diff(self.tok_off).astype(np.int64)
+        from .cpu_ref.unicode_props import _np_flags
+
+        self.cls = _np_flags()
+        self._set_added(spec.raw_tokens, spec.norm_tokens)
+        self.nfc = nfc_tables() if spec.nfc else None
+        self._lock = threading.Lock()
+        self._caches = None
+        self._wcache = None
+
+    def with_added(self, raw_tokens) -> "ByteBPEEngine":
+        """The same engine (tables and caches shared) matching other raw added tokens."""
+        import copy
+
+        e = copy.copy(self)
+        e._set_added(raw_tokens, [])
+        return e
+
+    def _set_added(self, raw_tokens, norm_tokens):
+        K = self._K
+        self._tries = []
+        for toks in (raw_tokens, norm_tokens):
+            if toks:
+                ids = [t[1] for t in toks]
+                base = min(ids)
+                flags = np.zeros(max(ids) - base + 1, np.uint8)
+                for _c, i, f in toks:
+                    flags[i - base] = f
+                self._tries.append(K.build_trie([(c, i) for c, i, _f in toks]) + (flags, base))
+            else:
+                self._tries.append(None)
+
+    # ------------------------------------------------------------------ caches
+    def _new_caches(self, workers: int):
+        return (np.zeros((workers, _CACHE_SLOTS), np.uint64), np.zeros((workers, _CACHE_SLOTS), np.uint64),
+                np.zeros((workers, _CACHE_SLOTS), np.int32), np.zeros((workers, _CACHE_SLOTS, 8), np.int32))
+
+    def _caches_for(self, workers: int):
+        if self._caches is None or self._caches[0].shape[0] < workers:
+            self._caches = self._new_caches(max(workers, default_threads()))
+        return self._caches
+
+    # -------------------------------------------------------------------- core
+    def pieces(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray], parallel: bool):
+        """``(starts, ends, special)`` of every piece of the active documents."""
+        K = self._K
+        n = doc_offsets.shape[0] - 1
+        seg_s = doc_offsets[:-1]
+        seg_e = doc_offsets[1:]
+        keep = seg_e > seg_s
+        if skip is not None:
+            keep &= skip == 0
+        seg_s = np.ascontiguousarray(seg_s[keep])
+        seg_e = np.ascontiguousarray(seg_e[keep])
+        ms, mi = [], []
+        for trie in self._tries:
+            if trie is None or seg_s.shape[0] == 0:
+                continue
+            tkeys, tvals, term, first, flags, base = trie
+            seg_s, seg_e, m_s, _m_e, m_id = K.match_added(data, seg_s, seg_e, tkeys, tvals, term, first, flags,
+                                                          base, self.cls)
+            ms.append(m_s)
+            mi.append(m_id)
+        N = data.shape[0]
+        mask = np.zeros(N, np.uint8)
+        if seg_s.shape[0]:
+            self._pretok.scan_mask(data, seg_s, seg_e, self.spec.family, self.spec.dialect, mask, parallel=parallel)
+        m_s = np.concatenate(ms) if ms else np.zeros(0, np.int64)
+        m_id = np.concatenate(mi) if mi else np.zeros(0, np.int32)
+        if m_s.shape[0]:
+            mask[m_s] = 2
+        if skip is not None:
+            sk = (skip != 0) & (doc_offsets[1:] > doc_offsets[:-1])
+            mask[doc_offsets[:-1][sk]] = 3
+        starts = np.flatnonzero(mask)
+        ends = np.empty_like(starts)
+        if starts.shape[0]:
+            ends[:-1] = starts[1:]
+            ends[-1] = N
+        kinds = mask[starts]
+        special = np.full(starts.shape[0], -1, np.int32)
+        if m_s.shape[0]:
+            order = np.argsort(m_s, kind="stable")
+            special[kinds == 2] = m_id[order]
+        special[kinds == 3] = -2
+        # a piece never runs past its document (documents are contiguous and each
+        # non-empty one starts with a marked byte)
+        del n
+        return starts, ends, special
+
+    def encode_pieces(self, data, starts, ends, special, parallel: bool, threads: int):
+        """``(ids, piece_token_starts)`` for the pieces."""
+        K = self._K
+        P = starts.shape[0]
+        out = np.empty(max(data.shape[0], 1), np.int32)
+        counts = np.empty(P, np.int64)
+        locked = self._lock.acquire(blocking=False)
+        try:
+            workers = threads if parallel else 1
+            caches = self._caches_for(workers) if locked else self._new_caches(workers)
+            ck0, ck1, cmeta, cids = caches
+            if parallel and P > 1:
+                blocks = np.searchsorted(starts, np.linspace(0, data.shape[0], workers + 1)).astype(np.int64)
+                blocks[0] = 0
+                blocks[-1] = P
+                K.encode_pieces_parallel(data, starts, ends, special, blocks, self.init_ids, self.mkeys, self.mvals,
+                                         self.mtab,
+                                         self.arena, self.tok_off, self.bkeys, self.bvals, self.spec.whole_first,
+                                         ck0, ck1, cmeta, cids, out, counts)
+            else:
+                K.encode_pieces_serial(data, starts, ends, special, self.init_ids, self.mkeys, self.mvals, self.mtab,
+                                       self.arena, self.tok_off, self.bkeys, self.bvals, self.spec.whole_first,
+                                       ck0, ck1, cmeta, cids, out, counts)
+        finally:
+            if locked:
+                self._lock.release()
+        pts = np.zeros(P + 1, np.int64)
+        np.cumsum(counts, out=pts[1:])
+        ids = np.empty(int(pts[-1]), np.int32)
+        (K.compact_parallel if parallel else K.compact_serial)(out, starts, counts, pts, ids)
+        return ids, pts
+
+    def _segments(self, data, doc_offsets, skip):
+        """Added-token matching: ``(seg_s, seg_e, m_s, m_id)`` (gaps left for the
+        pre-tokenizer, and the matches in text order)."""
+        K = self._K
+        seg_s = doc_offsets[:-1]
+        seg_e = doc_offsets[1:]
+        keep = seg_e > seg_s
+        if skip is not None:
+            keep &= skip == 0
+        seg_s = np.ascontiguousarray(seg_s[keep])
+        seg_e = np.ascontiguousarray(seg_e[keep])
+        ms, mi = [], []
+        for trie in self._tries:
+            if trie is None or seg_s.shape[0] == 0:
+                continue
+            tkeys, tvals, term, first, flags, base = trie
+            seg_s, seg_e, m_s, _m_e, m_id = K.match_added(data, seg_s, seg_e, tkeys, tvals, term, first, flags,
+                                                          base, self.cls)
+            ms.append(m_s)
+            mi.append(m_id)
+        m_s = np.concatenate(ms) if ms else np.zeros(0, np.int64)
+        m_id = np.concatenate(mi) if mi else np.zeros(0, np.int32)
+        if len(ms) > 1:
+            order = np.argsort(m_s, kind="stable")
+            m_s, m_id = m_s[order], m_id[order]
+        return seg_s, seg_e, m_s, m_id
+
+    @staticmethod
+    def _alloc_word_cache(workers: int):
+        """Per worker: the short-piece cache and the long-piece cache (``kernels.engine_cpu``)."""
+        return (np.zeros((workers, _CACHE_SLOTS, 8), np.uint64),
+                np.zeros((workers, _LONG_SLOTS, 2), np.uint64),
+                np.zeros((workers, _LONG_SLOTS, 64), np.uint8),
+                np.zeros((workers, _LONG_SLOTS, 32), np.int32))
+
+    def _word_cache(self, locked: bool, workers: int):
+        if not locked:  # another thread is using the kept cache: a private one for this call
+            return self._alloc_word_cache(workers)
+        if self._wcache is None or self._wcache[0].shape[0] < workers:
+            self._wcache = self._alloc_word_cache(max(workers, default_threads()))
+        return self._wcache
+
+    def run_ids(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray] = None,
+                num_threads: Optional[int] = None):
+        """Encode packed text (ids only, fused scan + BPE). Returns ``(ids, row_splits, skip)``;
+        rows of skipped documents are empty (the caller fills them)."""
+        import numba
+
+        K = self._K
+        threads = default_threads() if num_threads is None else max(1, int(num_threads))
+        threads = min(threads, default_threads())
+        parallel = threads > 1 and data.shape[0] >= _PARALLEL_MIN_BYTES
+        prev = numba.get_num_threads()
+        if parallel:
+            numba.set_num_threads(threads)
+        try:
+            if self.nfc is not None:
+                ok = K.nfc_unchanged_docs(data, doc_offsets, *self.nfc)
+                bad = (ok == 0).astype(np.uint8)
+                skip = bad if skip is None else (skip | bad)
+            seg_s, seg_e, m_s, m_id = self._segments(data, doc_offsets, skip)
+            fam, end_whole, tab, fold = self._pretok._prepare(self.spec.family, self.spec.dialect)
+            out = np.empty(max(data.shape[0], 1), np.int32)
+            if m_s.shape[0]:
+                out[m_s] = m_id
+            locked = self._lock.acquire(blocking=False)
+            try:
+                cache = self._word_cache(locked, threads if parallel else 1)
+                args = (fam, end_whole, tab, fold, self.init_ids, self.mkeys, self.mvals, self.mtab, self.arena,
+                        self.tok_off, self.bkeys, self.bvals, self.spec.whole_first, *cache, out)
+                if parallel:
+                    total = int((seg_e - seg_s).sum())
+                    chunk = max(self._pretok._MIN_CHUNK, total // (8 * threads))
+                    rec_s, rec_c = K.encode_fused_parallel(data, seg_s, seg_e, chunk, *args)
+                else:
+                    rec_s, rec_c = K.encode_fused_serial(data, seg_s, seg_e, *args)
+            finally:
+                if locked:
+                    self._lock.release()
+            if m_s.shape[0]:
+                rec_s = np.concatenate((rec_s, m_s))
+                rec_c = np.concatenate((rec_c, np.ones(m_s.shape[0], np.int64)))
+            if rec_s.shape[0] > seg_s.shape[0]:  # cut units and added tokens come after the segments
+                order = np.argsort(rec_s, kind="stable")
+                rec_s, rec_c = rec_s[order], rec_c[order]
+            pos = np.zeros(rec_s.shape[0] + 1, np.int64)
+            np.cumsum(rec_c, out=pos[1:])
+            ids = np.empty(int(pos[-1]), np.int32)
+            (K.gather_parallel if parallel else K.gather_serial)(out, rec_s, rec_c, pos, ids)
+        finally:
+            if parallel:
+                numba.set_num_threads(prev)
+        row_splits = np.empty(doc_offsets.shape[0], np.int64)
+        row_splits[:-1] = pos[np.searchsorted(rec_s, doc_offsets[:-1], side="left")]
+        row_splits[-1] = pos[-1]
+        return ids, row_splits, skip
+
+    def run(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray] = None,
+            num_threads: Optional[int] = None, want_pieces: bool = False):
+        """Encode packed text. Returns ``(ids, row_splits)`` (plus the piece arrays when asked)."""
+        import numba
+
+        threads = default_threads() if num_threads is None else max(1, int(num_threads))
+        threads = min(threads, default_threads())
+        parallel = threads > 1 and data.shape[0] >= _PARALLEL_MIN_BYTES
+        prev = numba.get_num_threads()
+        if parallel:
+            numba.set_num_threads(threads)
+        try:
+            if self.nfc is not None:
+                ok = self._K.nfc_unchanged_docs(data, doc_offsets, *self.nfc)
+                bad = (ok == 0).astype(np.uint8)
+                skip = bad if skip is None else (skip | bad)
+            starts, ends, special = self.pieces(data, doc_offsets, skip, parallel)
+            ids, pts = self.encode_pieces(data, starts, ends, special, parallel, threads)
+        finally:
+            if parallel:
+                numba.set_num_threads(prev)
+        row_splits = pts[np.searchsorted(starts, doc_offsets[:-1], side="left")]
+        row_splits = np.append(row_splits, pts[-1]).astype(np.int64)
+        if want_pieces:
+            return ids, row_splits, skip, (starts, ends, special, pts)
+        return ids, row_splits, skip
+
+
+# ---------------------------------------------------------------------- packing
+def pack(texts: Sequence[str], check) -> Tuple[np.ndarray, np.ndarray]:
+    """``(data, doc_offsets)``: the UTF-8 of all texts and where each starts.
+
+    ``check(text)`` is called on every text when one cannot be encoded (wrong type,
+    lone surrogate): it raises the reference's error for it, or returns the text
+    the reference encodes instead (tiktoken repairs lone surrogates).
+    """
+    try:
+        bs = [t.encode("utf-8") for t in texts]
+    except (UnicodeEncodeError, AttributeError, TypeError):
+        bs = [check(t).encode("utf-8") for t in texts]
+    offsets = np.zeros(len(bs) + 1, np.int64)
+    if bs:
+        np.cumsum(np.fromiter(map(len, bs), np.int64, len(bs)), out=offsets[1:])
+    data = np.frombuffer(b"".join(bs), np.uint8) if offsets[-1] else np.zeros(1, np.uint8)[:0]
+    return data, offsets
+
+
+def splice_rows(ids: np.ndarray, row_splits: np.ndarray, rows: dict) -> Tuple[np.ndarray, np.ndarray]:
+    """Replace the rows named in ``rows`` ({index: list of ids})."""
+    lens = np.diff(row_splits)
+    for i, r in rows.items():
+        lens[i] = len(r)
+    rs = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=rs[1:])
+    out = np.empty(int(rs[-1]), np.int32)
+    prev_src = 0
+    prev_dst = 0
+    for i in sorted(rows):
+        # copy the untouched rows before row i in one slice
+        a, b = int(row_splits[i]), int(rs[i])
+        out[prev_dst:b] = ids[prev_src:a]
+        out[b:rs[i + 1]] = rows[i]
+        prev_src = int(row_splits[i + 1])
+        prev_dst = int(rs[i + 1])
+    out[prev_dst:] = ids[prev_src:]
+    return out, rs
+
+
+# --------------------------------------------------------------------- NFC check
+_NFC_TABLES = None
+
+
+def nfc_tables():
+    """``(qc, ccc, tccc, ckeys, cvals)`` for ``kernels.engine_cpu.nfc_unchanged_docs``.
+
+    ``qc: uint8[0x110000]``: bit 1 when the reference's NFC changes the character on
+    its own (it cannot occur in NFC text), bit 2 when it may compose with an earlier
+    starter (the second character of a composition pair, Hangul V and T jamo);
+    ``ccc: uint8[0x110000]`` the combining classes, ``tccc`` the class of the last
+    character of each character's canonical decomposition; the composition pairs as a
+    ``hash_table`` keyed ``(first << 32) | second``. All from the measured tables
+    (``unicode_props``), never from Python's ``unicodedata``.
+    """
+    global _NFC_TABLES
+    if _NFC_TABLES is None:
+        from .cpu_ref import unicode_props as U
+        from .cpu_ref.normalizers import normalize_str
+        from .kernels.hash_table import build_merge_table
+
+        T = U.tables()
+        nfc = C.UnicodeNormalizer("NFC")
+        qc = np.zeros(0x110000, np.uint8)
+        for ch in T.nfd:
+            if normalize_str(nfc, ch) != ch:
+                qc[ord(ch)] |= 1
+        rows = []
+        for pair, comp in T.compose.items():
+            qc[ord(pair[1])] |= 2
+            rows.append((ord(pair[0]), ord(pair[1]), 0, ord(comp)))
+        qc[U.V_BASE:U.V_BASE + U.V_COUNT] |= 2
+        qc[U.T_BASE + 1:U.T_BASE + U.T_COUNT] |= 2
+        ccc = np.zeros(0x110000, np.uint8)
+        for ch, k in T.ccc.items():
+            ccc[ord(ch)] = k
+        # the class of the last character of the canonical decomposition (a composed
+        # character followed by a mark of lower class is reordered, so changed)
+        tccc = ccc.copy()
+        nfd = C.UnicodeNormalizer("NFD")
+        for ch in T.nfd:
+            tccc[ord(ch)] = T.ccc.get(normalize_str(nfd, ch)[-1], 0)
+        ckeys, cvals = build_merge_table(np.array(rows, np.int64).reshape(-1, 4))
+        _NFC_TABLES = (qc, ccc, tccc, ckeys, cvals)
+    return _NFC_TABLES
+
+
+# --------------------------------------------------------------- tokenizer.json
+def _byte_level_family(pre) -> Tuple[str, str]:
+    """(family, dialect) of a byte-level pre-tokenizer, or NotServed."""
+    from .kernels.pretok_cpu import family_of_pattern
+
+    if isinstance(pre, C.ByteLevel):
+        if pre.add_prefix_space:
+            raise NotServed("pre_tokenizer ByteLevel add_prefix_space=true")
+        if not pre.use_regex:
+            raise NotServed("pre_tokenizer ByteLevel use_regex=false alone (no split)")
+        return "gpt2", "onig"
+    if isinstance(pre, C.PreTokenizerSequence) and len(pre.pretokenizers) == 2:
+        split, bl = pre.pretokenizers
+        if not (isinstance(split, C.Split) and isinstance(bl, C.ByteLevel)):
+            raise NotServed("pre_tokenizer Sequence other than [Split, ByteLevel]")
+        if bl.add_prefix_space or bl.use_regex:
+            raise NotServed("pre_tokenizer ByteLevel with add_prefix_space or use_regex after a Split")
+        if split.pattern.kind != "Regex":
+            raise NotServed("Split with a String pattern")
+        if not ((split.behavior == "Isolated" and not split.invert)
+                or (split.behavior == "Removed" and split.invert)):
+            raise NotServed(f"Split behavior {split.behavior} invert={split.invert}")
+        fam = family_of_pattern(split.pattern.value, "onig")
+        if fam is None:
+            raise NotServed("Split pattern is not one of the compiled families")
+        return fam, "onig"
+    raise NotServed(f"pre_tokenizer {type(pre).__name__}")
+
+
+def spec_for_config(cfg: C.TokenizerConfig, ref) -> EngineSpec:
+    """The engine spec for a tokenizer.json, or ``NotServed`` naming what is not served."""
+    from .cpu_ref.byte_level import BYTE_TO_CHAR, CHAR_TO_BYTE
+    from .kernels.hash_table import merge_table_from_model
+
+    m = cfg.model
+    if not isinstance(m, C.BPE):
+        raise NotServed(f"model {type(m).__name__}")
+    if m.byte_fallback or m.continuing_subword_prefix or m.end_of_word_suffix:
+        raise NotServed("BPE with byte_fallback / continuing_subword_prefix / end_of_word_suffix")
+    norm = cfg.normalizer
+    nfc = False
+    if norm is not None:
+        if isinstance(norm, C.UnicodeNormalizer) and norm.form == "NFC":
+            nfc = True
+        else:
+            raise NotServed(f"normalizer {type(norm).__name__}")
+    family, dialect = _byte_level_family(cfg.pre_tokenizer)
+    model = ref.model
+    vocab = model.vocab
+    init = []
+    for b in range(256):
+        i = vocab.get(BYTE_TO_CHAR[b])
+        if i is None:
+            raise NotServed(f"the vocabulary lacks the byte-level character of byte {b}")
+        init.append(i)
+    size = max(vocab.values()) + 1
+    token_bytes: List[Optional[bytes]] = [None] * size
+    for tok, i in vocab.items():
+        try:
+            token_bytes[i] = bytes(CHAR_TO_BYTE[c] for c in tok)
+        except KeyError:
+            token_bytes[i] = None  # not a byte-level token: BPE can never produce it from bytes
+    if any(i >= 2 ** 31 for i in vocab.values()):
+        raise NotServed("ids beyond 2**31")
+    raw, norm_toks = [], []
+    added = ref.added
+    for i, tok in added.map_r.items():
+        flags = (1 if tok.single_word else 0) | (2 if tok.lstrip else 0) | (4 if tok.rstrip else 0)
+        if tok.normalized:
+            content = added.normalized_form.get(i, tok.content)
+            norm_toks.append((content.encode("utf-8"), i, flags))
+        else:
+            raw.append((tok.content.encode("utf-8"), i, flags))
+    # the reference's trie is built in the order of its map (first entry wins on equal content)
+    return EngineSpec(family=family, dialect=dialect, init_ids=np.array(init, np.int32), token_bytes=token_bytes,
+                      merges=merge_table_from_model(model), whole_first=bool(m.ignore_merges),
+                      raw_tokens=raw, norm_tokens=norm_toks, nfc=nfc)
+
+
+def template_ids(cfg: C.TokenizerConfig, ref) -> Tuple[np.ndarray, np.ndarray]:
+    """(prefix, suffix) ids the post-processor puts around a single sequence."""
+    from .cpu_ref import post_processors
+
+    sentinel = -7
+    enc = Encoding([sentinel], [0], ["a"], [(0, 1)], [0], [0], [None])
+    out = post_processors.process(cfg.post_processor, [enc], True)
+    k = out.ids.index(sentinel)
+    return np.array(out.ids[:k], np.int32), np.array(out.ids[k + 1:], np.int32)
+
+
+class CpuTokenizerEngine:
+    """``device="cpu"`` for a ``Tokenizer`` (tokenizer.json)."""
+
+    def __init__(self, cfg: C.TokenizerConfig, ref):
+        self.cfg = cfg
+        self.ref = ref
+        self.engine = ByteBPEEngine(spec_for_config(cfg, ref))
+        self.prefix, self.suffix = template_ids(cfg, ref)
+        self._vocab_r = None
+
+    def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
+        from .cpu_ref.pipeline import check_text
+
+        texts = texts if isinstance(texts, list) else list(texts)
+        data, offsets = pack(texts, check_text)
+        ids, rs, skip = self.engine.run_ids(data, offsets, num_threads=num_threads)
+        if skip is not None and skip.any():
+            rows = {int(i): self.ref.encode(texts[i], None, False).ids for i in np.flatnonzero(skip)}
+            ids, rs = splice_rows(ids, rs, rows)
+        if add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0]):
+            ids, rs = self._K().add_template(ids, rs, self.prefix, self.suffix)
+        return ids, rs
+
+    def _K(self):
+        from .kernels import engine_cpu
+
+        return engine_cpu
+
+    def _tokens_of(self):
+        if self._vocab_r is None:
+            vr = self.ref.model.vocab_r
+            size = max(vr) + 1 if vr else 0
+            self._vocab_r = [vr.get(i) for i in range(size)]
+        return self._vocab_r
+
+    def encode_single_encodings(self, texts: List[str], type_id: int, num_threads: Optional[int]) -> List[Encoding]:
+        """Per text, the ``Encoding`` before post-processing (the reference's ``_encode_single``)."""
+        from .cpu_ref.pipeline import check_text
+
+        data, offsets = pack(texts, check_text)
+        ids, rs, skip, (starts, ends, special, pts) = self.engine.run(data, offsets, num_threads=num_threads,
+                                                                       want_pieces=True)
+        n = len(texts)
+        P = starts.shape[0]
+        counts = np.diff(pts)
+        tok_piece = np.repeat(np.arange(P, dtype=np.int64), counts)
+        lens = np.empty(ids.shape[0], np.int64)
+        is_sp = special[tok_piece] >= 0 if P else np.zeros(0, bool)
+        tl = self.engine.tok_len
+        lens[~is_sp] = tl[ids[~is_sp]]
+        lens[is_sp] = (ends - starts)[tok_piece[is_sp]]
+        excl = np.cumsum(lens) - lens
+        tok_start = starts[tok_piece] + excl - excl[pts[tok_piece]] if P else np.zeros(0, np.int64)
+        tok_end = tok_start + lens
+        lead = (data & 0xC0) != 0x80
+        cidx = np.zeros(data.shape[0] + 1, np.int64)
+        np.cumsum(lead, out=cidx[1:])
+        doc_of_tok = np.searchsorted(offsets, tok_start, side="right") - 1
+        base = cidx[offsets[doc_of_tok]]
+        # cidx[b + 1] - 1 is the character of byte b (every byte of a character
+        # reports that whole character, decision 0004)
+        c_start = (cidx[tok_start + 1] - 1 - base).tolist()
+        c_end = (cidx[tok_end] - base).tolist()
+        first_piece = np.searchsorted(starts, offsets[:-1], side="left")
+        word = (tok_piece - first_piece[doc_of_tok]).tolist()
+        vr = self._tokens_of()
+        id_list = ids.tolist()
+        sp_list = is_sp.tolist()
+        out: List[Encoding] = []
+        rsl = rs.tolist()
+        bstart = tok_start.tolist()
+        bend = tok_end.tolist()
+        skipped = set(np.flatnonzero(skip).tolist()) if skip is not None else set()
+        for d in range(n):
+            if d in skipped:
+                out.append(self.ref._encode_single(texts[d], type_id))
+                continue
+            a, b = rsl[d], rsl[d + 1]
+            toks = []
+            for k in range(a, b):
+                if sp_list[k]:
+                    toks.append(data[bstart[k]:bend[k]].tobytes().decode("utf-8"))
+                else:
+                    toks.append(vr[id_list[k]])
+            m = b - a
+            out.append(Encoding(id_list[a:b], [type_id] * m, toks, list(zip(c_start[a:b], c_end[a:b])), [0] * m,
+                                word[a:b], [None] * m))
+        return out
+
+    def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
+        from .cpu_ref import post_processors
+
+        firsts, seconds, pair_at = [], [], []
+        for item in inputs:
+            if isinstance(item, (tuple, list)):
+                if len(item) != 2:
+                    raise ValueError("a pair input must have exactly two texts")
+                firsts.append(item[0])
+                pair_at.append(len(seconds))
+                seconds.append(item[1])
+            else:
+                firsts.append(item)
+                pair_at.append(-1)
+        a = self.encode_single_encodings(firsts, 0, num_threads)
+        b = self.encode_single_encodings(seconds, 1, num_threads) if seconds else []
+        pp = self.cfg.post_processor
+        return [post_processors.process(pp, [a[i]] if j < 0 else [a[i], b[j]], add_special_tokens)
+                for i, j in enumerate(pair_at)]
+
+
+# ---------------------------------------------------------------------- tiktoken
+def spec_for_tiktoken(pat_str: str, id_bytes: dict) -> EngineSpec:
+    """The engine spec of a tiktoken encoding (``id_bytes``: rank -> bytes), or ``NotServed``."""
+    from .kernels import engine_cpu as K
+    from .kernels.hash_table import build_merge_table
+    from .kernels.pretok_cpu import family_of_pattern
+
+    fam = family_of_pattern(pat_str, "tiktoken")
+    if fam is None:
+        raise NotServed("pat_str is not one of the compiled families")
+    size = max(id_bytes) + 1
+    if size >= 2 ** 31:
+        raise NotServed("ranks beyond 2**31")
+    token_bytes: List[Optional[bytes]] = [None] * size
+    for i, b in id_bytes.items():
+        token_bytes[i] = b
+    bt = K.build_bytes_table(token_bytes)
+    rows = K.concat_merges(*bt, np.arange(size, dtype=np.int64))
+    init = np.array([K.bytes_lookup(np.frombuffer(bytes([b]), np.uint8), 0, 1, *bt) for b in range(256)], np.int32)
+    return EngineSpec(family=fam, dialect="tiktoken", init_ids=init, token_bytes=token_bytes,
+                      merges=build_merge_table(rows), whole_first=True, raw_tokens=[], norm_tokens=[],
+                      bytes_table=bt)
+
+
+class CpuTiktokenEngine:
+    """``encode_*`` of a ``TiktokenEncoding`` on the compiled engine."""
+
+    def __init__(self, pat_str: str, id_bytes: dict, special_tokens: dict):
+        self.engine = ByteBPEEngine(spec_for_tiktoken(pat_str, id_bytes))
+        self.special_tokens = special_tokens
+        self._by_allowed = {frozenset(): self.engine}
+        self._checkers = {}
+
+    def _engine(self, allowed: frozenset) -> ByteBPEEngine:
+        e = self._by_allowed.get(allowed)
+        if e is None:
+            toks = [(s.encode("utf-8"), self.special_tokens[s], 0) for s in sorted(allowed)]
+            e = self._by_allowed[allowed] = self.engine.with_added(toks)
+        return e
+
+    def contains_any(self, data, offsets, tokens: frozenset) -> np.ndarray:
+        """Per document, whether one of ``tokens`` occurs in it."""
+        from .kernels import engine_cpu as K
+
+        trie = self._checkers.get(tokens)
+        if trie is None:
+            trie = self._checkers[tokens] = K.build_trie([(s.encode("utf-8"), 0) for s in sorted(tokens)])
+        tkeys, tvals, term, first = trie
+        return K.any_match(data, offsets[:-1].copy(), offsets[1:].copy(), tkeys, tvals, term, first)
+
+    def encode_ids(self, data, offsets, allowed: frozenset, num_threads: Optional[int]):
+        ids, rs, _skip = self._engine(allowed).run_ids(data, offsets, num_threads=num_threads)
+        return ids, rs
+
+
+def env_threads() -> Optional[int]:
+    v = os.environ.get("GPU_TOK_NUM_THREADS")
+    return int(v) if v else None

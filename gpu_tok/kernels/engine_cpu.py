@@ -1,0 +1,906 @@
+"""The compiled CPU engine's kernels (Numba ``njit``): byte-string tables, added-token
+matching, and BPE over packed pieces with a word cache.
+
+Array layouts
+-------------
+Text: ``data: uint8[N]`` the UTF-8 of all texts back to back (``PackedText``),
+``doc_offsets: int64[n+1]``.
+
+Byte-string table (the vocabulary by bytes, for ``ignore_merges`` / tiktoken's
+whole-piece rule, and the trie of added tokens):
+  ``arena: uint8[A]``, ``tok_off: int64[V+1]`` -- token ``i``'s bytes are
+  ``arena[tok_off[i]:tok_off[i+1]]`` (empty for ids without bytes);
+  ``bkeys: uint64[C]`` (``bytes_hash`` of the token, ``EMPTY`` when free),
+  ``bvals: int32[C]`` (the id); open addressing, linear probing, load <= 0.5.
+  A hit is confirmed by comparing the bytes, so hash collisions cannot give a
+  wrong id.
+
+Added-token trie: ``tkeys: uint64[C]`` keyed ``(node << 8) | byte`` -> ``tvals:
+int64[C]`` the child node (same open addressing as ``hash_table.lookup``);
+``term: int32[nodes]`` the added-token id a node completes (-1 none);
+``first: uint8[256]`` whether a byte starts some content; per added-token id
+(indexed ``id - id_base``): ``tflags: uint8`` bit 1 single_word, 2 lstrip, 4 rstrip.
+``cls: uint8[0x110000]`` bit 16 Rust ``\\w``, bit 32 Rust ``\\s`` (``unicode_props``).
+
+Pieces: ``starts, ends: int64[P]`` byte ranges into ``data``; ``special: int32[P]``
+an added token's id, or -1 for a piece the model encodes.
+
+Word cache (one per worker, kept across calls): ``ck0, ck1: uint64[W, C]`` the
+piece's bytes as two little-endian words (pieces of at most 16 bytes),
+``cmeta: int32[W, C]`` ``length | (n_ids << 8)`` (0 = empty slot), ``cids:
+int32[W, C, 8]`` the ids (pieces with more than 8 tokens are not cached).
+Direct-mapped: a new piece overwrites the slot, so memory is bounded.
+
+Output of ``encode_pieces``: ``out: int32[N]`` piece ``p``'s ids at
+``out[starts[p]:starts[p] + counts[p]]`` (a byte-level piece never has more ids
+than bytes), ``counts: int64[P]``; ``compact`` gathers them in piece order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from .bpe_cpu import merge_piece
+from .hash_table import EMPTY, lookup, mix64, njit_cached
+
+_CACHE_IDS = 8
+_CACHE_MAX_LEN = 16
+_U8 = np.uint64(8)
+
+
+# ------------------------------------------------------------ byte strings
+@njit_cached
+def bytes_hash(buf, s, e):
+    """A 64-bit hash of ``buf[s:e]`` (words of 8 bytes folded with splitmix64)."""
+    h = mix64(np.uint64(e - s) + np.uint64(0x9E3779B97F4A7C15))
+    i = s
+    while i < e:
+        w = np.uint64(0)
+        k = 0
+        while k < 8 and i < e:
+            w |= np.uint64(buf[i]) << np.uint64(8 * k)
+            i += 1
+            k += 1
+        h = mix64(h ^ w)
+    return h
+
+
+@njit_cached
+def _fill_bytes_table(arena, tok_off, bkeys, bvals):
+    mask = np.int64(bkeys.shape[0] - 1)
+    for t in range(tok_off.shape[0] - 1):
+        s = tok_off[t]
+        e = tok_off[t + 1]
+        if e == s:
+            continue
+        h = bytes_hash(arena, s, e)
+        i = np.int64(h & np.uint64(mask))
+        while bkeys[i] != EMPTY:
+            i = (i + 1) & mask
+        bkeys[i] = h
+        bvals[i] = t
+
+
+def build_bytes_table(token_bytes):
+    """``(arena, tok_off, bkeys, bvals)`` for ``token_bytes[i]`` = bytes of id ``i`` (or None).
+
+    When two ids have the same bytes the lower id is found first (both are stored).
+    """
+    lens = np.fromiter((0 if b is None else len(b) for b in token_bytes), np.int64, len(token_bytes))
+    tok_off = np.zeros(len(token_bytes) + 1, np.int64)
+    np.cumsum(lens, out=tok_off[1:])
+    arena = np.frombuffer(b"".join(b for b in token_bytes if b), np.uint8).copy()
+    n = int((lens > 0).sum())
+    cap = 8
+    while cap < 2 * n:
+        cap *= 2
+    bkeys = np.full(cap, EMPTY, np.uint64)
+    bvals = np.full(cap, -1, np.int32)
+    _fill_bytes_table(arena, tok_off, bkeys, bvals)
+    return arena, tok_off, bkeys, bvals
+
+
+@njit_cached
+def bytes_lookup(buf, s, e, arena, tok_off, bkeys, bvals):
+    """The id whose bytes are ``buf[s:e]``, or -1."""
+    h = bytes_hash(buf, s, e)
+    mask = np.int64(bkeys.shape[0] - 1)
+    i = np.int64(h & np.uint64(mask))
+    n = e - s
+    while True:
+        k = bkeys[i]
+        if k == EMPTY:
+            return -1
+        if k == h:
+            t = bvals[i]
+            a = tok_off[t]
+            if tok_off[t + 1] - a == n:
+                same = True
+                for j in range(n):
+                    if arena[a + j] != buf[s + j]:
+                        same = False
+                        break
+                if same:
+                    return t
+        i = (i + 1) & mask
+
+
+@njit_cached
+def _concat_merges(arena, tok_off, bkeys, bvals, ranks_of_id, out):
+    """tiktoken's merges: for every token and every split point where both halves are
+    tokens, ``(left, right, rank(token), token)``. Returns the number of rows in ``out``."""
+    m = 0
+    for t in range(tok_off.shape[0] - 1):
+        s = tok_off[t]
+        e = tok_off[t + 1]
+        for c in range(s + 1, e):
+            a = bytes_lookup(arena, s, c, arena, tok_off, bkeys, bvals)
+            if a < 0:
+                continue
+            b = bytes_lookup(arena, c, e, arena, tok_off, bkeys, bvals)
+            if b < 0:
+                continue
+            out[m, 0] = a
+            out[m, 1] = b
+            out[m, 2] = ranks_of_id[t]
+            out[m, 3] = t
+            m += 1
+    return m
+
+
+def concat_merges(arena, tok_off, bkeys, bvals, ranks_of_id):
+    """``int64[M, 4]`` merge rows (left, right, rank, merged) of a rank table (tiktoken)."""
+    total = int((np.diff(tok_off) - 1).clip(min=0).sum())
+    out = np.empty((max(total, 1), 4), np.int64)
+    m = _concat_merges(arena, tok_off, bkeys, bvals, ranks_of_id, out)
+    return out[:m]
+
+
+# ------------------------------------------------------------ added tokens
+@njit_cached
+def _next_char(data, i):
+    """Byte length of the UTF-8 character at ``data[i]``."""
+    b = data[i]
+    if b < 0x80:
+        return 1
+    if b < 0xE0:
+        return 2
+    if b < 0xF0:
+        return 3
+    return 4
+
+
+@njit_cached
+def _decode_at(data, i):
+    b = np.int64(data[i])
+    if b < 0x80:
+        return b
+    if b < 0xE0:
+        return ((b & 0x1F) << 6) | (np.int64(data[i + 1]) & 0x3F)
+    if b < 0xF0:
+        return ((b & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (np.int64(data[i + 2]) & 0x3F)
+    return (((b & 0x07) << 18) | ((np.int64(data[i + 1]) & 0x3F) << 12) | ((np.int64(data[i + 2]) & 0x3F) << 6)
+            | (np.int64(data[i + 3]) & 0x3F))
+
+
+@njit_cached
+def _prev_start(data, i):
+    """Start of the character that ends just before byte ``i``."""
+    j = i - 1
+    while (data[j] & 0xC0) == 0x80:
+        j -= 1
+    return j
+
+
+@njit_cached
+def _match_segment(data, a, b, tkeys, tvals, term, first, tflags, id_base, cls,
+                   seg_s, seg_e, m_s, m_e, m_id, ns, nm):
+    """The reference's ``_find_matches`` on ``data[a:b]``: leftmost-longest matches,
+    ``single_word`` filter, ``lstrip``/``rstrip`` widening; appends gaps and matches."""
+    start_offset = a
+    i = a
+    while i < b:
+        if first[data[i]] == 0:
+            i += 1
+            continue
+        node = np.int64(0)
+        j = i
+        best_end = -1
+        best_id = -1
+        while j < b:
+            v = lookup(tkeys, tvals, (np.uint64(node) << _U8) | np.uint64(data[j]))
+            if v == EMPTY:
+                break
+            node = np.int64(v)
+            j += 1
+            if term[node] >= 0:
+                best_end = j
+                best_id = term[node]
+        if best_end < 0:
+            i += 1
+            continue
+        start = i
+        stop = best_end
+        fl = tflags[best_id - id_base]
+        i = best_end
+        if fl & 1:
+            ok = True
+            if start > a and (cls[_decode_at(data, _prev_start(data, start))] & 16) != 0:
+                ok = False
+            if stop < b and (cls[_decode_at(data, stop)] & 16) != 0:
+                ok = False
+            if not ok:
+                continue
+        if fl & 2:
+            s = start
+            while s > a:
+                p = _prev_start(data, s)
+                if (cls[_decode_at(data, p)] & 32) == 0:
+                    break
+                s = p
+            start = max(s, start_offset)
+        if fl & 4:
+            while stop < b and (cls[_decode_at(data, stop)] & 32) != 0:
+                stop += _next_char(data, stop)
+            i = stop
+        if start_offset < start:
+            seg_s[ns] = start_offset
+            seg_e[ns] = start
+            ns += 1
+        m_s[nm] = start
+        m_e[nm] = stop
+        m_id[nm] = best_id
+        nm += 1
+        start_offset = stop
+    if start_offset < b:
+        seg_s[ns] = start_offset
+        seg_e[ns] = b
+        ns += 1
+    return ns, nm
+
+
+@njit_cached
+def match_added(data, in_s, in_e, tkeys, tvals, term, first, tflags, id_base, cls):
+    """Split segments ``[in_s, in_e)`` at added-token matches.
+
+    Returns ``(seg_s, seg_e, m_s, m_e, m_id)``: the non-empty gaps left (in order)
+    and the matches (start, end, id), each in text order.
+    """
+    S = in_s.shape[0]
+    total = 0
+    for k in range(S):
+        total += in_e[k] - in_s[k]
+    cap = S + total + 1
+    seg_s = np.empty(cap, np.int64)
+    seg_e = np.empty(cap, np.int64)
+    m_s = np.empty(total + 1, np.int64)
+    m_e = np.empty(total + 1, np.int64)
+    m_id = np.empty(total + 1, np.int32)
+    ns = 0
+    nm = 0
+    for k in range(S):
+        ns, nm = _match_segment(data, in_s[k], in_e[k], tkeys, tvals, term, first, tflags, id_base, cls,
+                                seg_s, seg_e, m_s, m_e, m_id, ns, nm)
+    return seg_s[:ns], seg_e[:ns], m_s[:nm], m_e[:nm], m_id[:nm]
+
+
+@njit_cached
+def any_match(data, in_s, in_e, tkeys, tvals, term, first):
+    """Per segment, whether any content occurs in it (no flags; tiktoken's special check)."""
+    S = in_s.shape[0]
+    out = np.zeros(S, np.uint8)
+    for k in range(S):
+        b = in_e[k]
+        i = in_s[k]
+        while i < b and out[k] == 0:
+            if first[data[i]] != 0:
+                node = np.int64(0)
+                j = i
+                while j < b:
+                    v = lookup(tkeys, tvals, (np.uint64(node) << _U8) | np.uint64(data[j]))
+                    if v == EMPTY:
+                        break
+                    node = np.int64(v)
+                    j += 1
+                    if term[node] >= 0:
+                        out[k] = 1
+                        break
+            i += 1
+    return out
+
+
+def build_trie(contents):
+    """``(tkeys, tvals, term, first)`` for ``contents``: list of ``(bytes, id)``.
+
+    The first entry wins on identical contents (as the reference's trie).
+    """
+    children = [{}]
+    term = [-1]
+    for content, tid in contents:
+        node = 0
+        for byte in content:
+            nxt = children[node].get(byte)
+            if nxt is None:
+                nxt = len(children)
+                children[node][byte] = nxt
+                children.append({})
+                term.append(-1)
+            node = nxt
+        if term[node] < 0:
+            term[node] = tid
+    edges = [((node << 8) | byte, child) for node, ch in enumerate(children) for byte, child in ch.items()]
+    cap = 8
+    while cap < 2 * len(edges):
+        cap *= 2
+    tkeys = np.full(cap, EMPTY, np.uint64)
+    tvals = np.full(cap, EMPTY, np.uint64)
+    if edges:
+        from .hash_table import _insert_all
+
+        ek = np.array([e[0] for e in edges], np.uint64)
+        ev = np.array([e[1] for e in edges], np.uint64)
+        _insert_all(tkeys, tvals, ek, ev)
+    first = np.zeros(256, np.uint8)
+    for byte in children[0]:
+        first[byte] = 1
+    return tkeys, tvals, np.array(term, np.int32), first
+
+
+# ------------------------------------------------------------------ pieces
+@njit_cached
+def _bpe_one(data, s, e, init_ids, mkeys, mvals, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair,
+             out, o0, oids, olens):
+    n = e - s
+    for k in range(n):
+        sym[k] = init_ids[data[s + k]]
+        sym_len[k] = 1
+    c = merge_piece(sym, sym_len, 0, n, mkeys, mvals, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, 0)
+    for k in range(c):
+        out[o0 + k] = oids[k]
+    return c
+
+
+@njit_cached
+def _encode_block(data, starts, ends, special, lo, hi, init_ids, mkeys, mvals, mtab, arena, tok_off, bkeys, bvals,
+                  whole_first, ck0, ck1, cmeta, cids, w, out, counts):
+    m = 1
+    for p in range(lo, hi):
+        ln = ends[p] - starts[p]
+        if ln > m:
+            m = ln
+    sym = np.empty(m, np.int32)
+    sym_len = np.empty(m, np.int32)
+    wids = np.empty(m, np.int32)
+    wlens = np.empty(m, np.int32)
+    prv = np.empty(m, np.int64)
+    nxt = np.empty(m, np.int64)
+    hkey = np.empty(2 * m + 2, np.uint64)
+    hnew = np.empty(2 * m + 2, np.int32)
+    hpair = np.empty(2 * m + 2, np.uint64)
+    olens = np.empty(m, np.int32)
+    oids = np.empty(m, np.int32)
+    cmask = np.uint64(ck0.shape[1] - 1)
+    for p in range(lo, hi):
+        s = starts[p]
+        e = ends[p]
+        if special[p] >= 0:
+            out[s] = special[p]
+            counts[p] = 1
+            continue
+        if special[p] == -2:  # a document the caller encodes another way
+            counts[p] = 0
+            continue
+        n = e - s
+        if n == 0:
+            counts[p] = 0
+            continue
+        if n == 1:
+            out[s] = init_ids[data[s]]
+            counts[p] = 1
+            continue
+        slot = -1
+        w0 = np.uint64(0)
+        w1 = np.uint64(0)
+        if n <= 16:
+            for k in range(min(n, 8)):
+                w0 |= np.uint64(data[s + k]) << np.uint64(8 * k)
+            for k in range(8, n):
+                w1 |= np.uint64(data[s + k]) << np.uint64(8 * (k - 8))
+            slot = np.int64(mix64(w0 ^ mix64(w1 ^ (np.uint64(n) << np.uint64(56)))) & cmask)
+            meta = cmeta[w, slot]
+            if (meta & 0xFF) == n and ck0[w, slot] == w0 and ck1[w, slot] == w1:
+                c = meta >> 8
+                for k in range(c):
+                    out[s + k] = cids[w, slot, k]
+                counts[p] = c
+                continue
+        c = -1
+        if whole_first:
+            t = bytes_lookup(data, s, e, arena, tok_off, bkeys, bvals)
+            if t >= 0:
+                out[s] = t
+                c = 1
+        if c < 0:
+            c = _bpe_one(data, s, e, init_ids, mkeys, mvals, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew,
+                         hpair, out, s, oids, olens)
+        counts[p] = c
+        if slot >= 0 and c <= 8:
+            ck0[w, slot] = w0
+            ck1[w, slot] = w1
+            cmeta[w, slot] = n | (c << 8)
+            for k in range(c):
+                cids[w, slot, k] = out[s + k]
+
+
+@njit_cached(parallel=True)
+def encode_pieces_parallel(data, starts, ends, special, blocks, init_ids, mkeys, mvals, mtab, arena, tok_off, bkeys,
+                           bvals, whole_first, ck0, ck1, cmeta, cids, out, counts):
+    """``prange`` over ``blocks`` (piece-index bounds, one block per worker and cache row)."""
+    nb = blocks.shape[0] - 1
+    for w in prange(nb):
+        _encode_block(data, starts, ends, special, blocks[w], blocks[w + 1], init_ids, mkeys, mvals, mtab, arena,
+                      tok_off, bkeys, bvals, whole_first, ck0, ck1, cmeta, cids, w, out, counts)
+
+
+@njit_cached
+def encode_pieces_serial(data, starts, ends, special, init_ids, mkeys, mvals, mtab, arena, tok_off, bkeys, bvals,
+                         whole_first, ck0, ck1, cmeta, cids, out, counts):
+    _encode_block(data, starts, ends, special, 0, starts.shape[0], init_ids, mkeys, mvals, mtab, arena, tok_off,
+                  bkeys, bvals, whole_first, ck0, ck1, cmeta, cids, 0, out, counts)
+
+
+@njit_cached(parallel=True)
+def compact_parallel(out, starts, counts, pts, ids):
+    """``ids[pts[p]:pts[p+1]] = out[starts[p]:starts[p]+counts[p]]`` for every piece."""
+    for p in prange(starts.shape[0]):
+        s = starts[p]
+        o = pts[p]
+        for k in range(counts[p]):
+            ids[o + k] = out[s + k]
+
+
+@njit_cached
+def compact_serial(out, starts, counts, pts, ids):
+    for p in range(starts.shape[0]):
+        s = starts[p]
+        o = pts[p]
+        for k in range(counts[p]):
+            ids[o + k] = out[s + k]
+
+
+@njit_cached
+def nfc_unchanged_docs(data, doc_offsets, qc, ccc, tccc, ckeys, cvals):
+    """Per document, 1 when NFC leaves it unchanged (tables: ``fast_cpu.nfc_tables``).
+
+    The Unicode quick check (no character that NFC changes on its own, combining
+    classes in canonical order, where a composed character counts with the class of
+    the last character of its decomposition), with each "maybe" character decided: it
+    changes the text only if it composes with the last starter before it and is not
+    blocked from it (a character between them with class 0 or a class >= its own).
+    Without any composition or reordering the text is its own NFC.
+    """
+    n = doc_offsets.shape[0] - 1
+    ok = np.ones(n, np.uint8)
+    for d in range(n):
+        i = doc_offsets[d]
+        e = doc_offsets[d + 1]
+        last_ccc = 0
+        starter = np.int64(-1)
+        between = 0
+        max_between = 0
+        while i < e:
+            if data[i] < 0x80:
+                c = np.int64(data[i])
+                i += 1
+            else:
+                c = _decode_at(data, i)
+                i += _next_char(data, i)
+            k = np.int64(ccc[c])
+            q = qc[c]
+            if (k != 0 and last_ccc > k) or (q & 1) != 0:
+                ok[d] = 0
+                break
+            if (q & 2) != 0 and starter >= 0:
+                blocked = between > 0 if k == 0 else max_between >= k
+                if not blocked:
+                    if 0x1161 <= c < 0x1176:  # Hangul V after L
+                        if 0x1100 <= starter < 0x1113:
+                            ok[d] = 0
+                            break
+                    elif 0x11A8 <= c < 0x11C3:  # Hangul T after LV
+                        if 0xAC00 <= starter < 0xD7A4 and (starter - 0xAC00) % 28 == 0:
+                            ok[d] = 0
+                            break
+                    elif lookup(ckeys, cvals, (np.uint64(starter) << np.uint64(32)) | np.uint64(c)) != EMPTY:
+                        ok[d] = 0
+                        break
+            if k == 0:
+                starter = c
+                between = 0
+                max_between = 0
+            else:
+                between += 1
+                if k > max_between:
+                    max_between = k
+            last_ccc = np.int64(tccc[c])
+    return ok
+
+
+@njit_cached
+def add_template(ids, row_splits, prefix, suffix):
+    """Insert ``prefix`` before and ``suffix`` after every row."""
+    n = row_splits.shape[0] - 1
+    a = prefix.shape[0]
+    b = suffix.shape[0]
+    rs = np.empty(n + 1, np.int64)
+    for d in range(n + 1):
+        rs[d] = row_splits[d] + d * (a + b)
+    out = np.empty(rs[n], np.int32)
+    for d in range(n):
+        o = rs[d]
+        for k in range(a):
+            out[o + k] = prefix[k]
+        o += a
+        for k in range(row_splits[d], row_splits[d + 1]):
+            out[o] = ids[k]
+            o += 1
+        for k in range(b):
+            out[o + k] = suffix[k]
+    return out, rs
+
+
+# ------------------------------------------------------- fused scan + BPE (ids only)
+# The ids-only path does not materialise pieces: each worker scans its unit of text
+# with the family's scanner (``pretok_cpu``) and encodes every piece as soon as it is
+# cut, while its bytes are hot. Units come from ``pretok_cpu._plan``: groups of whole
+# segments, or cuts of one long segment at ``_sync_point``s (positions every family
+# must cut at), so a 10 MB single line is shared between the workers.
+#
+# Word caches (per worker ``w``, kept across calls, direct-mapped so memory is bounded):
+# * short pieces (2..16 bytes, at most 10 ids): ``cache: uint64[W, C, 8]``, one 64-byte
+#   entry (one cache line) per slot: ``[w0, w1, n | n_ids << 8, ids two per word...]``
+#   (``w0``/``w1``: the piece's bytes, little-endian). 0 in the third word: empty slot.
+# * long pieces (17..64 bytes) and short ones with more ids (at most 32): ``lmeta:
+#   uint64[W, L, 2]`` ``[hash, n | n_ids << 16]``, ``lbytes: uint8[W, L, 64]`` the
+#   piece (compared byte for byte on a hit), ``lids: int32[W, L, 32]``.
+# Pieces of one byte need no cache; longer ones are encoded every time.
+
+from numba import get_thread_id  # noqa: E402
+
+from .pretok_cpu import _F_GPT2, _F_O200K, _F_QWEN, _piece_cl100k, _piece_gpt2, _piece_o200k, _plan, _sync_point  # noqa: E402,E501
+
+_M32 = np.uint64(0xFFFFFFFF)
+
+
+@njit_cached
+def _lookup2(mtab, key):
+    """``hash_table.lookup`` on the interleaved table ``mtab[2i] = key, mtab[2i+1] = value``
+    (one cache line per probe instead of two)."""
+    mask = np.int64((mtab.shape[0] >> 1) - 1)
+    i = np.int64(mix64(key) & np.uint64(mask))
+    while True:
+        k = mtab[2 * i]
+        if k == key:
+            return mtab[2 * i + 1]
+        if k == EMPTY:
+            return EMPTY
+        i = (i + 1) & mask
+
+
+def interleave(keys, values):
+    """The interleaved form of a ``hash_table`` (for ``_lookup2``)."""
+    t = np.empty(2 * keys.shape[0], np.uint64)
+    t[0::2] = keys
+    t[1::2] = values
+    return t
+
+
+@njit_cached
+def _merge_short(data, s, n, init_ids, mtab, ids, rank, out, o):
+    """BPE of a short piece by rescanning (n <= _SHORT): the lowest-rank pair, leftmost
+    first, merged until none is left; the same result as ``merge_piece``."""
+    for k in range(n):
+        ids[k] = init_ids[data[s + k]]
+    for k in range(n - 1):
+        v = _lookup2(mtab, (np.uint64(ids[k]) << np.uint64(32)) | np.uint64(ids[k + 1]))
+        rank[k] = v
+    m = n
+    while m > 1:
+        best = 0
+        bv = rank[0]
+        for k in range(1, m - 1):
+            if rank[k] < bv:
+                bv = rank[k]
+                best = k
+        if bv == EMPTY:
+            break
+        ids[best] = np.int32(bv & _M32)
+        for k in range(best + 1, m - 1):
+            ids[k] = ids[k + 1]
+            rank[k] = rank[k + 1]
+        m -= 1
+        if best > 0:
+            rank[best - 1] = _lookup2(mtab, (np.uint64(ids[best - 1]) << np.uint64(32)) | np.uint64(ids[best]))
+        if best < m - 1:
+            rank[best] = _lookup2(mtab, (np.uint64(ids[best]) << np.uint64(32)) | np.uint64(ids[best + 1]))
+    for k in range(m):
+        out[o + k] = ids[k]
+    return m
+
+
+_SHORT = 64
+_SHORT_IDS = 10  # ids a short-cache entry holds (two per word after three words of key)
+_LONG_MAX = 64  # pieces of 17.._LONG_MAX bytes use the long cache
+_LONG_IDS = 32
+_BATCH = 128
+
+
+@njit_cached
+def _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, ps):
+    """Cut up to ``_BATCH`` pieces from ``i`` (before ``stop``): their starts in ``ps[:nb]``,
+    the end of the last in ``ps[nb]``; returns ``nb``."""
+    nb = 0
+    if fam == _F_GPT2:
+        while i < stop and nb < _BATCH:
+            ps[nb] = i
+            i = _piece_gpt2(data, i, end, tab, fold)
+            nb += 1
+    elif fam == _F_O200K:
+        while i < stop and nb < _BATCH:
+            ps[nb] = i
+            i = _piece_o200k(data, i, end, tab, fold)
+            nb += 1
+    else:
+        md = 1 if fam == _F_QWEN else 3
+        while i < stop and nb < _BATCH:
+            ps[nb] = i
+            i = _piece_cl100k(data, i, end, tab, fold, md, end_whole)
+            nb += 1
+    ps[nb] = i
+    return nb
+
+
+@njit_cached
+def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena, tok_off,
+                 bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, w, out, o):
+    """Scan ``[i, stop)`` (a segment ending at ``end``), encode its pieces into ``out[o:]``;
+    returns the new ``o``.
+
+    Pieces are cut in batches of ``_BATCH`` and their cache slots computed first, so the
+    cache probes of a batch are independent loads the processor overlaps.
+    """
+    cmask = np.uint64(cache.shape[1] - 1)
+    ps = np.empty(_BATCH + 1, np.int64)
+    pslot = np.empty(_BATCH, np.int64)
+    pw0 = np.empty(_BATCH, np.uint64)
+    pw1 = np.empty(_BATCH, np.uint64)
+    ph = np.empty(_BATCH, np.uint64)
+    sids = np.empty(_SHORT, np.int32)
+    srank = np.empty(_SHORT, np.uint64)
+    m = 64
+    sym = np.empty(m, np.int32)
+    sym_len = np.empty(m, np.int32)
+    wids = np.empty(m, np.int32)
+    wlens = np.empty(m, np.int32)
+    prv = np.empty(m, np.int64)
+    nxt = np.empty(m, np.int64)
+    hkey = np.empty(2 * m + 2, np.uint64)
+    hnew = np.empty(2 * m + 2, np.int32)
+    hpair = np.empty(2 * m + 2, np.uint64)
+    olens = np.empty(m, np.int32)
+    oids = np.empty(m, np.int32)
+    while i < stop:
+        # ---- cut a batch of pieces (one family branch per batch, not per piece)
+        nb = _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, ps)
+        i = ps[nb]
+        for q in range(nb):
+            a = ps[q]
+            n = ps[q + 1] - a
+            slot = -1
+            if 2 <= n <= 16:
+                w0 = np.uint64(0)
+                w1 = np.uint64(0)
+                for k in range(min(n, 8)):
+                    w0 |= np.uint64(data[a + k]) << np.uint64(8 * k)
+                for k in range(8, n):
+                    w1 |= np.uint64(data[a + k]) << np.uint64(8 * (k - 8))
+                h = mix64(w0 ^ mix64(w1 ^ (np.uint64(n) << np.uint64(56))))
+                slot = np.int64(h & cmask)
+                pw0[q] = w0
+                pw1[q] = w1
+                ph[q] = h
+            pslot[q] = slot
+        # ---- encode them
+        for q in range(nb):
+            a = ps[q]
+            b = ps[q + 1]
+            n = b - a
+            if n == 1:
+                out[o] = init_ids[data[a]]
+                o += 1
+                continue
+            slot = pslot[q]
+            if slot >= 0:
+                meta = cache[w, slot, 2]
+                if (meta & np.uint64(0xFF)) == np.uint64(n) and cache[w, slot, 0] == pw0[q] \
+                        and cache[w, slot, 1] == pw1[q]:
+                    c = np.int64(meta >> np.uint64(8))
+                    for k in range(0, c, 2):
+                        x = cache[w, slot, 3 + (k >> 1)]
+                        out[o + k] = np.int32(x & _M32)
+                        if k + 1 < c:
+                            out[o + k + 1] = np.int32(x >> np.uint64(32))
+                    o += c
+                    continue
+            # the long cache: pieces of 17.._LONG_MAX bytes, and short ones with more than three ids
+            lslot = -1
+            lh = np.uint64(0)
+            if n <= _LONG_MAX:
+                lh = ph[q] if slot >= 0 else bytes_hash(data, a, b)
+                lslot = np.int64(lh & np.uint64(lmeta.shape[1] - 1))
+                if lmeta[w, lslot, 0] == lh and np.int64(lmeta[w, lslot, 1] & np.uint64(0xFFFF)) == n:
+                    same = True
+                    for k in range(n):
+                        if lbytes[w, lslot, k] != data[a + k]:
+                            same = False
+                            break
+                    if same:
+                        c = np.int64(lmeta[w, lslot, 1] >> np.uint64(16))
+                        for k in range(c):
+                            out[o + k] = lids[w, lslot, k]
+                        o += c
+                        continue
+            c = -1
+            if whole_first:
+                t = bytes_lookup(data, a, b, arena, tok_off, bkeys, bvals)
+                if t >= 0:
+                    out[o] = t
+                    c = 1
+            if c < 0:
+                if n <= _SHORT:
+                    c = _merge_short(data, a, n, init_ids, mtab, sids, srank, out, o)
+                else:
+                    if n > m:
+                        m = 2 * n
+                        sym = np.empty(m, np.int32)
+                        sym_len = np.empty(m, np.int32)
+                        wids = np.empty(m, np.int32)
+                        wlens = np.empty(m, np.int32)
+                        prv = np.empty(m, np.int64)
+                        nxt = np.empty(m, np.int64)
+                        hkey = np.empty(2 * m + 2, np.uint64)
+                        hnew = np.empty(2 * m + 2, np.int32)
+                        hpair = np.empty(2 * m + 2, np.uint64)
+                        olens = np.empty(m, np.int32)
+                        oids = np.empty(m, np.int32)
+                    c = _bpe_one(data, a, b, init_ids, mkeys, mvals, sym, sym_len, wids, wlens, prv, nxt, hkey,
+                                 hnew, hpair, out, o, oids, olens)
+            if slot >= 0 and c <= _SHORT_IDS:
+                cache[w, slot, 0] = pw0[q]
+                cache[w, slot, 1] = pw1[q]
+                cache[w, slot, 2] = np.uint64(n) | (np.uint64(c) << np.uint64(8))
+                for k in range(0, c, 2):
+                    x = np.uint64(out[o + k])
+                    if k + 1 < c:
+                        x |= np.uint64(out[o + k + 1]) << np.uint64(32)
+                    cache[w, slot, 3 + (k >> 1)] = x
+            elif lslot >= 0 and c <= _LONG_IDS:
+                lmeta[w, lslot, 0] = lh
+                lmeta[w, lslot, 1] = np.uint64(n) | (np.uint64(c) << np.uint64(16))
+                for k in range(n):
+                    lbytes[w, lslot, k] = data[a + k]
+                for k in range(c):
+                    lids[w, lslot, k] = out[o + k]
+            o += c
+    return o
+
+
+@njit_cached
+def _unit_sync(data, seg_s, seg_e, ua, ub, uc, chunk, tab, u):
+    if uc[u] < 0:
+        return -1
+    s = ua[u]
+    k = ub[u]
+    s0 = seg_s[s]
+    e = seg_e[s]
+    if k == 0:
+        return s0
+    hi = e if k == uc[u] - 1 else s0 + (k + 1) * chunk
+    return _sync_point(data, s0 + k * chunk, hi, e, tab)
+
+
+@njit_cached
+def _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena,
+              tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, w, out, seg_count, unit_count):
+    U = ua.shape[0]
+    if uc[u] < 0:
+        for s in range(ua[u], ub[u]):
+            a = seg_s[s]
+            seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, mkeys,
+                                        mvals, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, w, out, a) - a
+    elif sync[u] >= 0:
+        s = ua[u]
+        e = seg_e[s]
+        stop = e
+        v = u + 1
+        while v < U and uc[v] >= 0 and ua[v] == s:
+            if sync[v] >= 0:
+                stop = sync[v]
+                break
+            v += 1
+        a = sync[u]
+        unit_count[u] = _encode_span(data, a, stop, e, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena,
+                                     tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, w, out, a) - a
+
+
+@njit_cached(parallel=True)
+def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena,
+                          tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, out):
+    """Returns ``(rec_start, rec_count)``: per segment (count 0 for a cut segment) and per
+    cut unit, where its ids begin in ``out`` (its first byte) and how many there are."""
+    ua, ub, uc = _plan(seg_s, seg_e, chunk)
+    U = ua.shape[0]
+    S = seg_s.shape[0]
+    sync = np.empty(U, np.int64)
+    for u in prange(U):
+        sync[u] = _unit_sync(data, seg_s, seg_e, ua, ub, uc, chunk, tab, u)
+    seg_count = np.zeros(S, np.int64)
+    unit_count = np.zeros(U, np.int64)
+    for u in prange(U):
+        _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena,
+                  tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, get_thread_id(), out, seg_count,
+                  unit_count)
+    return _records(seg_s, sync, seg_count, unit_count)
+
+
+@njit_cached
+def encode_fused_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena, tok_off,
+                        bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, out):
+    S = seg_s.shape[0]
+    seg_count = np.zeros(S, np.int64)
+    for s in range(S):
+        a = seg_s[s]
+        seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, mkeys, mvals,
+                                    mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, 0, out,
+                                    a) - a
+    return seg_s.copy(), seg_count
+
+
+@njit_cached
+def _records(seg_s, sync, seg_count, unit_count):
+    S = seg_s.shape[0]
+    n = S
+    for u in range(sync.shape[0]):
+        if sync[u] >= 0:
+            n += 1
+    rs = np.empty(n, np.int64)
+    rc = np.empty(n, np.int64)
+    for s in range(S):
+        rs[s] = seg_s[s]
+        rc[s] = seg_count[s]
+    k = S
+    for u in range(sync.shape[0]):
+        if sync[u] >= 0:
+            rs[k] = sync[u]
+            rc[k] = unit_count[u]
+            k += 1
+    return rs, rc
+
+
+@njit_cached(parallel=True)
+def gather_parallel(out, rec_start, rec_count, pos, ids):
+    for r in prange(rec_start.shape[0]):
+        a = rec_start[r]
+        o = pos[r]
+        for k in range(rec_count[r]):
+            ids[o + k] = out[a + k]
+
+
+@njit_cached
+def gather_serial(out, rec_start, rec_count, pos, ids):
+    for r in range(rec_start.shape[0]):
+        a = rec_start[r]
+        o = pos[r]
+        for k in range(rec_count[r]):
+            ids[o + k] = out[a + k]

@@ -1,0 +1,804 @@
+"""Compiled (Numba ``njit``) pre-tokenization scanners for the four common split patterns.
+
+Each scanner cuts text exactly where the reference regex does (docs/decisions/0018):
+
+=========  ==========================================================================
+family     patterns (``dialect``: where they come from)
+=========  ==========================================================================
+gpt2       ``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``
+           (onig: GPT-2/RoBERTa ``ByteLevel`` with ``use_regex``; tiktoken: accepted too)
+           and r50k/p50k's ``'(?:[sdmt]|ll|ve|re)| ?\\p{L}++| ... |\\s++$|\\s+(?!\\S)|\\s``
+           (tiktoken). Both cut identically.
+cl100k     onig: Llama-3's ``(?i:'s|...)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}|``
+           `` ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``;
+           tiktoken: cl100k_base's ``'(?i:[sdmt]|ll|ve|re)|...|\\s++$|\\s*[\\r\\n]|\\s+(?!\\S)|\\s``.
+           They differ in one place: white space that starts a piece, runs to the end
+           of the segment and holds ``\\r``/``\\n`` before its last character (``"a\\n  "``)
+           is one piece in cl100k_base (``\\s++$``), two in Llama-3 (``"\\n"``, ``"  "``).
+qwen       onig: Qwen2/3's pattern, Llama-3's with ``\\p{N}`` (one digit per piece);
+           tiktoken: the same string, accepted too.
+o200k      o200k_base / o200k_harmony / gpt-4o / gpt-oss, the same string in both dialects:
+           ``[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|...)?``
+           ``|...|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``
+=========  ==========================================================================
+
+``family_of_pattern(pattern, dialect)`` recognises exactly these strings (``PATTERNS``);
+``(family, dialect)`` then names one pattern's semantics. Any other pattern is the
+caller's to run with the ``regex`` module (``cpu_ref.regex_util`` / ``cpu_ref.rust_regex``).
+
+Classes
+-------
+``class_table(dialect)`` is a ``uint8[0x110000]`` of class bits built from the measured
+tables (``gpu_tok/data/onig_classes.json`` / ``tiktoken_classes.json``), never from
+Python's or ``regex``'s Unicode data: ``C_WS`` (``\\s``), ``C_L`` (``\\p{L}``), ``C_N``
+(``\\p{N}``), ``C_UP`` (``[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]``), ``C_LO``
+(``[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]``), ``C_NL`` (``\\r``, ``\\n``) and ``C_M`` (``\\p{M}``).
+The two dialects' tables are identical today (0014); they are still kept apart.
+
+Case folding of ``(?i:'s|'t|'re|'ve|'m|'ll|'d)`` is a small ``uint8`` array
+(``fold_table``) mapping a code point to the contraction letter it matches (0: none), per
+dialect: tiktoken's from the measured ``casefold`` of tiktoken_classes.json; Oniguruma's
+from the reference translator (``regex_util.compile_onig``; onig_classes.json has no fold
+data), which ``tests/test_kernels_pretok.py --full`` holds against tokenizers on every
+code point. In both, ``s`` also matches U+017F (so ``'ſ`` is a contraction) and the
+other letters their two cases. The gpt2 family's contractions are case-sensitive.
+
+Matching
+--------
+The scanners decode UTF-8 on the fly and walk the alternatives of the pattern in order,
+with the backtracking of the reference worked out per alternative (all linear):
+
+* ``\\s+(?!\\S)``: a white-space run followed by a non-space gives its last character to
+  the next piece (a run of one character then falls to ``\\s+``/``\\s``);
+* ``\\s*[\\r\\n]+`` ends right after the last ``\\r``/``\\n`` of the run;
+* o200k's ``P?U*L+`` (U/L: the ``C_UP``/``C_LO`` classes, which overlap on Lm, Lo and
+  marks) ends at the end of the L-run that follows the U-run, else right after the last
+  character of the U-run that is also in L, else fails; the optional prefix ``P`` is
+  tried taken first, then not taken, before the next alternative.
+
+Kernels
+-------
+``_piece_gpt2(data, i, e, tab, fold)``, ``_piece_cl100k(data, i, e, tab, fold,
+max_digits, end_whole)`` and ``_piece_o200k(data, i, e, tab, fold)`` return the end of
+the piece that starts at byte ``i`` of a segment ending at ``e``; ``_prepare(family,
+dialect)`` gives ``(family code, end_whole, tab, fold)`` for them. They are compiled
+without NRT (see the note above them) so that other kernels can call them per piece
+cheaply; ``_scan_range`` loops over them to fill the mask.
+
+Parallel plan (``scan_mask(parallel=True)``)
+--------------------------------------------
+Work is cut into units of about ``chunk`` bytes (``max(64 KiB, total / (8 * threads))``):
+runs of consecutive small segments are grouped into one unit; a segment of at least
+``2 * chunk`` bytes is cut at nominal offsets ``k * chunk`` and each cut is moved forward
+to the first *sync point* before the next nominal offset: a position whose previous
+character is a letter (``\\p{L}``) and whose own character is neither a letter, a mark nor
+``'``. In all four families a piece always starts there (the piece holding that letter is
+a letter run or a contraction and cannot extend over such a character), so each unit can
+be scanned on its own, with the segment's true end as the limit of look-ahead and of
+``$``. A cut without a sync point before the next nominal offset is dropped (its bytes
+go to the unit before). A huge segment of prose therefore uses every thread; a huge
+segment of digits or spaces only one. ``prange`` runs the sync search and the units.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+from numba import njit, prange
+
+from .hash_table import njit_cached
+
+__all__ = [
+    "FAMILIES", "DIALECTS", "PATTERNS", "family_of_pattern", "class_table", "fold_table", "scan_mask",
+    "pieces", "piece_spans",
+    "C_WS", "C_L", "C_N", "C_UP", "C_LO", "C_NL", "C_M",
+]
+
+FAMILIES = ("gpt2", "cl100k", "qwen", "o200k")
+DIALECTS = ("onig", "tiktoken")
+
+# ------------------------------------------------------------------ the recognised patterns
+GPT2_HF = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+GPT2_TIKTOKEN = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"
+LLAMA3_HF = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+             r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+CL100K_TIKTOKEN = (r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"
+                   r"|\s++$|\s*[\r\n]|\s+(?!\S)|\s")
+QWEN_HF = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+           r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+O200K = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+         r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+         r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+# (dialect, pattern) -> family. Only strings whose cuts the (family, dialect) scanner
+# reproduces: Llama-3's string under tiktoken would need Llama-3's semantics with the
+# tiktoken dialect, which ("cl100k", "tiktoken") is not (it is cl100k_base's), so it is
+# left to the regex fallback; the tiktoken strings with `$` are not taken as Oniguruma
+# patterns (there `$` is a line anchor).
+PATTERNS: Dict[Tuple[str, str], str] = {
+    ("onig", GPT2_HF): "gpt2",
+    ("onig", LLAMA3_HF): "cl100k",
+    ("onig", QWEN_HF): "qwen",
+    ("onig", O200K): "o200k",
+    ("tiktoken", GPT2_TIKTOKEN): "gpt2",
+    ("tiktoken", GPT2_HF): "gpt2",
+    ("tiktoken", CL100K_TIKTOKEN): "cl100k",
+    ("tiktoken", QWEN_HF): "qwen",
+    ("tiktoken", O200K): "o200k",
+}
+
+
+def family_of_pattern(pattern: str, dialect: str) -> Optional[str]:
+    """The family whose scanner cuts exactly like ``pattern`` in ``dialect``, else ``None``.
+
+    ``dialect``: ``"onig"`` (a tokenizer.json ``Split`` regex or ``ByteLevel`` with
+    ``use_regex``) or ``"tiktoken"`` (a ``pat_str``).
+    """
+    _check_dialect(dialect)
+    return PATTERNS.get((dialect, pattern))
+
+
+def _check_dialect(dialect: str) -> None:
+    if dialect not in DIALECTS:
+        raise ValueError(f"dialect must be one of {DIALECTS}, not {dialect!r}")
+
+
+def _check_family(family: str) -> None:
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {FAMILIES}, not {family!r}")
+
+
+# ------------------------------------------------------------------ class and fold tables
+C_WS = 1    # \s
+C_L = 2     # \p{L}
+C_N = 4     # \p{N}
+C_UP = 8    # [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
+C_LO = 16   # [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+C_NL = 32   # \r \n
+C_M = 64    # \p{M}
+_WLN = C_WS | C_L | C_N
+
+_N_CP = 0x110000
+_DATA = Path(__file__).resolve().parents[1] / "data"
+_JSON = {"onig": _DATA / "onig_classes.json", "tiktoken": _DATA / "tiktoken_classes.json"}
+_TABLES: Dict[str, np.ndarray] = {}
+_FOLDS: Dict[str, np.ndarray] = {}
+_RAW: Dict[str, dict] = {}
+
+
+def _raw(dialect: str) -> dict:
+    if dialect not in _RAW:
+        _RAW[dialect] = json.loads(_JSON[dialect].read_text())
+    return _RAW[dialect]
+
+
+def _members(ranges) -> np.ndarray:
+    """bool[0x110000]: the code points of a list of inclusive ``[a, b]`` ranges."""
+    r = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+    d = np.zeros(_N_CP + 1, dtype=np.int32)
+    np.add.at(d, r[:, 0], 1)
+    np.add.at(d, r[:, 1] + 1, -1)
+    return np.cumsum(d[:-1]) > 0
+
+
+def class_table(dialect: str) -> np.ndarray:
+    """``uint8[0x110000]`` of the ``C_*`` class bits of every code point (cached, read-only)."""
+    _check_dialect(dialect)
+    tab = _TABLES.get(dialect)
+    if tab is None:
+        cls = _raw(dialect)["classes"]
+        if cls["\\s"] != cls["[\\s]"]:  # both spellings occur in the patterns
+            raise ValueError(f"{_JSON[dialect].name}: \\s differs inside and outside brackets")
+        m = {name: _members(cls[name]) for name in ("\\s", "L", "N", "Lu", "Ll", "Lt", "Lm", "Lo", "M")}
+        tab = np.zeros(_N_CP, dtype=np.uint8)
+        tab[m["\\s"]] |= C_WS
+        tab[m["L"]] |= C_L
+        tab[m["N"]] |= C_N
+        tab[m["Lu"] | m["Lt"] | m["Lm"] | m["Lo"] | m["M"]] |= C_UP
+        tab[m["Ll"] | m["Lm"] | m["Lo"] | m["M"]] |= C_LO
+        tab[m["M"]] |= C_M
+        tab[[10, 13]] |= C_NL
+        k = tab & _WLN
+        if ((k & (k - 1)) != 0).any():  # the scanners rely on \s, \p{L}, \p{N} being disjoint
+            raise ValueError(f"{_JSON[dialect].name}: \\s, \\p{{L}} and \\p{{N}} overlap")
+        tab.setflags(write=False)
+        _TABLES[dialect] = tab
+    return tab
+
+
+_CONTRACTION_LETTERS = "dlmrstv" + "e"  # the letters of 's 't 're 've 'm 'll 'd
+
+
+def _onig_casefold() -> Dict[str, List[int]]:
+    """Code points that Oniguruma's ``(?i:x)`` matches, per contraction letter, as the
+    reference translator compiles it (checked against tokenizers on every code point by
+    ``tests/test_kernels_pretok.py --full``; for other letters the translator's ``regex``
+    folding is not the reference's: ``(?i:i)`` matches U+0130 there, not in Oniguruma)."""
+    from ..cpu_ref.regex_util import compile_onig
+
+    every = "".join(chr(c) for c in range(_N_CP) if not 0xD800 <= c <= 0xDFFF)
+    candidates = set(compile_onig(f"(?i:[{_CONTRACTION_LETTERS}])").findall(every))
+    out = {}
+    for x in _CONTRACTION_LETTERS:
+        rx = compile_onig(f"(?i:{x})")
+        out[x] = sorted(ord(c) for c in candidates if rx.fullmatch(c))
+    return out
+
+
+def _casefold(dialect: str) -> Dict[str, List[int]]:
+    if dialect == "tiktoken":
+        return {x: list(_raw("tiktoken")["casefold"][x]) for x in _CONTRACTION_LETTERS}
+    return _onig_casefold()
+
+
+def fold_table(dialect: Optional[str]) -> np.ndarray:
+    """``uint8[K]``: ``fold[c]`` is the contraction letter (``d e l m r s t v``, lower case)
+    that code point ``c`` matches inside ``(?i:...)`` in ``dialect``, else 0;
+    ``dialect=None``: case-sensitive (the gpt2 family's contractions)."""
+    key = dialect or "sensitive"
+    f = _FOLDS.get(key)
+    if f is None:
+        if dialect is None:
+            cf = {x: [ord(x)] for x in _CONTRACTION_LETTERS}
+        else:
+            _check_dialect(dialect)
+            cf = _casefold(dialect)
+        size = max(128, max(c for v in cf.values() for c in v) + 1)
+        f = np.zeros(size, dtype=np.uint8)
+        for x, cps in cf.items():
+            for c in cps:
+                if f[c] and f[c] != ord(x):
+                    raise ValueError(f"code point U+{c:04X} folds to two letters")
+                f[c] = ord(x)
+        f.setflags(write=False)
+        _FOLDS[key] = f
+    return f
+
+
+# ------------------------------------------------------------------ njit helpers
+def _piece_jit(fn):
+    try:
+        return njit_cached(_nrt=False)(fn)
+    except (KeyError, TypeError, ValueError):  # pragma: no cover - a Numba without the flag
+        return njit_cached(fn)
+
+
+def _inline_twin(dispatcher):
+    try:
+        return njit(_nrt=False, inline="always")(dispatcher.py_func)
+    except (KeyError, TypeError, ValueError):  # pragma: no cover
+        return dispatcher
+
+
+_APOS = 39
+_SPACE = 32
+
+
+@_piece_jit
+def _dec(data, p):
+    """(code point, byte length) of the UTF-8 character at ``p`` (valid UTF-8 assumed)."""
+    b0 = np.int64(data[p])
+    if b0 < 0x80:
+        return b0, 1
+    if b0 < 0xE0:
+        return ((b0 & 0x1F) << 6) | (np.int64(data[p + 1]) & 0x3F), 2
+    if b0 < 0xF0:
+        return (((b0 & 0x0F) << 12) | ((np.int64(data[p + 1]) & 0x3F) << 6)
+                | (np.int64(data[p + 2]) & 0x3F)), 3
+    return (((b0 & 0x07) << 18) | ((np.int64(data[p + 1]) & 0x3F) << 12)
+            | ((np.int64(data[p + 2]) & 0x3F) << 6) | (np.int64(data[p + 3]) & 0x3F)), 4
+
+
+@_piece_jit
+def _fold(fold, c):
+    if c < fold.shape[0]:
+        return fold[c]
+    return 0
+
+
+@_piece_jit
+def _contraction(data, p, e, fold):
+    """Byte length of ``'s|'t|'re|'ve|'m|'ll|'d`` (letters through ``fold``) at ``p``, else 0."""
+    if p + 1 >= e or data[p] != _APOS:
+        return 0
+    c, n = _dec(data, p + 1)
+    f = _fold(fold, c)
+    if f == 115 or f == 116 or f == 109 or f == 100:  # s t m d
+        return 1 + n
+    if f == 114 or f == 118 or f == 108:  # r v l
+        q = p + 1 + n
+        if q >= e:
+            return 0
+        c2, n2 = _dec(data, q)
+        f2 = _fold(fold, c2)
+        if (f == 108 and f2 == 108) or (f != 108 and f2 == 101):  # ll, re, ve
+            return 1 + n + n2
+    return 0
+
+
+# One function per family returns the end of the piece that starts at ``i`` (a piece
+# start of the segment that ends at ``e``). They take arrays and loop, and Numba does not
+# prune the reference-count updates of array arguments around loops, neither in a called
+# helper nor in an inlined one: about 30 ns per call, more than the piece itself. So they
+# are compiled without NRT (``_nrt=False``: nothing here allocates), which removes them.
+# ``_scan_range`` (also without NRT) inlines a twin of each (``_inline_twin``), which saves
+# the call per piece (~20 %); other kernels (the fused engine) call ``_piece_*`` directly.
+# The small helpers (``_dec``, ``_contraction``) are compiled the same way; LLVM inlines them.
+
+
+@_piece_jit
+def _piece_gpt2(data, i, e, tab, fold):
+    c, n = _dec(data, i)
+    if c == _APOS:
+        m = _contraction(data, i, e, fold)
+        if m > 0:
+            return i + m
+    k = tab[c]
+    p = i + n
+    if c == _SPACE and p < e:  # ' ?' before \p{L}+, \p{N}+ or [^\s\p{L}\p{N}]+
+        c2, n2 = _dec(data, p)
+        k2 = tab[c2]
+        if k2 & C_WS == 0:
+            k = k2
+            p += n2
+    if k & C_WS == 0:
+        want = k & _WLN  # C_L, C_N or 0 (the other characters)
+        while p < e:
+            b = data[p]
+            if b < 0x80:
+                if tab[b] & _WLN != want:
+                    break
+                p += 1
+            else:
+                c2, n2 = _dec(data, p)
+                if tab[c2] & _WLN != want:
+                    break
+                p += n2
+        return p
+    # \s+(?!\S) | \s+
+    q = i
+    last = i
+    cnt = 0
+    while q < e:
+        c2, n2 = _dec(data, q)
+        if tab[c2] & C_WS == 0:
+            break
+        last = q
+        q += n2
+        cnt += 1
+    if q == e:
+        return e
+    elif cnt >= 2:
+        return last
+    else:
+        return q
+
+
+@_piece_jit
+def _piece_cl100k(data, i, e, tab, fold, max_digits, end_whole):
+    c, n = _dec(data, i)
+    if c == _APOS:
+        m = _contraction(data, i, e, fold)
+        if m > 0:
+            return i + m
+    k = tab[c]
+    p = i + n
+    # [^\r\n\p{L}\p{N}]?\p{L}+
+    letters = -1
+    if k & C_L:
+        letters = p
+    elif k & (C_L | C_N | C_NL) == 0 and p < e:
+        c2, n2 = _dec(data, p)
+        if tab[c2] & C_L:
+            letters = p + n2
+    if letters >= 0:
+        p = letters
+        while p < e:
+            b = data[p]
+            if b < 0x80:
+                if tab[b] & C_L == 0:
+                    break
+                p += 1
+            else:
+                c2, n2 = _dec(data, p)
+                if tab[c2] & C_L == 0:
+                    break
+                p += n2
+        return p
+    # \p{N}{1,3} (\p{N} for qwen)
+    if k & C_N:
+        cnt = 1
+        while cnt < max_digits and p < e:
+            c2, n2 = _dec(data, p)
+            if tab[c2] & C_N == 0:
+                break
+            p += n2
+            cnt += 1
+        return p
+    # ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+    other = -1
+    if k & _WLN == 0:
+        other = p
+    elif c == _SPACE and p < e:
+        c2, n2 = _dec(data, p)
+        if tab[c2] & _WLN == 0:
+            other = p + n2
+    if other >= 0:
+        p = other
+        while p < e:
+            b = data[p]
+            if b < 0x80:
+                if tab[b] & _WLN != 0:
+                    break
+                p += 1
+            else:
+                c2, n2 = _dec(data, p)
+                if tab[c2] & _WLN != 0:
+                    break
+                p += n2
+        while p < e and (data[p] == 10 or data[p] == 13):
+            p += 1
+        return p
+    # (\s++$ for cl100k_base) | \s*[\r\n]+ | \s+(?!\S) | \s+
+    q = i
+    last = i
+    nl_end = -1
+    cnt = 0
+    while q < e:
+        c2, n2 = _dec(data, q)
+        k2 = tab[c2]
+        if k2 & C_WS == 0:
+            break
+        if k2 & C_NL:
+            nl_end = q + n2
+        last = q
+        q += n2
+        cnt += 1
+    if q == e and end_whole:
+        return e
+    elif nl_end > 0:
+        return nl_end
+    elif q == e:
+        return e
+    elif cnt >= 2:
+        return last
+    else:
+        return q
+
+
+@_piece_jit
+def _piece_o200k(data, i, e, tab, fold):
+    c, n = _dec(data, i)
+    k = tab[c]
+    p = i + n
+    prefix = k & (C_L | C_N | C_NL) == 0 and p < e  # [^\r\n\p{L}\p{N}]? is tried taken first
+    # alternative 1: P?[UP]*[LO]+ ; alternative 2: P?[UP]+[LO]* ; each then (?i:'s|...)?
+    r = -1
+    q = i
+    for attempt in range(4):
+        if attempt == 0 or attempt == 2:
+            if not prefix:
+                continue
+            q = p
+        else:
+            if k & (C_UP | C_LO) == 0:
+                continue
+            q = i
+        if attempt < 2:
+            # [UP]*[LO]+: the L-run after the U-run, else up to the last U character
+            # that is also L, else no match
+            last_both = -1
+            r = -2
+            while q < e:
+                c2, n2 = _dec(data, q)
+                k2 = tab[c2]
+                if k2 & C_UP == 0:
+                    if k2 & C_LO:
+                        q += n2
+                        while q < e:
+                            c3, n3 = _dec(data, q)
+                            if tab[c3] & C_LO == 0:
+                                break
+                            q += n3
+                        r = q
+                    break
+                q += n2
+                if k2 & C_LO:
+                    last_both = q
+            if r == -2:
+                r = last_both
+        else:
+            # [UP]+[LO]*
+            r = -1
+            if q < e:
+                c2, n2 = _dec(data, q)
+                if tab[c2] & C_UP:
+                    q += n2
+                    while q < e:
+                        c3, n3 = _dec(data, q)
+                        if tab[c3] & C_UP == 0:
+                            break
+                        q += n3
+                    while q < e:
+                        c3, n3 = _dec(data, q)
+                        if tab[c3] & C_LO == 0:
+                            break
+                        q += n3
+                    r = q
+        if r >= 0:
+            break
+    if r >= 0:
+        return r + _contraction(data, r, e, fold)
+    # \p{N}{1,3}
+    if k & C_N:
+        cnt = 1
+        while cnt < 3 and p < e:
+            c2, n2 = _dec(data, p)
+            if tab[c2] & C_N == 0:
+                break
+            p += n2
+            cnt += 1
+        return p
+    # ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
+    other = -1
+    if k & _WLN == 0:
+        other = p
+    elif c == _SPACE and p < e:
+        c2, n2 = _dec(data, p)
+        if tab[c2] & _WLN == 0:
+            other = p + n2
+    if other >= 0:
+        p = other
+        while p < e:
+            b = data[p]
+            if b < 0x80:
+                if tab[b] & _WLN != 0:
+                    break
+                p += 1
+            else:
+                c2, n2 = _dec(data, p)
+                if tab[c2] & _WLN != 0:
+                    break
+                p += n2
+        while p < e and (data[p] == 10 or data[p] == 13 or data[p] == 47):
+            p += 1
+        return p
+    # \s*[\r\n]+ | \s+(?!\S) | \s+
+    q = i
+    last = i
+    nl_end = -1
+    cnt = 0
+    while q < e:
+        c2, n2 = _dec(data, q)
+        k2 = tab[c2]
+        if k2 & C_WS == 0:
+            break
+        if k2 & C_NL:
+            nl_end = q + n2
+        last = q
+        q += n2
+        cnt += 1
+    if nl_end > 0:
+        return nl_end
+    elif q == e:
+        return e
+    elif cnt >= 2:
+        return last
+    else:
+        return q
+
+
+# family codes inside the kernels
+_F_GPT2, _F_CL100K, _F_QWEN, _F_O200K = 0, 1, 2, 3
+_FAMILY_CODE = {"gpt2": _F_GPT2, "cl100k": _F_CL100K, "qwen": _F_QWEN, "o200k": _F_O200K}
+
+
+_piece_gpt2_inline = _inline_twin(_piece_gpt2)
+_piece_cl100k_inline = _inline_twin(_piece_cl100k)
+_piece_o200k_inline = _inline_twin(_piece_o200k)
+
+
+@_piece_jit
+def _scan_range(data, start, stop, end, fam, end_whole, tab, fold, mask):
+    """Mark the pieces that start in ``[start, stop)``: ``start`` is a piece start of the
+    segment that ends at ``end``, ``stop`` another one (or ``end``)."""
+    i = start
+    if fam == _F_GPT2:
+        while i < stop:
+            mask[i] = 1
+            i = _piece_gpt2_inline(data, i, end, tab, fold)
+    elif fam == _F_O200K:
+        while i < stop:
+            mask[i] = 1
+            i = _piece_o200k_inline(data, i, end, tab, fold)
+    else:
+        max_digits = 1 if fam == _F_QWEN else 3
+        while i < stop:
+            mask[i] = 1
+            i = _piece_cl100k_inline(data, i, end, tab, fold, max_digits, end_whole)
+
+
+@njit_cached
+def _scan_serial(data, seg_starts, seg_ends, fam, end_whole, tab, fold, mask):
+    for s in range(seg_starts.shape[0]):
+        _scan_range(data, seg_starts[s], seg_ends[s], seg_ends[s], fam, end_whole, tab, fold, mask)
+
+
+@njit_cached
+def _sync_point(data, lo, hi, end, tab):
+    """First position ``p`` in ``[lo, hi)`` (``p < end``) whose previous character is a letter
+    and whose character is neither a letter, a mark nor ``'``; -1 if none. ``lo`` may
+    point into a character."""
+    p = lo
+    while p < hi and (data[p] & 0xC0) == 0x80:
+        p += 1
+    if p >= hi or p >= end:
+        return -1
+    c, n = _dec(data, p)
+    prev_letter = tab[c] & C_L != 0
+    p += n
+    while p < hi and p < end:
+        c, n = _dec(data, p)
+        k = tab[c]
+        if prev_letter and k & (C_L | C_M) == 0 and c != _APOS:
+            return p
+        prev_letter = k & C_L != 0
+        p += n
+    return -1
+
+
+@njit_cached
+def _plan(seg_starts, seg_ends, chunk):
+    """Work units: ``(a, b, c)`` = ``(seg_lo, seg_hi, -1)`` for a group of whole segments,
+    ``(seg, k, n)`` for the ``k``-th of ``n`` cuts of a big segment."""
+    S = seg_starts.shape[0]
+    cap = 16
+    for s in range(S):
+        cap += 1 + (seg_ends[s] - seg_starts[s]) // chunk
+    ua = np.empty(cap, np.int64)
+    ub = np.empty(cap, np.int64)
+    uc = np.empty(cap, np.int64)
+    u = 0
+    g0 = 0
+    gbytes = 0
+    for s in range(S):
+        ln = seg_ends[s] - seg_starts[s]
+        if ln >= 2 * chunk:
+            if s > g0:
+                ua[u] = g0
+                ub[u] = s
+                uc[u] = -1
+                u += 1
+            nc = ln // chunk
+            for k in range(nc):
+                ua[u] = s
+                ub[u] = k
+                uc[u] = nc
+                u += 1
+            g0 = s + 1
+            gbytes = 0
+        else:
+            gbytes += ln
+            if gbytes >= chunk:
+                ua[u] = g0
+                ub[u] = s + 1
+                uc[u] = -1
+                u += 1
+                g0 = s + 1
+                gbytes = 0
+    if S > g0:
+        ua[u] = g0
+        ub[u] = S
+        uc[u] = -1
+        u += 1
+    return ua[:u], ub[:u], uc[:u]
+
+
+@njit_cached(parallel=True)
+def _scan_parallel(data, seg_starts, seg_ends, fam, end_whole, tab, fold, mask, chunk):
+    ua, ub, uc = _plan(seg_starts, seg_ends, chunk)
+    U = ua.shape[0]
+    sync = np.empty(U, np.int64)
+    for u in prange(U):
+        if uc[u] < 0:
+            sync[u] = -1
+        else:
+            s = ua[u]
+            k = ub[u]
+            s0 = seg_starts[s]
+            e = seg_ends[s]
+            if k == 0:
+                sync[u] = s0
+            else:
+                hi = e if k == uc[u] - 1 else s0 + (k + 1) * chunk
+                sync[u] = _sync_point(data, s0 + k * chunk, hi, e, tab)
+    for u in prange(U):
+        if uc[u] < 0:
+            for s in range(ua[u], ub[u]):
+                _scan_range(data, seg_starts[s], seg_ends[s], seg_ends[s], fam, end_whole, tab, fold, mask)
+        elif sync[u] >= 0:
+            s = ua[u]
+            e = seg_ends[s]
+            stop = e
+            v = u + 1
+            while v < U and uc[v] >= 0 and ua[v] == s:
+                if sync[v] >= 0:
+                    stop = sync[v]
+                    break
+                v += 1
+            _scan_range(data, sync[u], stop, e, fam, end_whole, tab, fold, mask)
+
+
+_MIN_CHUNK = 1 << 16
+
+
+def _prepare(family: str, dialect: str):
+    _check_family(family)
+    _check_dialect(dialect)
+    tab = class_table(dialect)
+    fold = fold_table(None if family == "gpt2" else dialect)
+    end_whole = family == "cl100k" and dialect == "tiktoken"  # cl100k_base's \s++$
+    return _FAMILY_CODE[family], end_whole, tab, fold
+
+
+def scan_mask(data: np.ndarray, seg_starts: np.ndarray, seg_ends: np.ndarray, family: str, dialect: str,
+              mask: np.ndarray, parallel: bool = True, chunk: Optional[int] = None) -> None:
+    """Set ``mask[p] = 1`` at the first byte of every piece that ``family``'s pattern in
+    ``dialect`` cuts from each segment ``data[seg_starts[s]:seg_ends[s]]`` (run alone).
+
+    ``data``: ``uint8[N]``, valid UTF-8 (not checked); segments: ``int64[S]`` disjoint
+    ascending byte ranges on character boundaries; ``mask``: ``uint8[N]`` (only written
+    where pieces start). ``parallel``: ``prange`` over units of about ``chunk`` bytes
+    (default ``max(64 KiB, total / (8 * threads))``; see the module docstring); else one
+    thread, which is much cheaper for small inputs.
+    """
+    fam, end_whole, tab, fold = _prepare(family, dialect)
+    if not (isinstance(data, np.ndarray) and data.dtype == np.uint8 and data.ndim == 1):
+        raise TypeError("data must be a 1-D uint8 array")
+    if not (isinstance(mask, np.ndarray) and mask.dtype == np.uint8 and mask.shape == data.shape):
+        raise TypeError("mask must be a uint8 array of the shape of data")
+    data = np.ascontiguousarray(data)
+    if not mask.flags.c_contiguous:
+        raise ValueError("mask must be contiguous")
+    seg_starts = np.ascontiguousarray(seg_starts, dtype=np.int64)
+    seg_ends = np.ascontiguousarray(seg_ends, dtype=np.int64)
+    if seg_starts.shape != seg_ends.shape or seg_starts.ndim != 1:
+        raise ValueError("seg_starts and seg_ends must be 1-D arrays of the same length")
+    if seg_starts.size:
+        if (seg_starts < 0).any() or (seg_ends < seg_starts).any() or seg_ends[-1] > data.shape[0] \
+                or (seg_starts[1:] < seg_ends[:-1]).any():
+            raise ValueError("segments must be disjoint ascending ranges inside data")
+    if not parallel:
+        _scan_serial(data, seg_starts, seg_ends, fam, end_whole, tab, fold, mask)
+        return
+    if chunk is None:
+        import numba
+
+        total = int((seg_ends - seg_starts).sum())
+        chunk = max(_MIN_CHUNK, total // (8 * numba.get_num_threads()))
+    if chunk < 1:
+        raise ValueError("chunk must be positive")
+    _scan_parallel(data, seg_starts, seg_ends, fam, end_whole, tab, fold, mask, int(chunk))
+
+
+def piece_spans(text: str, family: str, dialect: str) -> List[Tuple[int, int]]:
+    """Character spans of the pieces of ``text`` (one segment), by the serial scanner."""
+    b = text.encode("utf-8")
+    data = np.frombuffer(b, dtype=np.uint8)
+    mask = np.zeros(len(b), dtype=np.uint8)
+    scan_mask(data, np.array([0], np.int64), np.array([len(b)], np.int64), family, dialect, mask, parallel=False)
+    starts = np.flatnonzero(mask)
+    if not len(starts):
+        return []
+    # byte offset -> character offset: count the non-continuation bytes before it
+    char_idx = np.cumsum((data & 0xC0) != 0x80) - 1
+    cs = char_idx[starts].tolist() + [len(text)]
+    return list(zip(cs[:-1], cs[1:]))
+
+
+def pieces(text: str, family: str, dialect: str) -> List[str]:
+    """The pieces the scanner cuts ``text`` into (``text`` as one segment)."""
+    return [text[a:b] for a, b in piece_spans(text, family, dialect)]

@@ -1,0 +1,245 @@
+"""The compiled CPU engine (``device="cpu"``, ``gpu_tok/fast_cpu.py``) against the oracles and
+against the reference path (``device="ref"``).
+
+* every golden record (synthetic, corpus excerpts, the million-character lines) of every
+  family the engine serves: ``encode_batch_ids`` ids and every ``encode_batch`` field;
+* the parallel plan (long texts cut between workers) equals the serial one;
+* NFC documents: the compiled "unchanged by NFC" check equals the reference normalizer;
+* hypothesis: random Unicode text, ``cpu == ref`` field by field;
+* thread safety, bad input, tiktoken encodings (``cpu == ref == tiktoken``).
+"""
+from __future__ import annotations
+
+import json
+import random
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import gpu_tok
+from gpu_tok import fast_cpu
+from _oracle_io import DECODE_FIELDS, TextSource, compare_fields, encoding_fields, golden_path, is_long, iter_golden
+from _paths import corpora_dir, model_path, models_dir, parity_dir
+
+SERVED = ["gpt2", "roberta-base", "llama3", "qwen3", "gpt-4o", "gpt-oss"]
+NOT_SERVED = ["llama2", "mistral-v0.1", "mistral-v0.3-metaspace", "gemma3", "phi-3-mini"]
+
+_TOKS: dict = {}
+
+
+def tok(name: str) -> gpu_tok.Tokenizer:
+    if name not in _TOKS:
+        _TOKS[name] = gpu_tok.Tokenizer.from_file(str(model_path(name)))
+    return _TOKS[name]
+
+
+def _golden_records(family: str):
+    path = golden_path(family)
+    if not path.is_file():
+        pytest.skip(f"no golden file {path}")
+    it = iter_golden(path)
+    next(it)
+    src = TextSource(corpora_dir())
+    have_corpus = parity_dir().is_dir()
+    out = []
+    for r in it:
+        if r.get("kind") != "record":
+            continue
+        if "corpus" in r["source"] and not have_corpus:
+            continue
+        out.append((r, src.text(r["source"])))
+    return out
+
+
+@pytest.mark.parametrize("family", SERVED)
+def test_engine_serves(family):
+    assert tok(family).cpu_engine_reason is None
+
+
+@pytest.mark.parametrize("family", NOT_SERVED)
+def test_engine_declines_by_name(family):
+    """SentencePiece-style files run the reference path on device="cpu", and say why."""
+    reason = tok(family).cpu_engine_reason
+    assert reason, family
+    rec_texts = ["Hello world", " two  spaces", "日本語"]
+    a = tok(family).encode_batch_ids(rec_texts, device="cpu").to_list()
+    b = tok(family).encode_batch_ids(rec_texts, device="ref").to_list()
+    assert a == b
+
+
+@pytest.mark.parametrize("family", SERVED)
+def test_oracles_ids_and_fields(family):
+    """Every golden record, in one batch per flag: ids from encode_batch_ids and every
+    field of encode_batch, both on device="cpu"."""
+    records = _golden_records(family)
+    t = tok(family)
+    problems = []
+    for flag in (False, True):
+        recs = [(r, x) for r, x in records if r["add_special_tokens"] == flag]
+        texts = [x for _r, x in recs]
+        rows = t.encode_batch_ids(texts, add_special_tokens=flag, device="cpu").to_list()
+        encs = t.encode_batch(texts, add_special_tokens=flag, device="cpu")
+        for (rec, text), row, enc in zip(recs, rows, encs):
+            # decode is not a device matter (test_parity_oracles covers it): the golden's own values
+            actual = dict(encoding_fields(enc), **{k: rec[k] for k in DECODE_FIELDS})
+            shown = None if is_long(rec) else text
+            msgs = compare_fields(rec, actual, shown)
+            msgs += ["encode_batch_ids " + m for m in compare_fields(rec, dict(actual, ids=row), shown)]
+            if msgs:
+                problems.append(f"record #{rec['i']} flag={flag}: " + "; ".join(m[:300] for m in msgs))
+    assert not problems, f"{len(problems)} of {len(records)} records differ:\n" + "\n".join(problems[:5])
+    assert len(records) > 100
+
+
+def _bench_texts(limit_bytes: int):
+    root = corpora_dir() / "bench"
+    if not root.is_dir():
+        pytest.skip(f"bench corpus not available: {root}")
+    out = []
+    for f in sorted(root.glob("*.jsonl")):
+        n = 0
+        with open(f, encoding="utf-8") as fh:
+            for line in fh:
+                t = json.loads(line)["text"]
+                out.append(t)
+                n += len(t.encode("utf-8"))
+                if n > limit_bytes:
+                    break
+    return out
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama3", "qwen3", "gpt-4o"])
+def test_parallel_equals_serial_and_reference(family, monkeypatch):
+    """Force the parallel plan on a small input with tiny units, so that long texts are cut
+    between workers at sync points; the ids must not change."""
+    texts = _bench_texts(60_000)
+    one_line = " ".join(texts).replace("\n", " ")[:200_000]
+    texts = texts + [one_line, "", "x", "<|endoftext|>" * 3]
+    t = tok(family)
+    ref = t.encode_batch_ids(texts, add_special_tokens=False, device="ref")
+    serial = t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1)
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(t._cpu_engine().engine._pretok, "_MIN_CHUNK", 1 << 10)
+    par = t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=2)
+    for name, got in (("serial", serial), ("parallel", par)):
+        assert np.array_equal(got.row_splits, ref.row_splits), name
+        assert np.array_equal(got.ids, ref.ids), name
+
+
+def test_nfc_check_equals_reference():
+    from gpu_tok.config import UnicodeNormalizer
+    from gpu_tok.cpu_ref.normalizers import normalize_str
+    from gpu_tok.kernels.engine_cpu import nfc_unchanged_docs
+
+    nfc = UnicodeNormalizer("NFC")
+    rng = random.Random(5)
+    alphabet = ("e\u0301\u0316\u0300\u0327aAc\u1100\u1161\u11a8\uac00\uac01\u0928\u093c\u09c7\u09be\u0958 "
+                "x\u00e9\u212b\u0344\u0f73\u0f71\u0f72\u1e0b\u0323\u0307\u05b8\u05b7\u3099\u304b")
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 7))) for _ in range(20000)]
+    data, off = fast_cpu.pack(texts, None)
+    got = nfc_unchanged_docs(data, off, *fast_cpu.nfc_tables())
+    want = np.array([normalize_str(nfc, x) == x for x in texts], np.uint8)
+    # never "unchanged" for a text NFC changes (that would skip the normalizer)
+    bad = np.flatnonzero((got == 1) & (want == 0))
+    assert bad.size == 0, [texts[i] for i in bad[:5]]
+    # it may send a text NFC leaves alone to the reference path (a mark reordered and
+    # composed back), rarely
+    assert ((got == 0) & (want == 1)).sum() < 0.05 * len(texts)
+    assert 0 < want.sum() < len(texts)
+
+
+_ALPHABET = st.sampled_from(list(
+    " \t\n\r\x00'sStTmMdDlLvVrReE\u017f\u212aK.,!?/-_0123456789\u0663\u00b2\u00bd"
+    "aéßÆ\u0301\u0300\u0916\u093f\u0928\u093c\u4e2d\u6587\u3042\uac00\u1100\u1161\u0627\u05d0"
+    "\u0394\u03b4\u0416\u0436\U0001F600\U0001F916\u2581\u00a0\u2028\u3000<|endoftext|>"
+))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text(alphabet=_ALPHABET, max_size=60), min_size=1, max_size=6))
+def test_property_cpu_equals_ref(texts):
+    for family in ("gpt2", "llama3", "qwen3", "gpt-4o"):
+        t = tok(family)
+        cpu = t.encode_batch(texts, device="cpu")
+        ref = t.encode_batch(texts, device="ref")
+        for a, b in zip(cpu, ref):
+            assert encoding_fields(a) == encoding_fields(b), (family, texts)
+        ids = t.encode_batch_ids(texts, device="cpu").to_list()
+        assert ids == [e.ids for e in ref], (family, texts)
+
+
+def test_threads_share_one_engine():
+    texts = _bench_texts(40_000)
+    t = tok("gpt2")
+    want = t.encode_batch_ids(texts, device="cpu").to_list()
+    results = [None] * 4
+
+    def work(k):
+        results[k] = t.encode_batch_ids(texts[k::2] + texts, device="cpu").to_list()
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for k in range(4):
+        assert results[k][-len(texts):] == want
+
+
+def test_bad_input_on_cpu():
+    t = tok("gpt2")
+    with pytest.raises(gpu_tok.InvalidText):
+        t.encode_batch_ids(["ok", "bad \ud800 text"], device="cpu")
+    with pytest.raises(TypeError):
+        t.encode_batch_ids(["ok", b"bytes"], device="cpu")
+    b = t.encode_batch_ids([], device="cpu")
+    assert b.ids.shape == (0,) and b.row_splits.tolist() == [0]
+    b = t.encode_batch_ids(["", "\x00", ""], device="cpu")
+    assert b.to_list() == t.encode_batch_ids(["", "\x00", ""], device="ref").to_list()
+
+
+def test_single_piece_linear():
+    """A million-character single piece (no split point) takes about ten times as long as
+    a hundred-thousand-character one (a loose bound: quadratic would be a hundred)."""
+    import time
+
+    t = tok("llama3")
+    times = []
+    for n in (100_000, 1_000_000):
+        text = "\u4e2d" * n  # one \p{L}+ run: one piece
+        t.encode_batch_ids([text], device="cpu")  # warm
+        t0 = time.perf_counter()
+        got = t.encode_batch_ids([text], device="cpu")
+        times.append(time.perf_counter() - t0)
+        assert got.row_splits[-1] > 0
+    assert times[1] < 40 * max(times[0], 1e-3), times
+
+
+# ------------------------------------------------------------------------ tiktoken
+TIKTOKEN_NAMES = ["r50k_base", "p50k_base", "cl100k_base", "o200k_base"]
+
+
+@pytest.mark.parametrize("name", TIKTOKEN_NAMES)
+def test_tiktoken_cpu_equals_ref_and_tiktoken(name):
+    path = models_dir() / "tiktoken" / f"{name}.tiktoken"
+    if not path.is_file():
+        pytest.skip(f"rank file not available: {path}")
+    enc = gpu_tok.Tokenizer.from_tiktoken(name, path=path)
+    assert enc.cpu_engine_reason is None
+    texts = _bench_texts(30_000) + ["", "a\n  ", "x's 'S 'ſ \r\n\n end  ", "<|endoftext|> hi"]
+    cpu = enc.encode_batch_ids(texts, allowed_special="all", device="cpu")
+    ref = enc.encode_batch_ids(texts, allowed_special="all", device="ref")
+    assert np.array_equal(cpu.ids, ref.ids) and np.array_equal(cpu.row_splits, ref.row_splits)
+    assert enc.encode_ordinary_batch(texts) == [enc.encode_ordinary(x) for x in texts]
+    tiktoken = pytest.importorskip("tiktoken")
+    from gpu_tok.tiktoken_encoding import load_tiktoken_bpe, named_definition
+
+    ranks = load_tiktoken_bpe(path)
+
+    d = named_definition(name)
+    ref_enc = tiktoken.Encoding(name, pat_str=d["pat_str"], mergeable_ranks=ranks,
+                                special_tokens=d["special_tokens"])
+    assert enc.encode_ordinary_batch(texts) == ref_enc.encode_ordinary_batch(texts)
