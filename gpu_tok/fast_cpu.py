@@ -34,7 +34,7 @@ from .encoding import Encoding
 from .errors import InvalidText
 
 _PARALLEL_MIN_BYTES = 1 << 18  # below this one thread does all (the thread pool costs ~30 ms per call here)
-_CACHE_SLOTS = 1 << 16  # short-piece cache slots per worker (64 bytes each: 4 MiB)
+_CACHE_SLOTS = 1 << 18  # short-piece cache slots per worker (64 bytes each: 16 MiB)
 _LONG_SLOTS = 1 << 14  # long-piece cache slots per worker (208 bytes each: 3.3 MiB)
 
 
@@ -226,13 +226,14 @@ class ByteBPEEngine:
             m_s, m_id = m_s[order], m_id[order]
         return seg_s, seg_e, m_s, m_id
 
-    @staticmethod
-    def _alloc_word_cache(workers: int):
-        """Per worker: the short-piece cache and the long-piece cache (``kernels.engine_cpu``)."""
+    def _alloc_word_cache(self, workers: int):
+        """Per worker: the short-piece cache, the long-piece cache and the pair cache
+        (``kernels.engine_cpu``): about 20 MiB per worker thread."""
         return (np.zeros((workers, _CACHE_SLOTS, 8), np.uint64),
                 np.zeros((workers, _LONG_SLOTS, 2), np.uint64),
                 np.zeros((workers, _LONG_SLOTS, 64), np.uint8),
-                np.zeros((workers, _LONG_SLOTS, 32), np.int32))
+                np.zeros((workers, _LONG_SLOTS, 32), np.int32),
+                np.full((workers, 2 << self._K._PC_BITS), np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64))
 
     def _word_cache(self, locked: bool, workers: int):
         if not locked:  # another thread is using the kept cache: a private one for this call

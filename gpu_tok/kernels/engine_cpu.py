@@ -588,6 +588,24 @@ def _lookup2(mtab, key):
         i = (i + 1) & mask
 
 
+_PC_BITS = 12  # pair cache: 4096 recent (pair -> merge) lookups per worker, 64 KiB
+_GOLD = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit_cached(inline="always")
+def _lookup_pc(mtab, pc, key):
+    """``_lookup2`` through the worker's small direct-mapped pair cache ``pc: uint64[2 << _PC_BITS]``
+    (``[key, value]`` per slot, ``EMPTY`` keys when free): the pairs that recur in words
+    stay dense in the processor's nearest caches."""
+    i = np.int64((key * _GOLD) >> np.uint64(64 - _PC_BITS)) << 1
+    if pc[i] == key:
+        return pc[i + 1]
+    v = _lookup2(mtab, key)
+    pc[i] = key
+    pc[i + 1] = v
+    return v
+
+
 def interleave(keys, values):
     """The interleaved form of a ``hash_table`` (for ``_lookup2``)."""
     t = np.empty(2 * keys.shape[0], np.uint64)
@@ -597,14 +615,13 @@ def interleave(keys, values):
 
 
 @njit_cached
-def _merge_short(data, s, n, init_ids, mtab, ids, rank, out, o):
+def _merge_short(data, s, n, init_ids, mtab, pc, ids, rank, out, o):
     """BPE of a short piece by rescanning (n <= _SHORT): the lowest-rank pair, leftmost
     first, merged until none is left; the same result as ``merge_piece``."""
     for k in range(n):
         ids[k] = init_ids[data[s + k]]
     for k in range(n - 1):
-        v = _lookup2(mtab, (np.uint64(ids[k]) << np.uint64(32)) | np.uint64(ids[k + 1]))
-        rank[k] = v
+        rank[k] = _lookup_pc(mtab, pc, (np.uint64(ids[k]) << np.uint64(32)) | np.uint64(ids[k + 1]))
     m = n
     while m > 1:
         best = 0
@@ -621,9 +638,9 @@ def _merge_short(data, s, n, init_ids, mtab, ids, rank, out, o):
             rank[k] = rank[k + 1]
         m -= 1
         if best > 0:
-            rank[best - 1] = _lookup2(mtab, (np.uint64(ids[best - 1]) << np.uint64(32)) | np.uint64(ids[best]))
+            rank[best - 1] = _lookup_pc(mtab, pc, (np.uint64(ids[best - 1]) << np.uint64(32)) | np.uint64(ids[best]))
         if best < m - 1:
-            rank[best] = _lookup2(mtab, (np.uint64(ids[best]) << np.uint64(32)) | np.uint64(ids[best + 1]))
+            rank[best] = _lookup_pc(mtab, pc, (np.uint64(ids[best]) << np.uint64(32)) | np.uint64(ids[best + 1]))
     for k in range(m):
         out[o + k] = ids[k]
     return m
@@ -663,7 +680,7 @@ def _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, ps):
 
 @njit_cached
 def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena, tok_off,
-                 bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, w, out, o):
+                 bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, w, out, o):
     """Scan ``[i, stop)`` (a segment ending at ``end``), encode its pieces into ``out[o:]``;
     returns the new ``o``.
 
@@ -671,6 +688,7 @@ def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, mkeys,
     cache probes of a batch are independent loads the processor overlaps.
     """
     cmask = np.uint64(cache.shape[1] - 1)
+    pc = pcache[w]
     ps = np.empty(_BATCH + 1, np.int64)
     pslot = np.empty(_BATCH, np.int64)
     pw0 = np.empty(_BATCH, np.uint64)
@@ -759,7 +777,7 @@ def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, mkeys,
                     c = 1
             if c < 0:
                 if n <= _SHORT:
-                    c = _merge_short(data, a, n, init_ids, mtab, sids, srank, out, o)
+                    c = _merge_short(data, a, n, init_ids, mtab, pc, sids, srank, out, o)
                 else:
                     if n > m:
                         m = 2 * n
@@ -812,13 +830,13 @@ def _unit_sync(data, seg_s, seg_e, ua, ub, uc, chunk, tab, u):
 
 @njit_cached
 def _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena,
-              tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, w, out, seg_count, unit_count):
+              tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, w, out, seg_count, unit_count):
     U = ua.shape[0]
     if uc[u] < 0:
         for s in range(ua[u], ub[u]):
             a = seg_s[s]
             seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, mkeys,
-                                        mvals, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, w, out, a) - a
+                                        mvals, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, w, out, a) - a
     elif sync[u] >= 0:
         s = ua[u]
         e = seg_e[s]
@@ -831,12 +849,12 @@ def _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold
             v += 1
         a = sync[u]
         unit_count[u] = _encode_span(data, a, stop, e, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena,
-                                     tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, w, out, a) - a
+                                     tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, w, out, a) - a
 
 
 @njit_cached(parallel=True)
 def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena,
-                          tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, out):
+                          tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, out):
     """Returns ``(rec_start, rec_count)``: per segment (count 0 for a cut segment) and per
     cut unit, where its ids begin in ``out`` (its first byte) and how many there are."""
     ua, ub, uc = _plan(seg_s, seg_e, chunk)
@@ -849,20 +867,20 @@ def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, 
     unit_count = np.zeros(U, np.int64)
     for u in prange(U):
         _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena,
-                  tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, get_thread_id(), out, seg_count,
+                  tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, get_thread_id(), out, seg_count,
                   unit_count)
     return _records(seg_s, sync, seg_count, unit_count)
 
 
 @njit_cached
 def encode_fused_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena, tok_off,
-                        bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, out):
+                        bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, out):
     S = seg_s.shape[0]
     seg_count = np.zeros(S, np.int64)
     for s in range(S):
         a = seg_s[s]
         seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, mkeys, mvals,
-                                    mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, 0, out,
+                                    mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, 0, out,
                                     a) - a
     return seg_s.copy(), seg_count
 
