@@ -561,16 +561,41 @@ def add_template(ids, row_splits, prefix, suffix):
 # * short pieces (2..16 bytes, at most 10 ids): ``cache: uint64[W, C, 8]``, one 64-byte
 #   entry (one cache line) per slot: ``[w0, w1, n | n_ids << 8, ids two per word...]``
 #   (``w0``/``w1``: the piece's bytes, little-endian). 0 in the third word: empty slot.
+#   Two-way sets (slots 2k, 2k+1): a new entry goes to 2k, the one there moves to 2k+1.
 # * long pieces (17..64 bytes) and short ones with more ids (at most 32): ``lmeta:
 #   uint64[W, L, 2]`` ``[hash, n | n_ids << 16]``, ``lbytes: uint8[W, L, 64]`` the
 #   piece (compared byte for byte on a hit), ``lids: int32[W, L, 32]``.
 # Pieces of one byte need no cache; longer ones are encoded every time.
 
-from numba import get_thread_id  # noqa: E402
+from llvmlite import ir  # noqa: E402
+from numba import get_thread_id, types  # noqa: E402
+from numba.core import cgutils  # noqa: E402
+from numba.extending import intrinsic  # noqa: E402
 
 from .pretok_cpu import _F_GPT2, _F_O200K, _F_QWEN, _piece_cl100k, _piece_gpt2, _piece_o200k, _plan, _sync_point  # noqa: E402,E501
 
 _M32 = np.uint64(0xFFFFFFFF)
+
+
+@intrinsic
+def _prefetch3(typingctx, arr, i, j, k):
+    """Hint the processor to load ``arr[i, j, k]``'s cache line (LLVM ``llvm.prefetch``, read,
+    high locality); no effect on results."""
+    sig = types.void(arr, i, j, k)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = [context.cast(builder, a, t, types.intp) for a, t in zip(args[1:], signature.args[1:])]
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
+        i8p = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(32), ir.IntType(32), ir.IntType(32)])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        i32 = ir.IntType(32)
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 @njit_cached
@@ -724,7 +749,9 @@ def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, mkeys,
                 for k in range(8, n):
                     w1 |= np.uint64(data[a + k]) << np.uint64(8 * (k - 8))
                 h = mix64(w0 ^ mix64(w1 ^ (np.uint64(n) << np.uint64(56))))
-                slot = np.int64(h & cmask)
+                slot = np.int64(h & cmask) & ~np.int64(1)  # a set of two entries
+                _prefetch3(cache, w, slot, 0)
+                _prefetch3(cache, w, slot + 1, 0)
                 pw0[q] = w0
                 pw1[q] = w1
                 ph[q] = h
@@ -740,12 +767,17 @@ def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, mkeys,
                 continue
             slot = pslot[q]
             if slot >= 0:
-                meta = cache[w, slot, 2]
-                if (meta & np.uint64(0xFF)) == np.uint64(n) and cache[w, slot, 0] == pw0[q] \
-                        and cache[w, slot, 1] == pw1[q]:
-                    c = np.int64(meta >> np.uint64(8))
+                hit = -1
+                for way in range(2):
+                    meta = cache[w, slot + way, 2]
+                    if (meta & np.uint64(0xFF)) == np.uint64(n) and cache[w, slot + way, 0] == pw0[q] \
+                            and cache[w, slot + way, 1] == pw1[q]:
+                        hit = slot + way
+                        break
+                if hit >= 0:
+                    c = np.int64(cache[w, hit, 2] >> np.uint64(8))
                     for k in range(0, c, 2):
-                        x = cache[w, slot, 3 + (k >> 1)]
+                        x = cache[w, hit, 3 + (k >> 1)]
                         out[o + k] = np.int32(x & _M32)
                         if k + 1 < c:
                             out[o + k + 1] = np.int32(x >> np.uint64(32))
@@ -795,6 +827,9 @@ def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, mkeys,
                     c = _bpe_one(data, a, b, init_ids, mkeys, mvals, sym, sym_len, wids, wlens, prv, nxt, hkey,
                                  hnew, hpair, out, o, oids, olens)
             if slot >= 0 and c <= _SHORT_IDS:
+                # the newest entry of a set goes first, the older one moves to the second way
+                for k in range(8):
+                    cache[w, slot + 1, k] = cache[w, slot, k]
                 cache[w, slot, 0] = pw0[q]
                 cache[w, slot, 1] = pw1[q]
                 cache[w, slot, 2] = np.uint64(n) | (np.uint64(c) << np.uint64(8))
