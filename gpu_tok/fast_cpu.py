@@ -273,7 +273,8 @@ class ByteBPEEngine:
                 if parallel:
                     total = int((seg_e - seg_s).sum())
                     chunk = max(self._pretok._MIN_CHUNK, total // (8 * threads))
-                    rec_s, rec_c = K.encode_fused_parallel(data, seg_s, seg_e, chunk, *args)
+                    with numba.parallel_chunksize(1):  # units are handed out one at a time
+                        rec_s, rec_c = K.encode_fused_parallel(data, seg_s, seg_e, chunk, *args)
                 else:
                     rec_s, rec_c = K.encode_fused_serial(data, seg_s, seg_e, *args)
             finally:
@@ -610,6 +611,155 @@ class CpuTokenizerEngine:
         pp = self.cfg.post_processor
         return [post_processors.process(pp, [a[i]] if j < 0 else [a[i], b[j]], add_special_tokens)
                 for i, j in enumerate(pair_at)]
+
+
+# ------------------------------------------------------- SentencePiece-style BPE
+_SP = "\u2581"
+
+
+def _sp_normalizer(norm) -> bool:
+    """Whether a "prepend" is part of a SentencePiece normalizer we serve; NotServed otherwise."""
+    def is_replace(n):
+        return (isinstance(n, C.Replace) and n.pattern.kind == "String" and n.pattern.value == " "
+                and n.content == _SP)
+
+    if is_replace(norm):
+        return False
+    if isinstance(norm, C.NormalizerSequence) and len(norm.normalizers) == 2:
+        a, b = norm.normalizers
+        if isinstance(a, C.Prepend) and a.prepend == _SP and is_replace(b):
+            return True
+        if isinstance(b, C.Prepend) and b.prepend == _SP and is_replace(a):
+            return True  # "▁" is no space: replacing then prepending gives the same text
+    raise NotServed("a SentencePiece normalizer other than Replace(' ', '▁') with or without Prepend('▁')")
+
+
+def _trie_tuple(K, toks):
+    if not toks:
+        empty = np.full(8, np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64)
+        return (empty, empty.copy(), np.zeros(0, np.int32), np.zeros(256, np.uint8), np.zeros(1, np.uint8), 0)
+    ids = [t[1] for t in toks]
+    base = min(ids)
+    flags = np.zeros(max(ids) - base + 1, np.uint8)
+    for _c, i, f in toks:
+        flags[i - base] = f
+    return K.build_trie([(c, i) for c, i, _f in toks]) + (flags, base)
+
+
+def _added_token_lists(ref):
+    raw, norm = [], []
+    added = ref.added
+    for i, t in added.map_r.items():
+        flags = (1 if t.single_word else 0) | (2 if t.lstrip else 0) | (4 if t.rstrip else 0)
+        if t.normalized:
+            norm.append((added.normalized_form.get(i, t.content).encode("utf-8"), i, flags))
+        else:
+            raw.append((t.content.encode("utf-8"), i, flags))
+    return raw, norm
+
+
+class CpuSentencePieceEngine:
+    """``device="cpu"`` ids for SentencePiece-style BPE files (llama2, mistral-v0.1, phi-3,
+    gemma3): byte_fallback BPE over whole normalized gaps (``kernels.engine_cpu.sp_*``).
+    ``encode_batch`` (``Encoding`` objects with offsets) runs the reference path."""
+
+    def __init__(self, cfg: C.TokenizerConfig, ref):
+        from .cpu_ref.unicode_props import _np_flags
+        from .kernels import engine_cpu as K
+        from .kernels.hash_table import merge_table_from_model
+
+        m = cfg.model
+        if not isinstance(m, C.BPE) or not m.byte_fallback:
+            raise NotServed("not a byte_fallback BPE")
+        if m.continuing_subword_prefix or m.end_of_word_suffix:
+            raise NotServed("BPE with continuing_subword_prefix / end_of_word_suffix")
+        self.prepend = _sp_normalizer(cfg.normalizer)
+        pre = cfg.pre_tokenizer
+        if pre is not None and not (isinstance(pre, C.Split) and pre.pattern.kind == "String"
+                                    and pre.pattern.value == " " and not pre.invert):
+            # after every " " became "▁" a Split on " " has nothing left to cut
+            raise NotServed(f"pre_tokenizer {type(pre).__name__} with a SentencePiece normalizer")
+        vocab = ref.model.vocab
+        byte_id = [vocab.get("<0x%02X>" % b) for b in range(256)]
+        if any(b is None for b in byte_id):
+            raise NotServed("byte_fallback without all 256 <0xXX> tokens")
+        self.byte_id = np.array(byte_id, np.int32)
+        self.char_id = np.full(0x110000, -1, np.int32)
+        size = max(vocab.values()) + 1
+        token_bytes: List[Optional[bytes]] = [None] * size
+        for tok, i in vocab.items():
+            token_bytes[i] = tok.encode("utf-8")
+            if len(tok) == 1:
+                self.char_id[ord(tok)] = i
+        self.K = K
+        self.cfg = cfg
+        self.ref = ref
+        self.whole_first = bool(m.ignore_merges)
+        self.bt = K.build_bytes_table(token_bytes)
+        self.mkeys, self.mvals = merge_table_from_model(ref.model)
+        raw, norm = _added_token_lists(ref)
+        self.rt = _trie_tuple(K, raw)
+        self.nt = _trie_tuple(K, norm)
+        self.cls = _np_flags()
+        self.prefix, self.suffix = template_ids(cfg, ref)
+
+    def encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int]):
+        import numba
+
+        from .cpu_ref.pipeline import check_text
+
+        K = self.K
+        texts = texts if isinstance(texts, list) else list(texts)
+        data, offsets = pack(texts, check_text)
+        n = len(texts)
+        dst = np.zeros(n + 1, np.int64)
+        np.cumsum(3 * np.diff(offsets) + 3, out=dst[1:])
+        out = np.empty(max(int(dst[-1]), 1), np.int32)
+        counts = np.zeros(n, np.int64)
+        threads = default_threads() if num_threads is None else max(1, min(int(num_threads), default_threads()))
+        args = (self.rt, self.nt, self.cls, self.prepend, self.char_id, self.byte_id, self.mkeys, self.mvals,
+                *self.bt, self.whole_first, out, counts)
+        if threads > 1 and data.shape[0] >= _PARALLEL_MIN_BYTES and n > 1:
+            blocks = np.unique(np.searchsorted(offsets, np.linspace(0, data.shape[0], 8 * threads + 1)))
+            blocks = np.unique(np.concatenate(([0], blocks.clip(0, n), [n]))).astype(np.int64)
+            prev = numba.get_num_threads()
+            numba.set_num_threads(threads)
+            try:
+                with numba.parallel_chunksize(1):
+                    K.sp_encode_parallel(data, offsets, dst, blocks, *args)
+            finally:
+                numba.set_num_threads(prev)
+        else:
+            K.sp_encode_serial(data, offsets, dst, *args)
+        rs = np.zeros(n + 1, np.int64)
+        np.cumsum(counts, out=rs[1:])
+        ids = np.empty(int(rs[-1]), np.int32)
+        K.gather_serial(out, dst[:-1].copy(), counts, rs, ids)
+        if add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0]):
+            ids, rs = K.add_template(ids, rs, self.prefix, self.suffix)
+        return ids, rs
+
+    def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
+        out = []
+        for item in inputs:
+            if isinstance(item, (tuple, list)):
+                if len(item) != 2:
+                    raise ValueError("a pair input must have exactly two texts")
+                out.append(self.ref.encode(item[0], item[1], add_special_tokens))
+            else:
+                out.append(self.ref.encode(item, None, add_special_tokens))
+        return out
+
+
+def cpu_engine_for(cfg: C.TokenizerConfig, ref):
+    """The compiled engine for a tokenizer.json, or ``NotServed`` with both engines' reasons."""
+    try:
+        return CpuTokenizerEngine(cfg, ref)
+    except NotServed as e1:
+        try:
+            return CpuSentencePieceEngine(cfg, ref)
+        except NotServed as e2:
+            raise NotServed(f"byte-level engine: {e1}; SentencePiece engine: {e2}") from None
 
 
 # ---------------------------------------------------------------------- tiktoken

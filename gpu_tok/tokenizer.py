@@ -82,10 +82,10 @@ class Tokenizer:
     def _cpu_engine(self):
         """The compiled CPU engine, or None when it does not serve this tokenizer."""
         if self._cpu is None and self._cpu_reason is None:
-            from .fast_cpu import CpuTokenizerEngine, NotServed
+            from .fast_cpu import NotServed, cpu_engine_for
 
             try:
-                self._cpu = CpuTokenizerEngine(self.config, self._ref)
+                self._cpu = cpu_engine_for(self.config, self._ref)
             except NotServed as e:
                 self._cpu_reason = str(e)
         return self._cpu

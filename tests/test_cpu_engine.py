@@ -21,11 +21,13 @@ from hypothesis import strategies as st
 
 import gpu_tok
 from gpu_tok import fast_cpu
-from _oracle_io import DECODE_FIELDS, TextSource, compare_fields, encoding_fields, golden_path, is_long, iter_golden
+from _oracle_io import DECODE_FIELDS, ENCODING_FIELDS, TextSource, compare_fields, encoding_fields, golden_path, is_long, iter_golden
 from _paths import corpora_dir, model_path, models_dir, parity_dir
 
-SERVED = ["gpt2", "roberta-base", "llama3", "qwen3", "gpt-4o", "gpt-oss"]
-NOT_SERVED = ["llama2", "mistral-v0.1", "mistral-v0.3-metaspace", "gemma3", "phi-3-mini"]
+BYTE_LEVEL = ["gpt2", "roberta-base", "llama3", "qwen3", "gpt-4o", "gpt-oss"]
+SENTENCEPIECE = ["llama2", "mistral-v0.1", "phi-3-mini", "gemma3"]  # ids compiled; Encodings: reference path
+SERVED = BYTE_LEVEL + SENTENCEPIECE
+NOT_SERVED = ["mistral-v0.3-metaspace"]
 
 _TOKS: dict = {}
 
@@ -61,7 +63,7 @@ def test_engine_serves(family):
 
 @pytest.mark.parametrize("family", NOT_SERVED)
 def test_engine_declines_by_name(family):
-    """SentencePiece-style files run the reference path on device="cpu", and say why."""
+    """Files the engine does not compile run the reference path on device="cpu", and say why."""
     reason = tok(family).cpu_engine_reason
     assert reason, family
     rec_texts = ["Hello world", " two  spaces", "日本語"]
@@ -81,12 +83,16 @@ def test_oracles_ids_and_fields(family):
         recs = [(r, x) for r, x in records if r["add_special_tokens"] == flag]
         texts = [x for _r, x in recs]
         rows = t.encode_batch_ids(texts, add_special_tokens=flag, device="cpu").to_list()
-        encs = t.encode_batch(texts, add_special_tokens=flag, device="cpu")
-        for (rec, text), row, enc in zip(recs, rows, encs):
+        # SentencePiece files: encode_batch is the reference path (test_parity_oracles covers it)
+        encs = t.encode_batch(texts, add_special_tokens=flag, device="cpu") if family in BYTE_LEVEL else None
+        for k, ((rec, text), row) in enumerate(zip(recs, rows)):
             # decode is not a device matter (test_parity_oracles covers it): the golden's own values
-            actual = dict(encoding_fields(enc), **{k: rec[k] for k in DECODE_FIELDS})
+            if encs is not None:
+                actual = dict(encoding_fields(encs[k]), **{f: rec[f] for f in DECODE_FIELDS})
+            else:
+                actual = {f: rec[f] for f in rec if f in DECODE_FIELDS or f in ENCODING_FIELDS}
             shown = None if is_long(rec) else text
-            msgs = compare_fields(rec, actual, shown)
+            msgs = compare_fields(rec, actual, shown) if encs is not None else []
             msgs += ["encode_batch_ids " + m for m in compare_fields(rec, dict(actual, ids=row), shown)]
             if msgs:
                 problems.append(f"record #{rec['i']} flag={flag}: " + "; ".join(m[:300] for m in msgs))
@@ -111,7 +117,7 @@ def _bench_texts(limit_bytes: int):
     return out
 
 
-@pytest.mark.parametrize("family", ["gpt2", "llama3", "qwen3", "gpt-4o"])
+@pytest.mark.parametrize("family", ["gpt2", "llama3", "qwen3", "gpt-4o", "llama2", "gemma3"])
 def test_parallel_equals_serial_and_reference(family, monkeypatch):
     """Force the parallel plan on a small input with tiny units, so that long texts are cut
     between workers at sync points; the ids must not change."""
@@ -122,7 +128,9 @@ def test_parallel_equals_serial_and_reference(family, monkeypatch):
     ref = t.encode_batch_ids(texts, add_special_tokens=False, device="ref")
     serial = t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1)
     monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(t._cpu_engine().engine._pretok, "_MIN_CHUNK", 1 << 10)
+    eng = t._cpu_engine()
+    if family in BYTE_LEVEL:
+        monkeypatch.setattr(eng.engine._pretok, "_MIN_CHUNK", 1 << 10)
     par = t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=2)
     for name, got in (("serial", serial), ("parallel", par)):
         assert np.array_equal(got.row_splits, ref.row_splits), name
@@ -169,6 +177,11 @@ def test_property_cpu_equals_ref(texts):
             assert encoding_fields(a) == encoding_fields(b), (family, texts)
         ids = t.encode_batch_ids(texts, device="cpu").to_list()
         assert ids == [e.ids for e in ref], (family, texts)
+    for family in ("llama2", "phi-3-mini", "gemma3"):
+        t = tok(family)
+        for flag in (False, True):
+            assert (t.encode_batch_ids(texts, add_special_tokens=flag, device="cpu").to_list()
+                    == t.encode_batch_ids(texts, add_special_tokens=flag, device="ref").to_list()), (family, texts)
 
 
 def test_threads_share_one_engine():

@@ -957,3 +957,159 @@ def gather_serial(out, rec_start, rec_count, pos, ids):
         o = pos[r]
         for k in range(rec_count[r]):
             ids[o + k] = out[a + k]
+
+
+# -------------------------------------------- SentencePiece-style BPE (ids only)
+# One document at a time: the raw added-token pass on the text; each gap normalized the
+# SentencePiece way (``prepend``: "▁" before a non-empty gap; every " " becomes "▁"),
+# the normalized added-token pass on it, and each remaining piece encoded whole (these
+# files have no pre-tokenizer split): initial symbols per character (its id, else one
+# ``<0xXX>`` per byte), then ``merge_piece``. Output per document at ``out[dst[d]:]``
+# (``dst`` leaves 3 ids per input byte + 3, more than a document can produce).
+
+_SP_CHAR = np.array([0xE2, 0x96, 0x81], np.uint8)  # "▁" U+2581
+
+
+@njit_cached
+def _sp_piece(buf, a, b, char_id, byte_id, mkeys, mvals, arena, tok_off, bkeys, bvals, whole_first,
+              sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, out, o):
+    if whole_first:
+        t = bytes_lookup(buf, a, b, arena, tok_off, bkeys, bvals)
+        if t >= 0:
+            out[o] = t
+            return 1
+    n = 0
+    i = a
+    while i < b:
+        ln = _next_char(buf, i)
+        c = _decode_at(buf, i)
+        t = char_id[c]
+        if t >= 0:
+            sym[n] = t
+            sym_len[n] = ln
+            n += 1
+        else:
+            for k in range(ln):
+                sym[n] = byte_id[buf[i + k]]
+                sym_len[n] = 1
+                n += 1
+        i += ln
+    c = merge_piece(sym, sym_len, 0, n, mkeys, mvals, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, 0)
+    for k in range(c):
+        out[o + k] = oids[k]
+    return c
+
+
+@njit_cached
+def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mkeys, mvals, arena, tok_off, bkeys, bvals,
+            whole_first, nbuf, out, o):
+    """Encode ``data[a:b]`` into ``out[o:]``; returns the new ``o``. ``rt``/``nt``: the raw and
+    normalized tries ``(tkeys, tvals, term, first, flags, base)`` (empty ``term`` = none)."""
+    L = b - a
+    cap = L + 2
+    gs = np.empty(cap, np.int64)
+    ge = np.empty(cap, np.int64)
+    ms = np.empty(cap, np.int64)
+    me = np.empty(cap, np.int64)
+    mi = np.empty(cap, np.int32)
+    if rt[2].shape[0] > 0:
+        ng, nm = _match_segment(data, a, b, rt[0], rt[1], rt[2], rt[3], rt[4], rt[5], cls, gs, ge, ms, me, mi, 0, 0)
+    else:
+        gs[0] = a
+        ge[0] = b
+        ng = 1 if b > a else 0
+        nm = 0
+    m = 3 * L + 8
+    sym = np.empty(m, np.int32)
+    sym_len = np.empty(m, np.int32)
+    wids = np.empty(m, np.int32)
+    wlens = np.empty(m, np.int32)
+    prv = np.empty(m, np.int64)
+    nxt = np.empty(m, np.int64)
+    hkey = np.empty(2 * m + 2, np.uint64)
+    hnew = np.empty(2 * m + 2, np.int32)
+    hpair = np.empty(2 * m + 2, np.uint64)
+    oids = np.empty(m, np.int32)
+    olens = np.empty(m, np.int32)
+    ncap = 3 * L + 8
+    s2 = np.empty(ncap, np.int64)
+    e2 = np.empty(ncap, np.int64)
+    ms2 = np.empty(ncap, np.int64)
+    me2 = np.empty(ncap, np.int64)
+    mi2 = np.empty(ncap, np.int32)
+    gi = 0
+    mk = 0
+    while gi < ng or mk < nm:
+        if mk < nm and (gi >= ng or ms[mk] < gs[gi]):
+            out[o] = mi[mk]
+            o += 1
+            mk += 1
+            continue
+        # normalize the gap into nbuf
+        x = gs[gi]
+        y = ge[gi]
+        gi += 1
+        n = 0
+        if prepend and y > x:
+            for k in range(3):
+                nbuf[n + k] = _SP_CHAR[k]
+            n += 3
+        for k in range(x, y):
+            if data[k] == 32:
+                nbuf[n] = 0xE2
+                nbuf[n + 1] = 0x96
+                nbuf[n + 2] = 0x81
+                n += 3
+            else:
+                nbuf[n] = data[k]
+                n += 1
+        if nt[2].shape[0] > 0:
+            n2, nm2 = _match_segment(nbuf, 0, n, nt[0], nt[1], nt[2], nt[3], nt[4], nt[5], cls, s2, e2, ms2, me2,
+                                     mi2, 0, 0)
+        else:
+            s2[0] = 0
+            e2[0] = n
+            n2 = 1 if n > 0 else 0
+            nm2 = 0
+        g2 = 0
+        k2 = 0
+        while g2 < n2 or k2 < nm2:
+            if k2 < nm2 and (g2 >= n2 or ms2[k2] < s2[g2]):
+                out[o] = mi2[k2]
+                o += 1
+                k2 += 1
+                continue
+            o += _sp_piece(nbuf, s2[g2], e2[g2], char_id, byte_id, mkeys, mvals, arena, tok_off, bkeys, bvals,
+                           whole_first, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, out, o)
+            g2 += 1
+    return o
+
+
+@njit_cached
+def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte_id, mkeys, mvals, arena, tok_off,
+              bkeys, bvals, whole_first, out, counts):
+    big = 1
+    for d in range(d0, d1):
+        ln = doc_offsets[d + 1] - doc_offsets[d]
+        if ln > big:
+            big = ln
+    nbuf = np.empty(3 * big + 8, np.uint8)
+    for d in range(d0, d1):
+        counts[d] = _sp_doc(data, doc_offsets[d], doc_offsets[d + 1], rt, nt, cls, prepend, char_id, byte_id,
+                            mkeys, mvals, arena, tok_off, bkeys, bvals, whole_first, nbuf, out, dst[d]) - dst[d]
+
+
+@njit_cached(parallel=True)
+def sp_encode_parallel(data, doc_offsets, dst, blocks, rt, nt, cls, prepend, char_id, byte_id, mkeys, mvals, arena,
+                       tok_off, bkeys, bvals, whole_first, out, counts):
+    """``prange`` over ``blocks`` of documents (bounds into the document list)."""
+    for w in prange(blocks.shape[0] - 1):
+        _sp_block(data, doc_offsets, dst, blocks[w], blocks[w + 1], rt, nt, cls, prepend, char_id, byte_id, mkeys,
+                  mvals, arena, tok_off, bkeys, bvals, whole_first, out, counts)
+
+
+@njit_cached
+def sp_encode_serial(data, doc_offsets, dst, rt, nt, cls, prepend, char_id, byte_id, mkeys, mvals, arena, tok_off,
+                     bkeys, bvals, whole_first, out, counts):
+    _sp_block(data, doc_offsets, dst, 0, doc_offsets.shape[0] - 1, rt, nt, cls, prepend, char_id, byte_id, mkeys,
+              mvals, arena, tok_off, bkeys, bvals, whole_first, out, counts)
