@@ -660,7 +660,8 @@ def _added_token_lists(ref):
 
 class CpuSentencePieceEngine:
     """``device="cpu"`` ids for SentencePiece-style BPE files (llama2, mistral-v0.1, phi-3,
-    gemma3): byte_fallback BPE over whole normalized gaps (``kernels.engine_cpu.sp_*``).
+    gemma3, mistral-v0.3 with ``Metaspace``): byte_fallback BPE over whole normalized
+    pieces (``kernels.engine_cpu.sp_*``).
     ``encode_batch`` (``Encoding`` objects with offsets) runs the reference path."""
 
     def __init__(self, cfg: C.TokenizerConfig, ref):
@@ -673,12 +674,17 @@ class CpuSentencePieceEngine:
             raise NotServed("not a byte_fallback BPE")
         if m.continuing_subword_prefix or m.end_of_word_suffix:
             raise NotServed("BPE with continuing_subword_prefix / end_of_word_suffix")
-        self.prepend = _sp_normalizer(cfg.normalizer)
         pre = cfg.pre_tokenizer
-        if pre is not None and not (isinstance(pre, C.Split) and pre.pattern.kind == "String"
-                                    and pre.pattern.value == " " and not pre.invert):
-            # after every " " became "▁" a Split on " " has nothing left to cut
-            raise NotServed(f"pre_tokenizer {type(pre).__name__} with a SentencePiece normalizer")
+        if cfg.normalizer is None and isinstance(pre, C.Metaspace):
+            if pre.replacement != _SP or pre.split or pre.prepend_scheme not in ("first", "always"):
+                raise NotServed("Metaspace other than replacement '▁', split false, prepend_scheme first/always")
+            self.prepend = 2 if pre.prepend_scheme == "first" else 3
+        else:
+            self.prepend = int(_sp_normalizer(cfg.normalizer))
+            if pre is not None and not (isinstance(pre, C.Split) and pre.pattern.kind == "String"
+                                        and pre.pattern.value == " " and not pre.invert):
+                # after every " " became "▁" a Split on " " has nothing left to cut
+                raise NotServed(f"pre_tokenizer {type(pre).__name__} with a SentencePiece normalizer")
         vocab = ref.model.vocab
         byte_id = [vocab.get("<0x%02X>" % b) for b in range(256)]
         if any(b is None for b in byte_id):

@@ -1002,9 +1002,14 @@ def _sp_piece(buf, a, b, char_id, byte_id, mkeys, mvals, arena, tok_off, bkeys, 
 
 @njit_cached
 def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mkeys, mvals, arena, tok_off, bkeys, bvals,
-            whole_first, nbuf, out, o):
+            whole_first, nbuf, pbuf, out, o):
     """Encode ``data[a:b]`` into ``out[o:]``; returns the new ``o``. ``rt``/``nt``: the raw and
-    normalized tries ``(tkeys, tvals, term, first, flags, base)`` (empty ``term`` = none)."""
+    normalized tries ``(tkeys, tvals, term, first, flags, base)`` (empty ``term`` = none).
+
+    ``prepend``: 0/1 the normalizer form (``Replace(' ', '▁')``, with ``Prepend('▁')`` when 1);
+    2/3: no normalizer and a ``Metaspace`` pre-tokenizer (``split: false``) with
+    ``prepend_scheme`` "first"/"always": each piece gets its spaces replaced and "▁" in front
+    unless it starts with one, "first" only for the piece at the start of the text."""
     L = b - a
     cap = L + 2
     gs = np.empty(cap, np.int64)
@@ -1050,12 +1055,12 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mkeys, mvals, ar
         y = ge[gi]
         gi += 1
         n = 0
-        if prepend and y > x:
+        if prepend == 1 and y > x:
             for k in range(3):
                 nbuf[n + k] = _SP_CHAR[k]
             n += 3
         for k in range(x, y):
-            if data[k] == 32:
+            if data[k] == 32 and prepend < 2:
                 nbuf[n] = 0xE2
                 nbuf[n + 1] = 0x96
                 nbuf[n + 2] = 0x81
@@ -1079,8 +1084,32 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mkeys, mvals, ar
                 o += 1
                 k2 += 1
                 continue
-            o += _sp_piece(nbuf, s2[g2], e2[g2], char_id, byte_id, mkeys, mvals, arena, tok_off, bkeys, bvals,
-                           whole_first, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, out, o)
+            if prepend < 2:
+                o += _sp_piece(nbuf, s2[g2], e2[g2], char_id, byte_id, mkeys, mvals, arena, tok_off, bkeys, bvals,
+                               whole_first, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, out,
+                               o)
+            else:  # Metaspace on this piece
+                p0 = s2[g2]
+                p1 = e2[g2]
+                q = 0
+                starts_sp = nbuf[p0] == 32 or (p1 - p0 >= 3 and nbuf[p0] == 0xE2 and nbuf[p0 + 1] == 0x96
+                                               and nbuf[p0 + 2] == 0x81)
+                if not starts_sp and (prepend == 3 or x + p0 == a):
+                    for k in range(3):
+                        pbuf[k] = _SP_CHAR[k]
+                    q = 3
+                for k in range(p0, p1):
+                    if nbuf[k] == 32:
+                        pbuf[q] = 0xE2
+                        pbuf[q + 1] = 0x96
+                        pbuf[q + 2] = 0x81
+                        q += 3
+                    else:
+                        pbuf[q] = nbuf[k]
+                        q += 1
+                o += _sp_piece(pbuf, 0, q, char_id, byte_id, mkeys, mvals, arena, tok_off, bkeys, bvals,
+                               whole_first, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, out,
+                               o)
             g2 += 1
     return o
 
@@ -1094,9 +1123,11 @@ def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byt
         if ln > big:
             big = ln
     nbuf = np.empty(3 * big + 8, np.uint8)
+    pbuf = np.empty(3 * big + 8, np.uint8)
     for d in range(d0, d1):
         counts[d] = _sp_doc(data, doc_offsets[d], doc_offsets[d + 1], rt, nt, cls, prepend, char_id, byte_id,
-                            mkeys, mvals, arena, tok_off, bkeys, bvals, whole_first, nbuf, out, dst[d]) - dst[d]
+                            mkeys, mvals, arena, tok_off, bkeys, bvals, whole_first, nbuf, pbuf, out,
+                            dst[d]) - dst[d]
 
 
 @njit_cached(parallel=True)
