@@ -73,8 +73,7 @@ class ByteBPEEngine:
         self._K = K
         self._pretok = pretok_cpu
         self.init_ids = np.ascontiguousarray(spec.init_ids, np.int32)
-        self.mkeys, self.mvals = spec.merges
-        self.mtab = K.interleave(self.mkeys, self.mvals)
+        self.mtab = K.interleave(*spec.merges)
         bt = spec.bytes_table if spec.bytes_table is not None else K.build_bytes_table(spec.token_bytes)
         self.arena, self.tok_off, self.bkeys, self.bvals = bt
         self.tok_len = np.diff(self.tok_off).astype(np.int64)
@@ -182,12 +181,11 @@ class ByteBPEEngine:
                 blocks = np.searchsorted(starts, np.linspace(0, data.shape[0], workers + 1)).astype(np.int64)
                 blocks[0] = 0
                 blocks[-1] = P
-                K.encode_pieces_parallel(data, starts, ends, special, blocks, self.init_ids, self.mkeys, self.mvals,
-                                         self.mtab,
+                K.encode_pieces_parallel(data, starts, ends, special, blocks, self.init_ids, self.mtab,
                                          self.arena, self.tok_off, self.bkeys, self.bvals, self.spec.whole_first,
                                          ck0, ck1, cmeta, cids, out, counts)
             else:
-                K.encode_pieces_serial(data, starts, ends, special, self.init_ids, self.mkeys, self.mvals, self.mtab,
+                K.encode_pieces_serial(data, starts, ends, special, self.init_ids, self.mtab,
                                        self.arena, self.tok_off, self.bkeys, self.bvals, self.spec.whole_first,
                                        ck0, ck1, cmeta, cids, out, counts)
         finally:
@@ -233,7 +231,7 @@ class ByteBPEEngine:
                 np.zeros((workers, _LONG_SLOTS, 2), np.uint64),
                 np.zeros((workers, _LONG_SLOTS, 64), np.uint8),
                 np.zeros((workers, _LONG_SLOTS, 32), np.int32),
-                np.full((workers, 2 << self._K._PC_BITS), np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64))
+                np.full((workers, 2 << self._K.PAIR_CACHE_BITS), np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64))
 
     def _word_cache(self, locked: bool, workers: int):
         if not locked:  # another thread is using the kept cache: a private one for this call
@@ -268,7 +266,7 @@ class ByteBPEEngine:
             locked = self._lock.acquire(blocking=False)
             try:
                 cache = self._word_cache(locked, threads if parallel else 1)
-                args = (fam, end_whole, tab, fold, self.init_ids, self.mkeys, self.mvals, self.mtab, self.arena,
+                args = (fam, end_whole, tab, fold, self.init_ids, self.mtab, self.arena,
                         self.tok_off, self.bkeys, self.bvals, self.spec.whole_first, *cache, out)
                 if parallel:
                     total = int((seg_e - seg_s).sum())
@@ -702,7 +700,7 @@ class CpuSentencePieceEngine:
         self.ref = ref
         self.whole_first = bool(m.ignore_merges)
         self.bt = K.build_bytes_table(token_bytes)
-        self.mkeys, self.mvals = merge_table_from_model(ref.model)
+        self.mtab = K.interleave(*merge_table_from_model(ref.model))
         raw, norm = _added_token_lists(ref)
         self.rt = _trie_tuple(K, raw)
         self.nt = _trie_tuple(K, norm)
@@ -723,7 +721,7 @@ class CpuSentencePieceEngine:
         out = np.empty(max(int(dst[-1]), 1), np.int32)
         counts = np.zeros(n, np.int64)
         threads = default_threads() if num_threads is None else max(1, min(int(num_threads), default_threads()))
-        args = (self.rt, self.nt, self.cls, self.prepend, self.char_id, self.byte_id, self.mkeys, self.mvals,
+        args = (self.rt, self.nt, self.cls, self.prepend, self.char_id, self.byte_id, self.mtab,
                 *self.bt, self.whole_first, out, counts)
         if threads > 1 and data.shape[0] >= _PARALLEL_MIN_BYTES and n > 1:
             blocks = np.unique(np.searchsorted(offsets, np.linspace(0, data.shape[0], 8 * threads + 1)))

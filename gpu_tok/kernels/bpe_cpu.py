@@ -44,7 +44,7 @@ from typing import Iterable, List, Optional, Tuple
 import numpy as np
 from numba import prange
 
-from .hash_table import EMPTY, lookup, njit_cached
+from .hash_table import EMPTY, PAIR_CACHE_BITS, interleave, lookup_cached, njit_cached
 
 __all__ = ["bpe_packed", "bpe_packed_serial", "bpe_packed_parallel", "merge_piece", "pieces_to_symbols",
            "unpack_tokens"]
@@ -102,8 +102,11 @@ def _push(hkey, hnew, hpair, size, k, nid, pair):
 
 
 @njit_cached
-def merge_piece(symbols, sym_len, s0, n, keys, values, ids, lens, prv, nxt, hkey, hnew, hpair, out_ids, out_lens, o0):
+def merge_piece(symbols, sym_len, s0, n, mtab, pc, ids, lens, prv, nxt, hkey, hnew, hpair, out_ids, out_lens, o0):
     """Merge the ``n`` symbols at ``symbols[s0:]``; write the tokens at ``out_*[o0:]``; return their count.
+
+    ``mtab``: the merge table interleaved (``hash_table.interleave``); ``pc``: a pair cache
+    (``hash_table.new_pair_cache``) the caller keeps per thread.
 
     Scratch: ``ids, lens, prv, nxt`` (int32/int32/int64/int64, >= n) and the heap
     ``hkey: uint64``, ``hnew: int32``, ``hpair: uint64`` (>= 2n). Heap key:
@@ -122,7 +125,7 @@ def merge_piece(symbols, sym_len, s0, n, keys, values, ids, lens, prv, nxt, hkey
         size = 0
         for i in range(n - 1):
             pk = (np.uint64(ids[i]) << _S32) | np.uint64(ids[i + 1])
-            v = lookup(keys, values, pk)
+            v = lookup_cached(mtab, pc, pk)
             if v != EMPTY:
                 hkey[size] = (v & ~_LOW) | np.uint64(i)
                 hnew[size] = np.int32(v & _LOW)
@@ -148,7 +151,7 @@ def merge_piece(symbols, sym_len, s0, n, keys, values, ids, lens, prv, nxt, hkey
                 continue
             cur = (np.uint64(ids[pos]) << _S32) | np.uint64(ids[j])
             if cur != queued:
-                v = lookup(keys, values, cur)
+                v = lookup_cached(mtab, pc, cur)
                 if v == EMPTY or np.int32(v & _LOW) != new_id:
                     continue
             ids[pos] = new_id
@@ -161,12 +164,12 @@ def merge_piece(symbols, sym_len, s0, n, keys, values, ids, lens, prv, nxt, hkey
             p = prv[pos]
             if p >= 0:
                 pk = (np.uint64(ids[p]) << _S32) | np.uint64(new_id)
-                v = lookup(keys, values, pk)
+                v = lookup_cached(mtab, pc, pk)
                 if v != EMPTY:
                     size = _push(hkey, hnew, hpair, size, (v & ~_LOW) | np.uint64(p), np.int32(v & _LOW), pk)
             if k != -1:
                 pk = (np.uint64(new_id) << _S32) | np.uint64(ids[k])
-                v = lookup(keys, values, pk)
+                v = lookup_cached(mtab, pc, pk)
                 if v != EMPTY:
                     size = _push(hkey, hnew, hpair, size, (v & ~_LOW) | np.uint64(pos), np.int32(v & _LOW), pk)
     c = 0
@@ -179,7 +182,7 @@ def merge_piece(symbols, sym_len, s0, n, keys, values, ids, lens, prv, nxt, hkey
 
 
 @njit_cached
-def _run_chunk(symbols, sym_len, piece_starts, keys, values, p_lo, p_hi, tmp_ids, tmp_lens, counts):
+def _run_chunk(symbols, sym_len, piece_starts, mtab, p_lo, p_hi, tmp_ids, tmp_lens, counts):
     m = 0
     for p in range(p_lo, p_hi):
         ln = piece_starts[p + 1] - piece_starts[p]
@@ -192,10 +195,11 @@ def _run_chunk(symbols, sym_len, piece_starts, keys, values, p_lo, p_hi, tmp_ids
     hkey = np.empty(2 * m + 2, np.uint64)
     hnew = np.empty(2 * m + 2, np.int32)
     hpair = np.empty(2 * m + 2, np.uint64)
+    pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
     for p in range(p_lo, p_hi):
         s0 = piece_starts[p]
         n = piece_starts[p + 1] - s0
-        counts[p] = merge_piece(symbols, sym_len, s0, n, keys, values, ids, lens, prv, nxt, hkey, hnew, hpair,
+        counts[p] = merge_piece(symbols, sym_len, s0, n, mtab, pc, ids, lens, prv, nxt, hkey, hnew, hpair,
                                 tmp_ids, tmp_lens, s0)
 
 
@@ -231,19 +235,19 @@ def _compact_serial(piece_starts, tmp_ids, tmp_lens, counts):
 
 
 @njit_cached
-def bpe_packed_serial(symbols, sym_len, piece_starts, keys, values):
+def bpe_packed_serial(symbols, sym_len, piece_starts, mtab):
     """One thread: returns ``(ids, lens, piece_token_starts)`` (layouts in the module docstring)."""
     P = piece_starts.shape[0] - 1
     S = symbols.shape[0]
     tmp_ids = np.empty(S, np.int32)
     tmp_lens = np.empty(S, np.int32)
     counts = np.zeros(P, np.int64)
-    _run_chunk(symbols, sym_len, piece_starts, keys, values, 0, P, tmp_ids, tmp_lens, counts)
+    _run_chunk(symbols, sym_len, piece_starts, mtab, 0, P, tmp_ids, tmp_lens, counts)
     return _compact_serial(piece_starts, tmp_ids, tmp_lens, counts)
 
 
 @njit_cached(parallel=True)
-def bpe_packed_parallel(symbols, sym_len, piece_starts, keys, values):
+def bpe_packed_parallel(symbols, sym_len, piece_starts, mtab):
     """``prange`` over chunks of ``_CHUNK`` pieces; same result as ``bpe_packed_serial``."""
     P = piece_starts.shape[0] - 1
     S = symbols.shape[0]
@@ -254,7 +258,7 @@ def bpe_packed_parallel(symbols, sym_len, piece_starts, keys, values):
     for c in prange(n_chunks):
         lo = c * _CHUNK
         hi = min(P, lo + _CHUNK)
-        _run_chunk(symbols, sym_len, piece_starts, keys, values, lo, hi, tmp_ids, tmp_lens, counts)
+        _run_chunk(symbols, sym_len, piece_starts, mtab, lo, hi, tmp_ids, tmp_lens, counts)
     pts = _token_starts(counts)
     T = pts[P]
     out_ids = np.empty(T, np.int32)
@@ -292,7 +296,7 @@ def bpe_packed(symbols, sym_len, piece_starts, keys, values, parallel: Optional[
     if parallel is None:
         parallel = symbols.shape[0] >= _PARALLEL_MIN_SYMBOLS
     fn = bpe_packed_parallel if parallel else bpe_packed_serial
-    return fn(symbols, sym_len, piece_starts, keys, values)
+    return fn(symbols, sym_len, piece_starts, interleave(keys, values))
 
 
 def pieces_to_symbols(model, pieces: Iterable[str], ignore_merges: Optional[bool] = None

@@ -42,7 +42,7 @@ import numpy as np
 from numba import prange
 
 from .bpe_cpu import merge_piece
-from .hash_table import EMPTY, lookup, mix64, njit_cached
+from .hash_table import EMPTY, PAIR_CACHE_BITS, interleave, lookup, lookup_cached, mix64, njit_cached  # noqa: F401
 
 _CACHE_IDS = 8
 _CACHE_MAX_LEN = 16
@@ -349,20 +349,20 @@ def build_trie(contents):
 
 # ------------------------------------------------------------------ pieces
 @njit_cached
-def _bpe_one(data, s, e, init_ids, mkeys, mvals, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair,
+def _bpe_one(data, s, e, init_ids, mtab, pc, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair,
              out, o0, oids, olens):
     n = e - s
     for k in range(n):
         sym[k] = init_ids[data[s + k]]
         sym_len[k] = 1
-    c = merge_piece(sym, sym_len, 0, n, mkeys, mvals, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, 0)
+    c = merge_piece(sym, sym_len, 0, n, mtab, pc, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, 0)
     for k in range(c):
         out[o0 + k] = oids[k]
     return c
 
 
 @njit_cached
-def _encode_block(data, starts, ends, special, lo, hi, init_ids, mkeys, mvals, mtab, arena, tok_off, bkeys, bvals,
+def _encode_block(data, starts, ends, special, lo, hi, init_ids, mtab, arena, tok_off, bkeys, bvals,
                   whole_first, ck0, ck1, cmeta, cids, w, out, counts):
     m = 1
     for p in range(lo, hi):
@@ -380,6 +380,7 @@ def _encode_block(data, starts, ends, special, lo, hi, init_ids, mkeys, mvals, m
     hpair = np.empty(2 * m + 2, np.uint64)
     olens = np.empty(m, np.int32)
     oids = np.empty(m, np.int32)
+    pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
     cmask = np.uint64(ck0.shape[1] - 1)
     for p in range(lo, hi):
         s = starts[p]
@@ -422,7 +423,7 @@ def _encode_block(data, starts, ends, special, lo, hi, init_ids, mkeys, mvals, m
                 out[s] = t
                 c = 1
         if c < 0:
-            c = _bpe_one(data, s, e, init_ids, mkeys, mvals, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew,
+            c = _bpe_one(data, s, e, init_ids, mtab, pc, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew,
                          hpair, out, s, oids, olens)
         counts[p] = c
         if slot >= 0 and c <= 8:
@@ -434,19 +435,19 @@ def _encode_block(data, starts, ends, special, lo, hi, init_ids, mkeys, mvals, m
 
 
 @njit_cached(parallel=True)
-def encode_pieces_parallel(data, starts, ends, special, blocks, init_ids, mkeys, mvals, mtab, arena, tok_off, bkeys,
+def encode_pieces_parallel(data, starts, ends, special, blocks, init_ids, mtab, arena, tok_off, bkeys,
                            bvals, whole_first, ck0, ck1, cmeta, cids, out, counts):
     """``prange`` over ``blocks`` (piece-index bounds, one block per worker and cache row)."""
     nb = blocks.shape[0] - 1
     for w in prange(nb):
-        _encode_block(data, starts, ends, special, blocks[w], blocks[w + 1], init_ids, mkeys, mvals, mtab, arena,
+        _encode_block(data, starts, ends, special, blocks[w], blocks[w + 1], init_ids, mtab, arena,
                       tok_off, bkeys, bvals, whole_first, ck0, ck1, cmeta, cids, w, out, counts)
 
 
 @njit_cached
-def encode_pieces_serial(data, starts, ends, special, init_ids, mkeys, mvals, mtab, arena, tok_off, bkeys, bvals,
+def encode_pieces_serial(data, starts, ends, special, init_ids, mtab, arena, tok_off, bkeys, bvals,
                          whole_first, ck0, ck1, cmeta, cids, out, counts):
-    _encode_block(data, starts, ends, special, 0, starts.shape[0], init_ids, mkeys, mvals, mtab, arena, tok_off,
+    _encode_block(data, starts, ends, special, 0, starts.shape[0], init_ids, mtab, arena, tok_off,
                   bkeys, bvals, whole_first, ck0, ck1, cmeta, cids, 0, out, counts)
 
 
@@ -599,54 +600,13 @@ def _prefetch3(typingctx, arr, i, j, k):
 
 
 @njit_cached
-def _lookup2(mtab, key):
-    """``hash_table.lookup`` on the interleaved table ``mtab[2i] = key, mtab[2i+1] = value``
-    (one cache line per probe instead of two)."""
-    mask = np.int64((mtab.shape[0] >> 1) - 1)
-    i = np.int64(mix64(key) & np.uint64(mask))
-    while True:
-        k = mtab[2 * i]
-        if k == key:
-            return mtab[2 * i + 1]
-        if k == EMPTY:
-            return EMPTY
-        i = (i + 1) & mask
-
-
-_PC_BITS = 12  # pair cache: 4096 recent (pair -> merge) lookups per worker, 64 KiB
-_GOLD = np.uint64(0x9E3779B97F4A7C15)
-
-
-@njit_cached(inline="always")
-def _lookup_pc(mtab, pc, key):
-    """``_lookup2`` through the worker's small direct-mapped pair cache ``pc: uint64[2 << _PC_BITS]``
-    (``[key, value]`` per slot, ``EMPTY`` keys when free): the pairs that recur in words
-    stay dense in the processor's nearest caches."""
-    i = np.int64((key * _GOLD) >> np.uint64(64 - _PC_BITS)) << 1
-    if pc[i] == key:
-        return pc[i + 1]
-    v = _lookup2(mtab, key)
-    pc[i] = key
-    pc[i + 1] = v
-    return v
-
-
-def interleave(keys, values):
-    """The interleaved form of a ``hash_table`` (for ``_lookup2``)."""
-    t = np.empty(2 * keys.shape[0], np.uint64)
-    t[0::2] = keys
-    t[1::2] = values
-    return t
-
-
-@njit_cached
 def _merge_short(data, s, n, init_ids, mtab, pc, ids, rank, out, o):
     """BPE of a short piece by rescanning (n <= _SHORT): the lowest-rank pair, leftmost
     first, merged until none is left; the same result as ``merge_piece``."""
     for k in range(n):
         ids[k] = init_ids[data[s + k]]
     for k in range(n - 1):
-        rank[k] = _lookup_pc(mtab, pc, (np.uint64(ids[k]) << np.uint64(32)) | np.uint64(ids[k + 1]))
+        rank[k] = lookup_cached(mtab, pc, (np.uint64(ids[k]) << np.uint64(32)) | np.uint64(ids[k + 1]))
     m = n
     while m > 1:
         best = 0
@@ -663,9 +623,9 @@ def _merge_short(data, s, n, init_ids, mtab, pc, ids, rank, out, o):
             rank[k] = rank[k + 1]
         m -= 1
         if best > 0:
-            rank[best - 1] = _lookup_pc(mtab, pc, (np.uint64(ids[best - 1]) << np.uint64(32)) | np.uint64(ids[best]))
+            rank[best - 1] = lookup_cached(mtab, pc, (np.uint64(ids[best - 1]) << np.uint64(32)) | np.uint64(ids[best]))
         if best < m - 1:
-            rank[best] = _lookup_pc(mtab, pc, (np.uint64(ids[best]) << np.uint64(32)) | np.uint64(ids[best + 1]))
+            rank[best] = lookup_cached(mtab, pc, (np.uint64(ids[best]) << np.uint64(32)) | np.uint64(ids[best + 1]))
     for k in range(m):
         out[o + k] = ids[k]
     return m
@@ -704,7 +664,7 @@ def _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, ps):
 
 
 @njit_cached
-def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena, tok_off,
+def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, mtab, arena, tok_off,
                  bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, w, out, o):
     """Scan ``[i, stop)`` (a segment ending at ``end``), encode its pieces into ``out[o:]``;
     returns the new ``o``.
@@ -824,7 +784,7 @@ def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, mkeys,
                         hpair = np.empty(2 * m + 2, np.uint64)
                         olens = np.empty(m, np.int32)
                         oids = np.empty(m, np.int32)
-                    c = _bpe_one(data, a, b, init_ids, mkeys, mvals, sym, sym_len, wids, wlens, prv, nxt, hkey,
+                    c = _bpe_one(data, a, b, init_ids, mtab, pc, sym, sym_len, wids, wlens, prv, nxt, hkey,
                                  hnew, hpair, out, o, oids, olens)
             if slot >= 0 and c <= _SHORT_IDS:
                 # the newest entry of a set goes first, the older one moves to the second way
@@ -864,14 +824,13 @@ def _unit_sync(data, seg_s, seg_e, ua, ub, uc, chunk, tab, u):
 
 
 @njit_cached
-def _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena,
+def _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, mtab, arena,
               tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, w, out, seg_count, unit_count):
     U = ua.shape[0]
     if uc[u] < 0:
         for s in range(ua[u], ub[u]):
             a = seg_s[s]
-            seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, mkeys,
-                                        mvals, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, w, out, a) - a
+            seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, w, out, a) - a
     elif sync[u] >= 0:
         s = ua[u]
         e = seg_e[s]
@@ -883,12 +842,12 @@ def _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold
                 break
             v += 1
         a = sync[u]
-        unit_count[u] = _encode_span(data, a, stop, e, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena,
+        unit_count[u] = _encode_span(data, a, stop, e, fam, end_whole, tab, fold, init_ids, mtab, arena,
                                      tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, w, out, a) - a
 
 
 @njit_cached(parallel=True)
-def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena,
+def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, init_ids, mtab, arena,
                           tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, out):
     """Returns ``(rec_start, rec_count)``: per segment (count 0 for a cut segment) and per
     cut unit, where its ids begin in ``out`` (its first byte) and how many there are."""
@@ -901,21 +860,20 @@ def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, 
     seg_count = np.zeros(S, np.int64)
     unit_count = np.zeros(U, np.int64)
     for u in prange(U):
-        _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena,
+        _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, mtab, arena,
                   tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, get_thread_id(), out, seg_count,
                   unit_count)
     return _records(seg_s, sync, seg_count, unit_count)
 
 
 @njit_cached
-def encode_fused_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, init_ids, mkeys, mvals, mtab, arena, tok_off,
+def encode_fused_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, init_ids, mtab, arena, tok_off,
                         bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, out):
     S = seg_s.shape[0]
     seg_count = np.zeros(S, np.int64)
     for s in range(S):
         a = seg_s[s]
-        seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, mkeys, mvals,
-                                    mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, 0, out,
+        seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, 0, out,
                                     a) - a
     return seg_s.copy(), seg_count
 
@@ -971,7 +929,7 @@ _SP_CHAR = np.array([0xE2, 0x96, 0x81], np.uint8)  # "▁" U+2581
 
 
 @njit_cached
-def _sp_piece(buf, a, b, char_id, byte_id, mkeys, mvals, arena, tok_off, bkeys, bvals, whole_first,
+def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals, whole_first,
               sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, out, o):
     if whole_first:
         t = bytes_lookup(buf, a, b, arena, tok_off, bkeys, bvals)
@@ -994,14 +952,14 @@ def _sp_piece(buf, a, b, char_id, byte_id, mkeys, mvals, arena, tok_off, bkeys, 
                 sym_len[n] = 1
                 n += 1
         i += ln
-    c = merge_piece(sym, sym_len, 0, n, mkeys, mvals, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, 0)
+    c = merge_piece(sym, sym_len, 0, n, mtab, pc, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, 0)
     for k in range(c):
         out[o + k] = oids[k]
     return c
 
 
 @njit_cached
-def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mkeys, mvals, arena, tok_off, bkeys, bvals,
+def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
             whole_first, nbuf, pbuf, out, o):
     """Encode ``data[a:b]`` into ``out[o:]``; returns the new ``o``. ``rt``/``nt``: the raw and
     normalized tries ``(tkeys, tvals, term, first, flags, base)`` (empty ``term`` = none).
@@ -1085,7 +1043,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mkeys, mvals, ar
                 k2 += 1
                 continue
             if prepend < 2:
-                o += _sp_piece(nbuf, s2[g2], e2[g2], char_id, byte_id, mkeys, mvals, arena, tok_off, bkeys, bvals,
+                o += _sp_piece(nbuf, s2[g2], e2[g2], char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
                                whole_first, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, out,
                                o)
             else:  # Metaspace on this piece
@@ -1107,7 +1065,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mkeys, mvals, ar
                     else:
                         pbuf[q] = nbuf[k]
                         q += 1
-                o += _sp_piece(pbuf, 0, q, char_id, byte_id, mkeys, mvals, arena, tok_off, bkeys, bvals,
+                o += _sp_piece(pbuf, 0, q, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
                                whole_first, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, out,
                                o)
             g2 += 1
@@ -1115,7 +1073,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mkeys, mvals, ar
 
 
 @njit_cached
-def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte_id, mkeys, mvals, arena, tok_off,
+def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
               bkeys, bvals, whole_first, out, counts):
     big = 1
     for d in range(d0, d1):
@@ -1124,23 +1082,22 @@ def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byt
             big = ln
     nbuf = np.empty(3 * big + 8, np.uint8)
     pbuf = np.empty(3 * big + 8, np.uint8)
+    pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
     for d in range(d0, d1):
         counts[d] = _sp_doc(data, doc_offsets[d], doc_offsets[d + 1], rt, nt, cls, prepend, char_id, byte_id,
-                            mkeys, mvals, arena, tok_off, bkeys, bvals, whole_first, nbuf, pbuf, out,
+                            mtab, pc, arena, tok_off, bkeys, bvals, whole_first, nbuf, pbuf, out,
                             dst[d]) - dst[d]
 
 
 @njit_cached(parallel=True)
-def sp_encode_parallel(data, doc_offsets, dst, blocks, rt, nt, cls, prepend, char_id, byte_id, mkeys, mvals, arena,
+def sp_encode_parallel(data, doc_offsets, dst, blocks, rt, nt, cls, prepend, char_id, byte_id, mtab, arena,
                        tok_off, bkeys, bvals, whole_first, out, counts):
     """``prange`` over ``blocks`` of documents (bounds into the document list)."""
     for w in prange(blocks.shape[0] - 1):
-        _sp_block(data, doc_offsets, dst, blocks[w], blocks[w + 1], rt, nt, cls, prepend, char_id, byte_id, mkeys,
-                  mvals, arena, tok_off, bkeys, bvals, whole_first, out, counts)
+        _sp_block(data, doc_offsets, dst, blocks[w], blocks[w + 1], rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off, bkeys, bvals, whole_first, out, counts)
 
 
 @njit_cached
-def sp_encode_serial(data, doc_offsets, dst, rt, nt, cls, prepend, char_id, byte_id, mkeys, mvals, arena, tok_off,
+def sp_encode_serial(data, doc_offsets, dst, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
                      bkeys, bvals, whole_first, out, counts):
-    _sp_block(data, doc_offsets, dst, 0, doc_offsets.shape[0] - 1, rt, nt, cls, prepend, char_id, byte_id, mkeys,
-              mvals, arena, tok_off, bkeys, bvals, whole_first, out, counts)
+    _sp_block(data, doc_offsets, dst, 0, doc_offsets.shape[0] - 1, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off, bkeys, bvals, whole_first, out, counts)
