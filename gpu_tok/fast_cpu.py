@@ -699,6 +699,10 @@ class CpuSentencePieceEngine:
         self.cfg = cfg
         self.ref = ref
         self.whole_first = bool(m.ignore_merges)
+        # no token holds "▁" after another character: no merge crosses such a place, so
+        # pieces are encoded word by word (kernels.engine_cpu._sp_piece)
+        self.split_words = not any(c != _SP and d == _SP for tok in vocab if _SP in tok[1:]
+                                   for c, d in zip(tok, tok[1:]))
         self.bt = K.build_bytes_table(token_bytes)
         self.mtab = K.interleave(*merge_table_from_model(ref.model))
         raw, norm = _added_token_lists(ref)
@@ -722,7 +726,7 @@ class CpuSentencePieceEngine:
         counts = np.zeros(n, np.int64)
         threads = default_threads() if num_threads is None else max(1, min(int(num_threads), default_threads()))
         args = (self.rt, self.nt, self.cls, self.prepend, self.char_id, self.byte_id, self.mtab,
-                *self.bt, self.whole_first, out, counts)
+                *self.bt, self.whole_first, self.split_words, out, counts)
         if threads > 1 and data.shape[0] >= _PARALLEL_MIN_BYTES and n > 1:
             blocks = np.unique(np.searchsorted(offsets, np.linspace(0, data.shape[0], 8 * threads + 1)))
             blocks = np.unique(np.concatenate(([0], blocks.clip(0, n), [n]))).astype(np.int64)

@@ -600,11 +600,10 @@ def _prefetch3(typingctx, arr, i, j, k):
 
 
 @njit_cached
-def _merge_short(data, s, n, init_ids, mtab, pc, ids, rank, out, o):
-    """BPE of a short piece by rescanning (n <= _SHORT): the lowest-rank pair, leftmost
-    first, merged until none is left; the same result as ``merge_piece``."""
-    for k in range(n):
-        ids[k] = init_ids[data[s + k]]
+def _merge_ids(ids, n, mtab, pc, rank):
+    """BPE of the ``n`` symbols in ``ids`` by rescanning (for short pieces): the lowest-rank
+    pair, leftmost first, merged until none is left; the same result as ``merge_piece``.
+    Returns the number of tokens left in ``ids``."""
     for k in range(n - 1):
         rank[k] = lookup_cached(mtab, pc, (np.uint64(ids[k]) << np.uint64(32)) | np.uint64(ids[k + 1]))
     m = n
@@ -626,6 +625,15 @@ def _merge_short(data, s, n, init_ids, mtab, pc, ids, rank, out, o):
             rank[best - 1] = lookup_cached(mtab, pc, (np.uint64(ids[best - 1]) << np.uint64(32)) | np.uint64(ids[best]))
         if best < m - 1:
             rank[best] = lookup_cached(mtab, pc, (np.uint64(ids[best]) << np.uint64(32)) | np.uint64(ids[best + 1]))
+    return m
+
+
+@njit_cached
+def _merge_short(data, s, n, init_ids, mtab, pc, ids, rank, out, o):
+    """Byte-level BPE of a short piece (n <= _SHORT bytes) with ``_merge_ids``."""
+    for k in range(n):
+        ids[k] = init_ids[data[s + k]]
+    m = _merge_ids(ids, n, mtab, pc, rank)
     for k in range(m):
         out[o + k] = ids[k]
     return m
@@ -929,19 +937,15 @@ _SP_CHAR = np.array([0xE2, 0x96, 0x81], np.uint8)  # "▁" U+2581
 
 
 @njit_cached
-def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals, whole_first,
-              sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, out, o):
-    if whole_first:
-        t = bytes_lookup(buf, a, b, arena, tok_off, bkeys, bvals)
-        if t >= 0:
-            out[o] = t
-            return 1
+def _sp_word(buf, a, b, char_id, byte_id, mtab, pc, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids,
+             olens, rank, out, o):
+    """BPE of ``buf[a:b]``: initial symbols per character (its id, else one ``<0xXX>`` per
+    byte), then rescanning (short) or the heap (long)."""
     n = 0
     i = a
     while i < b:
         ln = _next_char(buf, i)
-        c = _decode_at(buf, i)
-        t = char_id[c]
+        t = char_id[_decode_at(buf, i)]
         if t >= 0:
             sym[n] = t
             sym_len[n] = ln
@@ -952,6 +956,11 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
                 sym_len[n] = 1
                 n += 1
         i += ln
+    if n <= _SHORT:
+        c = _merge_ids(sym, n, mtab, pc, rank)
+        for k in range(c):
+            out[o + k] = sym[k]
+        return c
     c = merge_piece(sym, sym_len, 0, n, mtab, pc, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, 0)
     for k in range(c):
         out[o + k] = oids[k]
@@ -959,8 +968,40 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
 
 
 @njit_cached
+def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals, whole_first, split_words,
+              sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, rank, out, o):
+    """One piece: whole in the vocabulary (``ignore_merges``), else BPE. With
+    ``split_words`` (no vocabulary token holds a "▁" after another character, so no merge
+    can cross such a place) the piece is encoded word by word, cut before each "▁" that
+    follows another character: the same result, with short words instead of one long piece."""
+    if whole_first:
+        t = bytes_lookup(buf, a, b, arena, tok_off, bkeys, bvals)
+        if t >= 0:
+            out[o] = t
+            return 1
+    if not split_words:
+        return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew,
+                        hpair, oids, olens, rank, out, o)
+    o0 = o
+    w0 = a
+    prev_sp = False
+    i = a
+    while i < b:
+        is_sp = i + 2 < b and buf[i] == 0xE2 and buf[i + 1] == 0x96 and buf[i + 2] == 0x81
+        if is_sp and i > w0 and not prev_sp:
+            o += _sp_word(buf, w0, i, char_id, byte_id, mtab, pc, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew,
+                          hpair, oids, olens, rank, out, o)
+            w0 = i
+        prev_sp = is_sp
+        i += 3 if is_sp else _next_char(buf, i)
+    o += _sp_word(buf, w0, b, char_id, byte_id, mtab, pc, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair,
+                  oids, olens, rank, out, o)
+    return o - o0
+
+
+@njit_cached
 def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-            whole_first, nbuf, pbuf, out, o):
+            whole_first, split_words, nbuf, pbuf, out, o):
     """Encode ``data[a:b]`` into ``out[o:]``; returns the new ``o``. ``rt``/``nt``: the raw and
     normalized tries ``(tkeys, tvals, term, first, flags, base)`` (empty ``term`` = none).
 
@@ -993,6 +1034,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
     hnew = np.empty(2 * m + 2, np.int32)
     hpair = np.empty(2 * m + 2, np.uint64)
     oids = np.empty(m, np.int32)
+    rank = np.empty(_SHORT + 1, np.uint64)
     olens = np.empty(m, np.int32)
     ncap = 3 * L + 8
     s2 = np.empty(ncap, np.int64)
@@ -1044,7 +1086,8 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                 continue
             if prepend < 2:
                 o += _sp_piece(nbuf, s2[g2], e2[g2], char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-                               whole_first, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, out,
+                               whole_first, split_words, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, rank,
+                               out,
                                o)
             else:  # Metaspace on this piece
                 p0 = s2[g2]
@@ -1066,7 +1109,8 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                         pbuf[q] = nbuf[k]
                         q += 1
                 o += _sp_piece(pbuf, 0, q, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-                               whole_first, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, out,
+                               whole_first, split_words, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, rank,
+                               out,
                                o)
             g2 += 1
     return o
@@ -1074,7 +1118,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
 
 @njit_cached
 def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
-              bkeys, bvals, whole_first, out, counts):
+              bkeys, bvals, whole_first, split_words, out, counts):
     big = 1
     for d in range(d0, d1):
         ln = doc_offsets[d + 1] - doc_offsets[d]
@@ -1085,19 +1129,21 @@ def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byt
     pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
     for d in range(d0, d1):
         counts[d] = _sp_doc(data, doc_offsets[d], doc_offsets[d + 1], rt, nt, cls, prepend, char_id, byte_id,
-                            mtab, pc, arena, tok_off, bkeys, bvals, whole_first, nbuf, pbuf, out,
+                            mtab, pc, arena, tok_off, bkeys, bvals, whole_first, split_words, nbuf, pbuf, out,
                             dst[d]) - dst[d]
 
 
 @njit_cached(parallel=True)
 def sp_encode_parallel(data, doc_offsets, dst, blocks, rt, nt, cls, prepend, char_id, byte_id, mtab, arena,
-                       tok_off, bkeys, bvals, whole_first, out, counts):
+                       tok_off, bkeys, bvals, whole_first, split_words, out, counts):
     """``prange`` over ``blocks`` of documents (bounds into the document list)."""
     for w in prange(blocks.shape[0] - 1):
-        _sp_block(data, doc_offsets, dst, blocks[w], blocks[w + 1], rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off, bkeys, bvals, whole_first, out, counts)
+        _sp_block(data, doc_offsets, dst, blocks[w], blocks[w + 1], rt, nt, cls, prepend, char_id, byte_id, mtab,
+                  arena, tok_off, bkeys, bvals, whole_first, split_words, out, counts)
 
 
 @njit_cached
 def sp_encode_serial(data, doc_offsets, dst, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
-                     bkeys, bvals, whole_first, out, counts):
-    _sp_block(data, doc_offsets, dst, 0, doc_offsets.shape[0] - 1, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off, bkeys, bvals, whole_first, out, counts)
+                     bkeys, bvals, whole_first, split_words, out, counts):
+    _sp_block(data, doc_offsets, dst, 0, doc_offsets.shape[0] - 1, rt, nt, cls, prepend, char_id, byte_id, mtab,
+              arena, tok_off, bkeys, bvals, whole_first, split_words, out, counts)
