@@ -38,6 +38,13 @@ _CACHE_SLOTS = 1 << 18  # short-piece cache slots per worker (64 bytes each: 16 
 _LONG_SLOTS = 1 << 14  # long-piece cache slots per worker (208 bytes each: 3.3 MiB)
 
 
+def numba_chunksize(n: int):
+    """``numba.parallel_chunksize(n)``: ``prange`` hands out ``n`` iterations at a time."""
+    import numba
+
+    return numba.parallel_chunksize(n)
+
+
 class NotServed(Exception):
     """The compiled engine does not serve this tokenizer (the message says why)."""
 
@@ -83,7 +90,6 @@ class ByteBPEEngine:
         self._set_added(spec.raw_tokens, spec.norm_tokens)
         self.nfc = nfc_tables() if spec.nfc else None
         self._lock = threading.Lock()
-        self._caches = None
         self._wcache = None
 
     def with_added(self, raw_tokens) -> "ByteBPEEngine":
@@ -108,48 +114,21 @@ class ByteBPEEngine:
             else:
                 self._tries.append(None)
 
-    # ------------------------------------------------------------------ caches
-    def _new_caches(self, workers: int):
-        return (np.zeros((workers, _CACHE_SLOTS), np.uint64), np.zeros((workers, _CACHE_SLOTS), np.uint64),
-                np.zeros((workers, _CACHE_SLOTS), np.int32), np.zeros((workers, _CACHE_SLOTS, 8), np.int32))
-
-    def _caches_for(self, workers: int):
-        if self._caches is None or self._caches[0].shape[0] < workers:
-            self._caches = self._new_caches(max(workers, default_threads()))
-        return self._caches
-
     # -------------------------------------------------------------------- core
     def pieces(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray], parallel: bool):
         """``(starts, ends, special)`` of every piece of the active documents."""
-        K = self._K
-        n = doc_offsets.shape[0] - 1
-        seg_s = doc_offsets[:-1]
-        seg_e = doc_offsets[1:]
-        keep = seg_e > seg_s
-        if skip is not None:
-            keep &= skip == 0
-        seg_s = np.ascontiguousarray(seg_s[keep])
-        seg_e = np.ascontiguousarray(seg_e[keep])
-        ms, mi = [], []
-        for trie in self._tries:
-            if trie is None or seg_s.shape[0] == 0:
-                continue
-            tkeys, tvals, term, first, flags, base = trie
-            seg_s, seg_e, m_s, _m_e, m_id = K.match_added(data, seg_s, seg_e, tkeys, tvals, term, first, flags,
-                                                          base, self.cls)
-            ms.append(m_s)
-            mi.append(m_id)
+        seg_s, seg_e, m_s, m_id = self._segments(data, doc_offsets, skip)
         N = data.shape[0]
         mask = np.zeros(N, np.uint8)
         if seg_s.shape[0]:
             self._pretok.scan_mask(data, seg_s, seg_e, self.spec.family, self.spec.dialect, mask, parallel=parallel)
-        m_s = np.concatenate(ms) if ms else np.zeros(0, np.int64)
-        m_id = np.concatenate(mi) if mi else np.zeros(0, np.int32)
         if m_s.shape[0]:
             mask[m_s] = 2
         if skip is not None:
             sk = (skip != 0) & (doc_offsets[1:] > doc_offsets[:-1])
             mask[doc_offsets[:-1][sk]] = 3
+        # documents are contiguous and each non-empty one starts with a marked byte, so a
+        # piece ends where the next one starts
         starts = np.flatnonzero(mask)
         ends = np.empty_like(starts)
         if starts.shape[0]:
@@ -157,44 +136,36 @@ class ByteBPEEngine:
             ends[-1] = N
         kinds = mask[starts]
         special = np.full(starts.shape[0], -1, np.int32)
-        if m_s.shape[0]:
-            order = np.argsort(m_s, kind="stable")
-            special[kinds == 2] = m_id[order]
+        special[kinds == 2] = m_id  # m_s is in text order, as the marks
         special[kinds == 3] = -2
-        # a piece never runs past its document (documents are contiguous and each
-        # non-empty one starts with a marked byte)
-        del n
         return starts, ends, special
 
     def encode_pieces(self, data, starts, ends, special, parallel: bool, threads: int):
-        """``(ids, piece_token_starts)`` for the pieces."""
+        """``(ids, piece_token_starts)`` for given pieces (the path that keeps offsets)."""
         K = self._K
         P = starts.shape[0]
         out = np.empty(max(data.shape[0], 1), np.int32)
-        counts = np.empty(P, np.int64)
+        counts = np.zeros(P, np.int64)
+        opos = np.zeros(P, np.int64)
         locked = self._lock.acquire(blocking=False)
         try:
-            workers = threads if parallel else 1
-            caches = self._caches_for(workers) if locked else self._new_caches(workers)
-            ck0, ck1, cmeta, cids = caches
+            cache = self._word_cache(locked, threads if parallel else 1)
+            args = (self.init_ids, self.mtab, self.arena, self.tok_off, self.bkeys, self.bvals,
+                    self.spec.whole_first, *cache, out, opos, counts)
             if parallel and P > 1:
-                blocks = np.searchsorted(starts, np.linspace(0, data.shape[0], workers + 1)).astype(np.int64)
-                blocks[0] = 0
-                blocks[-1] = P
-                K.encode_pieces_parallel(data, starts, ends, special, blocks, self.init_ids, self.mtab,
-                                         self.arena, self.tok_off, self.bkeys, self.bvals, self.spec.whole_first,
-                                         ck0, ck1, cmeta, cids, out, counts)
+                blocks = np.searchsorted(starts, np.linspace(0, data.shape[0], 8 * threads + 1)).astype(np.int64)
+                blocks = np.unique(np.concatenate(([0], blocks.clip(0, P), [P]))).astype(np.int64)
+                with numba_chunksize(1):
+                    K.encode_pieces_parallel(data, starts, ends, special, blocks, *args)
             else:
-                K.encode_pieces_serial(data, starts, ends, special, self.init_ids, self.mtab,
-                                       self.arena, self.tok_off, self.bkeys, self.bvals, self.spec.whole_first,
-                                       ck0, ck1, cmeta, cids, out, counts)
+                K.encode_pieces_serial(data, starts, ends, special, *args)
         finally:
             if locked:
                 self._lock.release()
         pts = np.zeros(P + 1, np.int64)
         np.cumsum(counts, out=pts[1:])
         ids = np.empty(int(pts[-1]), np.int32)
-        (K.compact_parallel if parallel else K.compact_serial)(out, starts, counts, pts, ids)
+        (K.gather_parallel if parallel else K.gather_serial)(out, opos, counts, pts, ids)
         return ids, pts
 
     def _segments(self, data, doc_offsets, skip):
@@ -271,7 +242,7 @@ class ByteBPEEngine:
                 if parallel:
                     total = int((seg_e - seg_s).sum())
                     chunk = max(self._pretok._MIN_CHUNK, total // (8 * threads))
-                    with numba.parallel_chunksize(1):  # units are handed out one at a time
+                    with numba_chunksize(1):  # units are handed out one at a time
                         rec_s, rec_c = K.encode_fused_parallel(data, seg_s, seg_e, chunk, *args)
                 else:
                     rec_s, rec_c = K.encode_fused_serial(data, seg_s, seg_e, *args)
@@ -733,7 +704,7 @@ class CpuSentencePieceEngine:
             prev = numba.get_num_threads()
             numba.set_num_threads(threads)
             try:
-                with numba.parallel_chunksize(1):
+                with numba_chunksize(1):
                     K.sp_encode_parallel(data, offsets, dst, blocks, *args)
             finally:
                 numba.set_num_threads(prev)

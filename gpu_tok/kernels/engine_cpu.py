@@ -349,128 +349,6 @@ def build_trie(contents):
 
 # ------------------------------------------------------------------ pieces
 @njit_cached
-def _bpe_one(data, s, e, init_ids, mtab, pc, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair,
-             out, o0, oids, olens):
-    n = e - s
-    for k in range(n):
-        sym[k] = init_ids[data[s + k]]
-        sym_len[k] = 1
-    c = merge_piece(sym, sym_len, 0, n, mtab, pc, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, 0)
-    for k in range(c):
-        out[o0 + k] = oids[k]
-    return c
-
-
-@njit_cached
-def _encode_block(data, starts, ends, special, lo, hi, init_ids, mtab, arena, tok_off, bkeys, bvals,
-                  whole_first, ck0, ck1, cmeta, cids, w, out, counts):
-    m = 1
-    for p in range(lo, hi):
-        ln = ends[p] - starts[p]
-        if ln > m:
-            m = ln
-    sym = np.empty(m, np.int32)
-    sym_len = np.empty(m, np.int32)
-    wids = np.empty(m, np.int32)
-    wlens = np.empty(m, np.int32)
-    prv = np.empty(m, np.int64)
-    nxt = np.empty(m, np.int64)
-    hkey = np.empty(2 * m + 2, np.uint64)
-    hnew = np.empty(2 * m + 2, np.int32)
-    hpair = np.empty(2 * m + 2, np.uint64)
-    olens = np.empty(m, np.int32)
-    oids = np.empty(m, np.int32)
-    pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
-    cmask = np.uint64(ck0.shape[1] - 1)
-    for p in range(lo, hi):
-        s = starts[p]
-        e = ends[p]
-        if special[p] >= 0:
-            out[s] = special[p]
-            counts[p] = 1
-            continue
-        if special[p] == -2:  # a document the caller encodes another way
-            counts[p] = 0
-            continue
-        n = e - s
-        if n == 0:
-            counts[p] = 0
-            continue
-        if n == 1:
-            out[s] = init_ids[data[s]]
-            counts[p] = 1
-            continue
-        slot = -1
-        w0 = np.uint64(0)
-        w1 = np.uint64(0)
-        if n <= 16:
-            for k in range(min(n, 8)):
-                w0 |= np.uint64(data[s + k]) << np.uint64(8 * k)
-            for k in range(8, n):
-                w1 |= np.uint64(data[s + k]) << np.uint64(8 * (k - 8))
-            slot = np.int64(mix64(w0 ^ mix64(w1 ^ (np.uint64(n) << np.uint64(56)))) & cmask)
-            meta = cmeta[w, slot]
-            if (meta & 0xFF) == n and ck0[w, slot] == w0 and ck1[w, slot] == w1:
-                c = meta >> 8
-                for k in range(c):
-                    out[s + k] = cids[w, slot, k]
-                counts[p] = c
-                continue
-        c = -1
-        if whole_first:
-            t = bytes_lookup(data, s, e, arena, tok_off, bkeys, bvals)
-            if t >= 0:
-                out[s] = t
-                c = 1
-        if c < 0:
-            c = _bpe_one(data, s, e, init_ids, mtab, pc, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew,
-                         hpair, out, s, oids, olens)
-        counts[p] = c
-        if slot >= 0 and c <= 8:
-            ck0[w, slot] = w0
-            ck1[w, slot] = w1
-            cmeta[w, slot] = n | (c << 8)
-            for k in range(c):
-                cids[w, slot, k] = out[s + k]
-
-
-@njit_cached(parallel=True)
-def encode_pieces_parallel(data, starts, ends, special, blocks, init_ids, mtab, arena, tok_off, bkeys,
-                           bvals, whole_first, ck0, ck1, cmeta, cids, out, counts):
-    """``prange`` over ``blocks`` (piece-index bounds, one block per worker and cache row)."""
-    nb = blocks.shape[0] - 1
-    for w in prange(nb):
-        _encode_block(data, starts, ends, special, blocks[w], blocks[w + 1], init_ids, mtab, arena,
-                      tok_off, bkeys, bvals, whole_first, ck0, ck1, cmeta, cids, w, out, counts)
-
-
-@njit_cached
-def encode_pieces_serial(data, starts, ends, special, init_ids, mtab, arena, tok_off, bkeys, bvals,
-                         whole_first, ck0, ck1, cmeta, cids, out, counts):
-    _encode_block(data, starts, ends, special, 0, starts.shape[0], init_ids, mtab, arena, tok_off,
-                  bkeys, bvals, whole_first, ck0, ck1, cmeta, cids, 0, out, counts)
-
-
-@njit_cached(parallel=True)
-def compact_parallel(out, starts, counts, pts, ids):
-    """``ids[pts[p]:pts[p+1]] = out[starts[p]:starts[p]+counts[p]]`` for every piece."""
-    for p in prange(starts.shape[0]):
-        s = starts[p]
-        o = pts[p]
-        for k in range(counts[p]):
-            ids[o + k] = out[s + k]
-
-
-@njit_cached
-def compact_serial(out, starts, counts, pts, ids):
-    for p in range(starts.shape[0]):
-        s = starts[p]
-        o = pts[p]
-        for k in range(counts[p]):
-            ids[o + k] = out[s + k]
-
-
-@njit_cached
 def nfc_unchanged_docs(data, doc_offsets, qc, ccc, tccc, ckeys, cvals):
     """Per document, 1 when NFC leaves it unchanged (tables: ``fast_cpu.nfc_tables``).
 
@@ -672,149 +550,213 @@ def _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, ps):
 
 
 @njit_cached
+def _bpe_long(data, a, b, init_ids, mtab, pc, out, o):
+    """Byte-level BPE of a long piece with the heap (``merge_piece``, n log n)."""
+    n = b - a
+    sym = np.empty(n, np.int32)
+    sym_len = np.ones(n, np.int32)
+    for k in range(n):
+        sym[k] = init_ids[data[a + k]]
+    ids = np.empty(n, np.int32)
+    lens = np.empty(n, np.int32)
+    prv = np.empty(n, np.int64)
+    nxt = np.empty(n, np.int64)
+    hkey = np.empty(2 * n + 2, np.uint64)
+    hnew = np.empty(2 * n + 2, np.int32)
+    hpair = np.empty(2 * n + 2, np.uint64)
+    oids = np.empty(n, np.int32)
+    olens = np.empty(n, np.int32)
+    c = merge_piece(sym, sym_len, 0, n, mtab, pc, ids, lens, prv, nxt, hkey, hnew, hpair, oids, olens, 0)
+    for k in range(c):
+        out[o + k] = oids[k]
+    return c
+
+
+@njit_cached
+def _scratch():
+    """Per-batch arrays: piece bounds, cache slots, key words, hashes; short-BPE ids and ranks."""
+    return (np.empty(_BATCH + 1, np.int64), np.empty(_BATCH, np.int64), np.empty(_BATCH, np.uint64),
+            np.empty(_BATCH, np.uint64), np.empty(_BATCH, np.uint64), np.empty(_SHORT, np.int32),
+            np.empty(_SHORT + 1, np.uint64))
+
+
+@njit_cached
+def _encode_batch(data, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes,
+                  lids, pc, w, out, o, cnt, c0):
+    """Encode the ``nb`` pieces ``[ps[q], ps[q+1])`` (``ps = sc[0]``) into ``out[o:]``; returns
+    the new ``o``; with a non-empty ``cnt``, ``cnt[c0 + q]`` = ids of piece ``q``.
+
+    The cache slots of the whole batch are computed (and their lines prefetched) first, so
+    the probes are independent loads the processor overlaps.
+    """
+    ps, pslot, pw0, pw1, ph, sids, srank = sc
+    cmask = np.uint64(cache.shape[1] - 1)
+    for q in range(nb):
+        a = ps[q]
+        n = ps[q + 1] - a
+        slot = -1
+        if 2 <= n <= 16:
+            w0 = np.uint64(0)
+            w1 = np.uint64(0)
+            for k in range(min(n, 8)):
+                w0 |= np.uint64(data[a + k]) << np.uint64(8 * k)
+            for k in range(8, n):
+                w1 |= np.uint64(data[a + k]) << np.uint64(8 * (k - 8))
+            h = mix64(w0 ^ mix64(w1 ^ (np.uint64(n) << np.uint64(56))))
+            slot = np.int64(h & cmask) & ~np.int64(1)  # a set of two entries
+            _prefetch3(cache, w, slot, 0)
+            _prefetch3(cache, w, slot + 1, 0)
+            pw0[q] = w0
+            pw1[q] = w1
+            ph[q] = h
+        pslot[q] = slot
+    record = cnt.shape[0] > 0
+    for q in range(nb):
+        a = ps[q]
+        b = ps[q + 1]
+        n = b - a
+        o0 = o
+        o = _encode_one(data, a, b, n, pslot[q], pw0[q], pw1[q], ph[q], init_ids, mtab, arena, tok_off, bkeys,
+                        bvals, whole_first, cache, lmeta, lbytes, lids, pc, w, sids, srank, out, o)
+        if record:
+            cnt[c0 + q] = o - o0
+    return o
+
+
+@njit_cached(inline="always")
+def _encode_one(data, a, b, n, slot, pw0, pw1, ph, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first,
+                cache, lmeta, lbytes, lids, pc, w, sids, srank, out, o):
+    """One piece: the caches, else the vocabulary (``whole_first``), else BPE; returns the new ``o``."""
+    if n == 1:
+        out[o] = init_ids[data[a]]
+        return o + 1
+    if slot >= 0:
+        for way in range(2):
+            meta = cache[w, slot + way, 2]
+            if (meta & np.uint64(0xFF)) == np.uint64(n) and cache[w, slot + way, 0] == pw0 \
+                    and cache[w, slot + way, 1] == pw1:
+                c = np.int64(meta >> np.uint64(8))
+                for k in range(0, c, 2):
+                    x = cache[w, slot + way, 3 + (k >> 1)]
+                    out[o + k] = np.int32(x & _M32)
+                    if k + 1 < c:
+                        out[o + k + 1] = np.int32(x >> np.uint64(32))
+                return o + c
+    # the long cache: pieces of 17.._LONG_MAX bytes, and short ones with more ids than a short entry holds
+    lslot = -1
+    lh = np.uint64(0)
+    if n <= _LONG_MAX:
+        lh = ph if slot >= 0 else bytes_hash(data, a, b)
+        lslot = np.int64(lh & np.uint64(lmeta.shape[1] - 1))
+        if lmeta[w, lslot, 0] == lh and np.int64(lmeta[w, lslot, 1] & np.uint64(0xFFFF)) == n:
+            same = True
+            for k in range(n):
+                if lbytes[w, lslot, k] != data[a + k]:
+                    same = False
+                    break
+            if same:
+                c = np.int64(lmeta[w, lslot, 1] >> np.uint64(16))
+                for k in range(c):
+                    out[o + k] = lids[w, lslot, k]
+                return o + c
+    c = -1
+    if whole_first:
+        t = bytes_lookup(data, a, b, arena, tok_off, bkeys, bvals)
+        if t >= 0:
+            out[o] = t
+            c = 1
+    if c < 0:
+        if n <= _SHORT:
+            c = _merge_short(data, a, n, init_ids, mtab, pc, sids, srank, out, o)
+        else:
+            c = _bpe_long(data, a, b, init_ids, mtab, pc, out, o)
+    if slot >= 0 and c <= _SHORT_IDS:
+        # the newest entry of a set goes first, the older one moves to the second way
+        for k in range(8):
+            cache[w, slot + 1, k] = cache[w, slot, k]
+        cache[w, slot, 0] = pw0
+        cache[w, slot, 1] = pw1
+        cache[w, slot, 2] = np.uint64(n) | (np.uint64(c) << np.uint64(8))
+        for k in range(0, c, 2):
+            x = np.uint64(out[o + k])
+            if k + 1 < c:
+                x |= np.uint64(out[o + k + 1]) << np.uint64(32)
+            cache[w, slot, 3 + (k >> 1)] = x
+    elif lslot >= 0 and c <= _LONG_IDS:
+        lmeta[w, lslot, 0] = lh
+        lmeta[w, lslot, 1] = np.uint64(n) | (np.uint64(c) << np.uint64(16))
+        for k in range(n):
+            lbytes[w, lslot, k] = data[a + k]
+        for k in range(c):
+            lids[w, lslot, k] = out[o + k]
+    return o + c
+
+
+@njit_cached
 def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, mtab, arena, tok_off,
                  bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, w, out, o):
     """Scan ``[i, stop)`` (a segment ending at ``end``), encode its pieces into ``out[o:]``;
-    returns the new ``o``.
-
-    Pieces are cut in batches of ``_BATCH`` and their cache slots computed first, so the
-    cache probes of a batch are independent loads the processor overlaps.
-    """
-    cmask = np.uint64(cache.shape[1] - 1)
+    returns the new ``o``."""
+    sc = _scratch()
     pc = pcache[w]
-    ps = np.empty(_BATCH + 1, np.int64)
-    pslot = np.empty(_BATCH, np.int64)
-    pw0 = np.empty(_BATCH, np.uint64)
-    pw1 = np.empty(_BATCH, np.uint64)
-    ph = np.empty(_BATCH, np.uint64)
-    sids = np.empty(_SHORT, np.int32)
-    srank = np.empty(_SHORT, np.uint64)
-    m = 64
-    sym = np.empty(m, np.int32)
-    sym_len = np.empty(m, np.int32)
-    wids = np.empty(m, np.int32)
-    wlens = np.empty(m, np.int32)
-    prv = np.empty(m, np.int64)
-    nxt = np.empty(m, np.int64)
-    hkey = np.empty(2 * m + 2, np.uint64)
-    hnew = np.empty(2 * m + 2, np.int32)
-    hpair = np.empty(2 * m + 2, np.uint64)
-    olens = np.empty(m, np.int32)
-    oids = np.empty(m, np.int32)
+    nocnt = np.zeros(0, np.int64)
     while i < stop:
-        # ---- cut a batch of pieces (one family branch per batch, not per piece)
-        nb = _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, ps)
-        i = ps[nb]
-        for q in range(nb):
-            a = ps[q]
-            n = ps[q + 1] - a
-            slot = -1
-            if 2 <= n <= 16:
-                w0 = np.uint64(0)
-                w1 = np.uint64(0)
-                for k in range(min(n, 8)):
-                    w0 |= np.uint64(data[a + k]) << np.uint64(8 * k)
-                for k in range(8, n):
-                    w1 |= np.uint64(data[a + k]) << np.uint64(8 * (k - 8))
-                h = mix64(w0 ^ mix64(w1 ^ (np.uint64(n) << np.uint64(56))))
-                slot = np.int64(h & cmask) & ~np.int64(1)  # a set of two entries
-                _prefetch3(cache, w, slot, 0)
-                _prefetch3(cache, w, slot + 1, 0)
-                pw0[q] = w0
-                pw1[q] = w1
-                ph[q] = h
-            pslot[q] = slot
-        # ---- encode them
-        for q in range(nb):
-            a = ps[q]
-            b = ps[q + 1]
-            n = b - a
-            if n == 1:
-                out[o] = init_ids[data[a]]
-                o += 1
-                continue
-            slot = pslot[q]
-            if slot >= 0:
-                hit = -1
-                for way in range(2):
-                    meta = cache[w, slot + way, 2]
-                    if (meta & np.uint64(0xFF)) == np.uint64(n) and cache[w, slot + way, 0] == pw0[q] \
-                            and cache[w, slot + way, 1] == pw1[q]:
-                        hit = slot + way
-                        break
-                if hit >= 0:
-                    c = np.int64(cache[w, hit, 2] >> np.uint64(8))
-                    for k in range(0, c, 2):
-                        x = cache[w, hit, 3 + (k >> 1)]
-                        out[o + k] = np.int32(x & _M32)
-                        if k + 1 < c:
-                            out[o + k + 1] = np.int32(x >> np.uint64(32))
-                    o += c
-                    continue
-            # the long cache: pieces of 17.._LONG_MAX bytes, and short ones with more than three ids
-            lslot = -1
-            lh = np.uint64(0)
-            if n <= _LONG_MAX:
-                lh = ph[q] if slot >= 0 else bytes_hash(data, a, b)
-                lslot = np.int64(lh & np.uint64(lmeta.shape[1] - 1))
-                if lmeta[w, lslot, 0] == lh and np.int64(lmeta[w, lslot, 1] & np.uint64(0xFFFF)) == n:
-                    same = True
-                    for k in range(n):
-                        if lbytes[w, lslot, k] != data[a + k]:
-                            same = False
-                            break
-                    if same:
-                        c = np.int64(lmeta[w, lslot, 1] >> np.uint64(16))
-                        for k in range(c):
-                            out[o + k] = lids[w, lslot, k]
-                        o += c
-                        continue
-            c = -1
-            if whole_first:
-                t = bytes_lookup(data, a, b, arena, tok_off, bkeys, bvals)
-                if t >= 0:
-                    out[o] = t
-                    c = 1
-            if c < 0:
-                if n <= _SHORT:
-                    c = _merge_short(data, a, n, init_ids, mtab, pc, sids, srank, out, o)
-                else:
-                    if n > m:
-                        m = 2 * n
-                        sym = np.empty(m, np.int32)
-                        sym_len = np.empty(m, np.int32)
-                        wids = np.empty(m, np.int32)
-                        wlens = np.empty(m, np.int32)
-                        prv = np.empty(m, np.int64)
-                        nxt = np.empty(m, np.int64)
-                        hkey = np.empty(2 * m + 2, np.uint64)
-                        hnew = np.empty(2 * m + 2, np.int32)
-                        hpair = np.empty(2 * m + 2, np.uint64)
-                        olens = np.empty(m, np.int32)
-                        oids = np.empty(m, np.int32)
-                    c = _bpe_one(data, a, b, init_ids, mtab, pc, sym, sym_len, wids, wlens, prv, nxt, hkey,
-                                 hnew, hpair, out, o, oids, olens)
-            if slot >= 0 and c <= _SHORT_IDS:
-                # the newest entry of a set goes first, the older one moves to the second way
-                for k in range(8):
-                    cache[w, slot + 1, k] = cache[w, slot, k]
-                cache[w, slot, 0] = pw0[q]
-                cache[w, slot, 1] = pw1[q]
-                cache[w, slot, 2] = np.uint64(n) | (np.uint64(c) << np.uint64(8))
-                for k in range(0, c, 2):
-                    x = np.uint64(out[o + k])
-                    if k + 1 < c:
-                        x |= np.uint64(out[o + k + 1]) << np.uint64(32)
-                    cache[w, slot, 3 + (k >> 1)] = x
-            elif lslot >= 0 and c <= _LONG_IDS:
-                lmeta[w, lslot, 0] = lh
-                lmeta[w, lslot, 1] = np.uint64(n) | (np.uint64(c) << np.uint64(16))
-                for k in range(n):
-                    lbytes[w, lslot, k] = data[a + k]
-                for k in range(c):
-                    lids[w, lslot, k] = out[o + k]
-            o += c
+        nb = _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc[0])
+        i = sc[0][nb]
+        o = _encode_batch(data, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta,
+                          lbytes, lids, pc, w, out, o, nocnt, 0)
     return o
+
+
+@njit_cached
+def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, mtab, arena, tok_off, bkeys, bvals,
+                        whole_first, cache, lmeta, lbytes, lids, pcache, w, out, opos, counts):
+    """The piece path (for offsets): pieces ``lo..hi`` given; ``special``: an added token's
+    id, -1 for a piece to encode, -2 for one to skip. Piece ``p``'s ids go to
+    ``out[opos[p]:opos[p] + counts[p]]``."""
+    sc = _scratch()
+    ps = sc[0]
+    pc = pcache[w]
+    p = lo
+    while p < hi:
+        if special[p] != -1:
+            opos[p] = starts[p]
+            if special[p] >= 0:
+                out[starts[p]] = special[p]
+                counts[p] = 1
+            else:
+                counts[p] = 0
+            p += 1
+            continue
+        q = 0
+        while p + q < hi and q < _BATCH and special[p + q] == -1:
+            ps[q] = starts[p + q]
+            q += 1
+        ps[q] = ends[p + q - 1]
+        o = starts[p]
+        _encode_batch(data, q, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes,
+                      lids, pc, w, out, o, counts, p)
+        for k in range(q):
+            opos[p + k] = o
+            o += counts[p + k]
+        p += q
+
+
+@njit_cached(parallel=True)
+def encode_pieces_parallel(data, starts, ends, special, blocks, init_ids, mtab, arena, tok_off, bkeys, bvals,
+                           whole_first, cache, lmeta, lbytes, lids, pcache, out, opos, counts):
+    """``prange`` over ``blocks`` (piece-index bounds)."""
+    for b in prange(blocks.shape[0] - 1):
+        _encode_piece_range(data, starts, ends, special, blocks[b], blocks[b + 1], init_ids, mtab, arena, tok_off,
+                            bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, get_thread_id(), out,
+                            opos, counts)
+
+
+@njit_cached
+def encode_pieces_serial(data, starts, ends, special, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first,
+                         cache, lmeta, lbytes, lids, pcache, out, opos, counts):
+    _encode_piece_range(data, starts, ends, special, 0, starts.shape[0], init_ids, mtab, arena, tok_off, bkeys,
+                        bvals, whole_first, cache, lmeta, lbytes, lids, pcache, 0, out, opos, counts)
 
 
 @njit_cached
