@@ -31,11 +31,38 @@ import numpy as np
 
 from . import config as C
 from .encoding import Encoding
-from .errors import InvalidText
+from .kernels.hash_table import interleave
 
 _PARALLEL_MIN_BYTES = 1 << 18  # below this one thread does all (the thread pool costs ~30 ms per call here)
 _CACHE_SLOTS = 1 << 18  # short-piece cache slots per worker (64 bytes each: 16 MiB)
 _LONG_SLOTS = 1 << 14  # long-piece cache slots per worker (208 bytes each: 3.3 MiB)
+
+
+def plan_threads(num_threads: Optional[int], n_bytes: int) -> Tuple[int, bool]:
+    """``(threads, parallel)``: at most the cores; one thread below ``_PARALLEL_MIN_BYTES``."""
+    threads = default_threads() if num_threads is None else max(1, int(num_threads))
+    threads = min(threads, default_threads())
+    return threads, threads > 1 and n_bytes >= _PARALLEL_MIN_BYTES
+
+
+class numba_threads:
+    """Run a block with ``numba.set_num_threads(n)`` (nothing when ``n`` is None), then restore."""
+
+    def __init__(self, n: Optional[int]):
+        self.n = n
+
+    def __enter__(self):
+        if self.n is not None:
+            import numba
+
+            self.prev = numba.get_num_threads()
+            numba.set_num_threads(self.n)
+
+    def __exit__(self, *exc):
+        if self.n is not None:
+            import numba
+
+            numba.set_num_threads(self.prev)
 
 
 def numba_chunksize(n: int):
@@ -80,7 +107,7 @@ class ByteBPEEngine:
         self._K = K
         self._pretok = pretok_cpu
         self.init_ids = np.ascontiguousarray(spec.init_ids, np.int32)
-        self.mtab = K.interleave(*spec.merges)
+        self.mtab = interleave(*spec.merges)
         bt = spec.bytes_table if spec.bytes_table is not None else K.build_bytes_table(spec.token_bytes)
         self.arena, self.tok_off, self.bkeys, self.bvals = bt
         self.tok_len = np.diff(self.tok_off).astype(np.int64)
@@ -168,6 +195,13 @@ class ByteBPEEngine:
         (K.gather_parallel if parallel else K.gather_serial)(out, opos, counts, pts, ids)
         return ids, pts
 
+    def _nfc_skip(self, data, doc_offsets, skip):
+        """``skip`` plus the documents the reference's NFC would change (files with NFC)."""
+        if self.nfc is None:
+            return skip
+        bad = (self._K.nfc_unchanged_docs(data, doc_offsets, *self.nfc) == 0).astype(np.uint8)
+        return bad if skip is None else (skip | bad)
+
     def _segments(self, data, doc_offsets, skip):
         """Added-token matching: ``(seg_s, seg_e, m_s, m_id)`` (gaps left for the
         pre-tokenizer, and the matches in text order)."""
@@ -215,20 +249,10 @@ class ByteBPEEngine:
                 num_threads: Optional[int] = None):
         """Encode packed text (ids only, fused scan + BPE). Returns ``(ids, row_splits, skip)``;
         rows of skipped documents are empty (the caller fills them)."""
-        import numba
-
         K = self._K
-        threads = default_threads() if num_threads is None else max(1, int(num_threads))
-        threads = min(threads, default_threads())
-        parallel = threads > 1 and data.shape[0] >= _PARALLEL_MIN_BYTES
-        prev = numba.get_num_threads()
-        if parallel:
-            numba.set_num_threads(threads)
-        try:
-            if self.nfc is not None:
-                ok = K.nfc_unchanged_docs(data, doc_offsets, *self.nfc)
-                bad = (ok == 0).astype(np.uint8)
-                skip = bad if skip is None else (skip | bad)
+        threads, parallel = plan_threads(num_threads, data.shape[0])
+        with numba_threads(threads if parallel else None):
+            skip = self._nfc_skip(data, doc_offsets, skip)
             seg_s, seg_e, m_s, m_id = self._segments(data, doc_offsets, skip)
             fam, end_whole, tab, fold = self._pretok._prepare(self.spec.family, self.spec.dialect)
             out = np.empty(max(data.shape[0], 1), np.int32)
@@ -259,9 +283,6 @@ class ByteBPEEngine:
             np.cumsum(rec_c, out=pos[1:])
             ids = np.empty(int(pos[-1]), np.int32)
             (K.gather_parallel if parallel else K.gather_serial)(out, rec_s, rec_c, pos, ids)
-        finally:
-            if parallel:
-                numba.set_num_threads(prev)
         row_splits = np.empty(doc_offsets.shape[0], np.int64)
         row_splits[:-1] = pos[np.searchsorted(rec_s, doc_offsets[:-1], side="left")]
         row_splits[-1] = pos[-1]
@@ -270,24 +291,11 @@ class ByteBPEEngine:
     def run(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray] = None,
             num_threads: Optional[int] = None, want_pieces: bool = False):
         """Encode packed text. Returns ``(ids, row_splits)`` (plus the piece arrays when asked)."""
-        import numba
-
-        threads = default_threads() if num_threads is None else max(1, int(num_threads))
-        threads = min(threads, default_threads())
-        parallel = threads > 1 and data.shape[0] >= _PARALLEL_MIN_BYTES
-        prev = numba.get_num_threads()
-        if parallel:
-            numba.set_num_threads(threads)
-        try:
-            if self.nfc is not None:
-                ok = self._K.nfc_unchanged_docs(data, doc_offsets, *self.nfc)
-                bad = (ok == 0).astype(np.uint8)
-                skip = bad if skip is None else (skip | bad)
+        threads, parallel = plan_threads(num_threads, data.shape[0])
+        with numba_threads(threads if parallel else None):
+            skip = self._nfc_skip(data, doc_offsets, skip)
             starts, ends, special = self.pieces(data, doc_offsets, skip, parallel)
             ids, pts = self.encode_pieces(data, starts, ends, special, parallel, threads)
-        finally:
-            if parallel:
-                numba.set_num_threads(prev)
         row_splits = pts[np.searchsorted(starts, doc_offsets[:-1], side="left")]
         row_splits = np.append(row_splits, pts[-1]).astype(np.int64)
         if want_pieces:
@@ -675,7 +683,7 @@ class CpuSentencePieceEngine:
         self.split_words = not any(c != _SP and d == _SP for tok in vocab if _SP in tok[1:]
                                    for c, d in zip(tok, tok[1:]))
         self.bt = K.build_bytes_table(token_bytes)
-        self.mtab = K.interleave(*merge_table_from_model(ref.model))
+        self.mtab = interleave(*merge_table_from_model(ref.model))
         raw, norm = _added_token_lists(ref)
         self.rt = _trie_tuple(K, raw)
         self.nt = _trie_tuple(K, norm)
@@ -683,8 +691,6 @@ class CpuSentencePieceEngine:
         self.prefix, self.suffix = template_ids(cfg, ref)
 
     def encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int]):
-        import numba
-
         from .cpu_ref.pipeline import check_text
 
         K = self.K
@@ -695,19 +701,14 @@ class CpuSentencePieceEngine:
         np.cumsum(3 * np.diff(offsets) + 3, out=dst[1:])
         out = np.empty(max(int(dst[-1]), 1), np.int32)
         counts = np.zeros(n, np.int64)
-        threads = default_threads() if num_threads is None else max(1, min(int(num_threads), default_threads()))
+        threads, parallel = plan_threads(num_threads, data.shape[0])
         args = (self.rt, self.nt, self.cls, self.prepend, self.char_id, self.byte_id, self.mtab,
                 *self.bt, self.whole_first, self.split_words, out, counts)
-        if threads > 1 and data.shape[0] >= _PARALLEL_MIN_BYTES and n > 1:
+        if parallel and n > 1:
             blocks = np.unique(np.searchsorted(offsets, np.linspace(0, data.shape[0], 8 * threads + 1)))
             blocks = np.unique(np.concatenate(([0], blocks.clip(0, n), [n]))).astype(np.int64)
-            prev = numba.get_num_threads()
-            numba.set_num_threads(threads)
-            try:
-                with numba_chunksize(1):
-                    K.sp_encode_parallel(data, offsets, dst, blocks, *args)
-            finally:
-                numba.set_num_threads(prev)
+            with numba_threads(threads), numba_chunksize(1):
+                K.sp_encode_parallel(data, offsets, dst, blocks, *args)
         else:
             K.sp_encode_serial(data, offsets, dst, *args)
         rs = np.zeros(n + 1, np.int64)

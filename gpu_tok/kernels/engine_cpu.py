@@ -42,7 +42,7 @@ import numpy as np
 from numba import prange
 
 from .bpe_cpu import merge_piece
-from .hash_table import EMPTY, PAIR_CACHE_BITS, interleave, lookup, lookup_cached, mix64, njit_cached  # noqa: F401
+from .hash_table import EMPTY, PAIR_CACHE_BITS, lookup, lookup_cached, mix64, njit_cached
 
 _CACHE_IDS = 8
 _CACHE_MAX_LEN = 16
@@ -550,26 +550,33 @@ def _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, ps):
 
 
 @njit_cached
+def _heap_scratch(m):
+    """Arrays for ``merge_piece`` on up to ``m`` symbols: (sym, sym_len, ids, lens, prv, nxt,
+    hkey, hnew, hpair, out_ids, out_lens)."""
+    return (np.empty(m, np.int32), np.empty(m, np.int32), np.empty(m, np.int32), np.empty(m, np.int32),
+            np.empty(m, np.int64), np.empty(m, np.int64), np.empty(2 * m + 2, np.uint64),
+            np.empty(2 * m + 2, np.int32), np.empty(2 * m + 2, np.uint64), np.empty(m, np.int32),
+            np.empty(m, np.int32))
+
+
+@njit_cached
+def _merge_heap(hs, n, mtab, pc, out, o):
+    """``merge_piece`` on the ``n`` symbols in ``hs[0]``/``hs[1]``; the ids to ``out[o:]``."""
+    c = merge_piece(hs[0], hs[1], 0, n, mtab, pc, hs[2], hs[3], hs[4], hs[5], hs[6], hs[7], hs[8], hs[9], hs[10], 0)
+    for k in range(c):
+        out[o + k] = hs[9][k]
+    return c
+
+
+@njit_cached
 def _bpe_long(data, a, b, init_ids, mtab, pc, out, o):
     """Byte-level BPE of a long piece with the heap (``merge_piece``, n log n)."""
     n = b - a
-    sym = np.empty(n, np.int32)
-    sym_len = np.ones(n, np.int32)
+    hs = _heap_scratch(n)
     for k in range(n):
-        sym[k] = init_ids[data[a + k]]
-    ids = np.empty(n, np.int32)
-    lens = np.empty(n, np.int32)
-    prv = np.empty(n, np.int64)
-    nxt = np.empty(n, np.int64)
-    hkey = np.empty(2 * n + 2, np.uint64)
-    hnew = np.empty(2 * n + 2, np.int32)
-    hpair = np.empty(2 * n + 2, np.uint64)
-    oids = np.empty(n, np.int32)
-    olens = np.empty(n, np.int32)
-    c = merge_piece(sym, sym_len, 0, n, mtab, pc, ids, lens, prv, nxt, hkey, hnew, hpair, oids, olens, 0)
-    for k in range(c):
-        out[o + k] = oids[k]
-    return c
+        hs[0][k] = init_ids[data[a + k]]
+        hs[1][k] = 1
+    return _merge_heap(hs, n, mtab, pc, out, o)
 
 
 @njit_cached
@@ -879,10 +886,11 @@ _SP_CHAR = np.array([0xE2, 0x96, 0x81], np.uint8)  # "▁" U+2581
 
 
 @njit_cached
-def _sp_word(buf, a, b, char_id, byte_id, mtab, pc, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids,
-             olens, rank, out, o):
+def _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o):
     """BPE of ``buf[a:b]``: initial symbols per character (its id, else one ``<0xXX>`` per
-    byte), then rescanning (short) or the heap (long)."""
+    byte), then rescanning (short) or the heap (long). ``hs``: ``_heap_scratch``."""
+    sym = hs[0]
+    sym_len = hs[1]
     n = 0
     i = a
     while i < b:
@@ -903,15 +911,12 @@ def _sp_word(buf, a, b, char_id, byte_id, mtab, pc, sym, sym_len, wids, wlens, p
         for k in range(c):
             out[o + k] = sym[k]
         return c
-    c = merge_piece(sym, sym_len, 0, n, mtab, pc, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, 0)
-    for k in range(c):
-        out[o + k] = oids[k]
-    return c
+    return _merge_heap(hs, n, mtab, pc, out, o)
 
 
 @njit_cached
-def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals, whole_first, split_words,
-              sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, rank, out, o):
+def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals, whole_first, split_words, hs,
+              rank, out, o):
     """One piece: whole in the vocabulary (``ignore_merges``), else BPE. With
     ``split_words`` (no vocabulary token holds a "▁" after another character, so no merge
     can cross such a place) the piece is encoded word by word, cut before each "▁" that
@@ -922,8 +927,7 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
             out[o] = t
             return 1
     if not split_words:
-        return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew,
-                        hpair, oids, olens, rank, out, o)
+        return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
     o0 = o
     w0 = a
     prev_sp = False
@@ -931,13 +935,11 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
     while i < b:
         is_sp = i + 2 < b and buf[i] == 0xE2 and buf[i + 1] == 0x96 and buf[i + 2] == 0x81
         if is_sp and i > w0 and not prev_sp:
-            o += _sp_word(buf, w0, i, char_id, byte_id, mtab, pc, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew,
-                          hpair, oids, olens, rank, out, o)
+            o += _sp_word(buf, w0, i, char_id, byte_id, mtab, pc, hs, rank, out, o)
             w0 = i
         prev_sp = is_sp
         i += 3 if is_sp else _next_char(buf, i)
-    o += _sp_word(buf, w0, b, char_id, byte_id, mtab, pc, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair,
-                  oids, olens, rank, out, o)
+    o += _sp_word(buf, w0, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
     return o - o0
 
 
@@ -965,19 +967,8 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
         ge[0] = b
         ng = 1 if b > a else 0
         nm = 0
-    m = 3 * L + 8
-    sym = np.empty(m, np.int32)
-    sym_len = np.empty(m, np.int32)
-    wids = np.empty(m, np.int32)
-    wlens = np.empty(m, np.int32)
-    prv = np.empty(m, np.int64)
-    nxt = np.empty(m, np.int64)
-    hkey = np.empty(2 * m + 2, np.uint64)
-    hnew = np.empty(2 * m + 2, np.int32)
-    hpair = np.empty(2 * m + 2, np.uint64)
-    oids = np.empty(m, np.int32)
+    hs = _heap_scratch(3 * L + 8)
     rank = np.empty(_SHORT + 1, np.uint64)
-    olens = np.empty(m, np.int32)
     ncap = 3 * L + 8
     s2 = np.empty(ncap, np.int64)
     e2 = np.empty(ncap, np.int64)
@@ -1028,9 +1019,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                 continue
             if prepend < 2:
                 o += _sp_piece(nbuf, s2[g2], e2[g2], char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-                               whole_first, split_words, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, rank,
-                               out,
-                               o)
+                               whole_first, split_words, hs, rank, out, o)
             else:  # Metaspace on this piece
                 p0 = s2[g2]
                 p1 = e2[g2]
@@ -1051,9 +1040,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                         pbuf[q] = nbuf[k]
                         q += 1
                 o += _sp_piece(pbuf, 0, q, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-                               whole_first, split_words, sym, sym_len, wids, wlens, prv, nxt, hkey, hnew, hpair, oids, olens, rank,
-                               out,
-                               o)
+                               whole_first, split_words, hs, rank, out, o)
             g2 += 1
     return o
 
