@@ -42,7 +42,7 @@ import numpy as np
 from numba import prange
 
 from .bpe_cpu import merge_piece
-from .hash_table import EMPTY, PAIR_CACHE_BITS, lookup, lookup_cached, mix64, njit_cached
+from .hash_table import EMPTY, PAIR_CACHE_BITS, lookup, lookup_cached, mix64, njit_cached, njit_noalloc
 
 _CACHE_IDS = 8
 _CACHE_MAX_LEN = 16
@@ -50,7 +50,7 @@ _U8 = np.uint64(8)
 
 
 # ------------------------------------------------------------ byte strings
-@njit_cached
+@njit_noalloc
 def bytes_hash(buf, s, e):
     """A 64-bit hash of ``buf[s:e]`` (words of 8 bytes folded with splitmix64)."""
     h = mix64(np.uint64(e - s) + np.uint64(0x9E3779B97F4A7C15))
@@ -101,7 +101,7 @@ def build_bytes_table(token_bytes):
     return arena, tok_off, bkeys, bvals
 
 
-@njit_cached
+@njit_noalloc
 def bytes_lookup(buf, s, e, arena, tok_off, bkeys, bvals):
     """The id whose bytes are ``buf[s:e]``, or -1."""
     h = bytes_hash(buf, s, e)
@@ -477,7 +477,7 @@ def _prefetch3(typingctx, arr, i, j, k):
     return sig, codegen
 
 
-@njit_cached
+@njit_noalloc
 def _merge_ids(ids, n, mtab, pc, rank):
     """BPE of the ``n`` symbols in ``ids`` by rescanning (for short pieces): the lowest-rank
     pair, leftmost first, merged until none is left; the same result as ``merge_piece``.
@@ -506,7 +506,7 @@ def _merge_ids(ids, n, mtab, pc, rank):
     return m
 
 
-@njit_cached
+@njit_noalloc
 def _merge_short(data, s, n, init_ids, mtab, pc, ids, rank, out, o):
     """Byte-level BPE of a short piece (n <= _SHORT bytes) with ``_merge_ids``."""
     for k in range(n):
@@ -524,7 +524,7 @@ _LONG_IDS = 32
 _BATCH = 128
 
 
-@njit_cached
+@njit_noalloc
 def _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, ps):
     """Cut up to ``_BATCH`` pieces from ``i`` (before ``stop``): their starts in ``ps[:nb]``,
     the end of the last in ``ps[nb]``; returns ``nb``."""
@@ -587,16 +587,12 @@ def _scratch():
             np.empty(_SHORT + 1, np.uint64))
 
 
-@njit_cached
-def _encode_batch(data, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes,
-                  lids, pc, w, out, o, cnt, c0):
-    """Encode the ``nb`` pieces ``[ps[q], ps[q+1])`` (``ps = sc[0]``) into ``out[o:]``; returns
-    the new ``o``; with a non-empty ``cnt``, ``cnt[c0 + q]`` = ids of piece ``q``.
-
-    The cache slots of the whole batch are computed (and their lines prefetched) first, so
-    the probes are independent loads the processor overlaps.
-    """
-    ps, pslot, pw0, pw1, ph, sids, srank = sc
+@njit_noalloc
+def _hash_batch(data, nb, sc, cache, w):
+    """Cache slots, key words and hashes of the ``nb`` pieces ``[ps[q], ps[q+1])``
+    (``ps = sc[0]``); their cache lines are prefetched, so the probes that follow are
+    independent loads the processor overlaps."""
+    ps, pslot, pw0, pw1, ph, _sids, _srank = sc
     cmask = np.uint64(cache.shape[1] - 1)
     for q in range(nb):
         a = ps[q]
@@ -617,23 +613,54 @@ def _encode_batch(data, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, wh
             pw1[q] = w1
             ph[q] = h
         pslot[q] = slot
+
+
+@njit_noalloc
+def _encode_run(data, q, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes,
+                lids, pc, w, out, o, cnt, c0):
+    """Encode pieces ``q, q+1, ...`` of the batch into ``out[o:]`` until the end or a long
+    piece that needs the heap (``_bpe_long`` allocates, so the caller runs it); returns
+    ``(o, q)``. With a non-empty ``cnt``, ``cnt[c0 + q]`` = ids of piece ``q``."""
+    ps, pslot, pw0, pw1, ph, sids, srank = sc
     record = cnt.shape[0] > 0
-    for q in range(nb):
+    while q < nb:
         a = ps[q]
         b = ps[q + 1]
-        n = b - a
-        o0 = o
-        o = _encode_one(data, a, b, n, pslot[q], pw0[q], pw1[q], ph[q], init_ids, mtab, arena, tok_off, bkeys,
-                        bvals, whole_first, cache, lmeta, lbytes, lids, pc, w, sids, srank, out, o)
+        o2 = _encode_one(data, a, b, b - a, pslot[q], pw0[q], pw1[q], ph[q], init_ids, mtab, arena, tok_off,
+                         bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pc, w, sids, srank, out, o)
+        if o2 < 0:
+            return o, q
         if record:
-            cnt[c0 + q] = o - o0
-    return o
+            cnt[c0 + q] = o2 - o
+        o = o2
+        q += 1
+    return o, q
 
 
-@njit_cached(inline="always")
+@njit_cached
+def _encode_batch(data, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes,
+                  lids, pc, w, out, o, cnt, c0):
+    """Encode the ``nb`` pieces ``[ps[q], ps[q+1])`` (``ps = sc[0]``) into ``out[o:]``; returns
+    the new ``o``; with a non-empty ``cnt``, ``cnt[c0 + q]`` = ids of piece ``q``."""
+    _hash_batch(data, nb, sc, cache, w)
+    q = 0
+    while True:
+        o, q = _encode_run(data, q, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache,
+                           lmeta, lbytes, lids, pc, w, out, o, cnt, c0)
+        if q >= nb:
+            return o
+        c = _bpe_long(data, sc[0][q], sc[0][q + 1], init_ids, mtab, pc, out, o)
+        if cnt.shape[0] > 0:
+            cnt[c0 + q] = c
+        o += c
+        q += 1
+
+
+@njit_noalloc(inline="always")
 def _encode_one(data, a, b, n, slot, pw0, pw1, ph, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first,
                 cache, lmeta, lbytes, lids, pc, w, sids, srank, out, o):
-    """One piece: the caches, else the vocabulary (``whole_first``), else BPE; returns the new ``o``."""
+    """One piece: the caches, else the vocabulary (``whole_first``), else BPE; returns the new
+    ``o``, or -1 for a piece longer than ``_SHORT`` that needs the heap."""
     if n == 1:
         out[o] = init_ids[data[a]]
         return o + 1
@@ -673,10 +700,9 @@ def _encode_one(data, a, b, n, slot, pw0, pw1, ph, init_ids, mtab, arena, tok_of
             out[o] = t
             c = 1
     if c < 0:
-        if n <= _SHORT:
-            c = _merge_short(data, a, n, init_ids, mtab, pc, sids, srank, out, o)
-        else:
-            c = _bpe_long(data, a, b, init_ids, mtab, pc, out, o)
+        if n > _SHORT:
+            return -1  # the heap, by the caller (never cached: longer than _LONG_MAX)
+        c = _merge_short(data, a, n, init_ids, mtab, pc, sids, srank, out, o)
     if slot >= 0 and c <= _SHORT_IDS:
         # the newest entry of a set goes first, the older one moves to the second way
         for k in range(8):

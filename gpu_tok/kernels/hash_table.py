@@ -35,7 +35,7 @@ from numba import njit
 __all__ = [
     "EMPTY", "build_merge_table", "merge_table_from_model", "lookup", "mix64", "pair_key",
     "value_rank", "value_id", "njit_cached", "interleave", "lookup2", "lookup_cached", "new_pair_cache",
-    "PAIR_CACHE_BITS",
+    "PAIR_CACHE_BITS", "njit_noalloc",
 ]
 
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -65,6 +65,21 @@ def njit_cached(*args, **kw):
     if args and callable(args[0]):
         return deco(args[0])
     return deco
+
+
+def njit_noalloc(fn=None, **kw):
+    """``njit_cached`` without Numba's reference counting (``_nrt=False``), for kernels that
+    allocate nothing: Numba keeps reference-count updates of array arguments around loops,
+    even in inlined helpers, and they cost more than a small piece's whole work. A Numba
+    without the flag gets plain ``njit_cached``. ``kw`` (e.g. ``inline="always"``) go to njit."""
+
+    def deco(f):
+        try:
+            return njit_cached(_nrt=False, **kw)(f)
+        except (KeyError, TypeError, ValueError):  # pragma: no cover - a Numba without the flag
+            return njit_cached(**kw)(f)
+
+    return deco(fn) if fn is not None else deco
 
 
 @njit_cached

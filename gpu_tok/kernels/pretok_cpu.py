@@ -89,7 +89,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 from numba import njit, prange
 
-from .hash_table import njit_cached
+from .hash_table import njit_cached, njit_noalloc
 
 __all__ = [
     "FAMILIES", "DIALECTS", "PATTERNS", "family_of_pattern", "class_table", "fold_table", "scan_mask",
@@ -259,11 +259,7 @@ def fold_table(dialect: Optional[str]) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ njit helpers
-def _piece_jit(fn):
-    try:
-        return njit_cached(_nrt=False)(fn)
-    except (KeyError, TypeError, ValueError):  # pragma: no cover - a Numba without the flag
-        return njit_cached(fn)
+_piece_jit = njit_noalloc
 
 
 def _inline_twin(dispatcher):
