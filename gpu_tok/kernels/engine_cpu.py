@@ -433,7 +433,7 @@ def add_template(ids, row_splits, prefix, suffix):
 # The ids-only path does not materialise pieces: each worker scans its unit of text
 # with the family's scanner (``pretok_cpu``) and encodes every piece as soon as it is
 # cut, while its bytes are hot. Units come from ``pretok_cpu._plan``: groups of whole
-# segments, or cuts of one long segment at ``_sync_point``s (positions every family
+# segments, or cuts of one long segment at sync points (``unit_sync``: positions every family
 # must cut at), so a 10 MB single line is shared between the workers.
 #
 # Word caches (per worker ``w``, kept across calls, direct-mapped so memory is bounded):
@@ -451,7 +451,7 @@ from numba import get_thread_id, types  # noqa: E402
 from numba.core import cgutils  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
-from .pretok_cpu import _F_GPT2, _F_O200K, _F_QWEN, _piece_cl100k, _piece_gpt2, _piece_o200k, _plan, _sync_point  # noqa: E402,E501
+from .pretok_cpu import _F_GPT2, _F_O200K, _F_QWEN, _piece_cl100k, _piece_gpt2, _piece_o200k, _plan, unit_stop, unit_sync  # noqa: E402,E501
 
 _M32 = np.uint64(0xFFFFFFFF)
 
@@ -793,40 +793,19 @@ def encode_pieces_serial(data, starts, ends, special, init_ids, mtab, arena, tok
 
 
 @njit_cached
-def _unit_sync(data, seg_s, seg_e, ua, ub, uc, chunk, tab, u):
-    if uc[u] < 0:
-        return -1
-    s = ua[u]
-    k = ub[u]
-    s0 = seg_s[s]
-    e = seg_e[s]
-    if k == 0:
-        return s0
-    hi = e if k == uc[u] - 1 else s0 + (k + 1) * chunk
-    return _sync_point(data, s0 + k * chunk, hi, e, tab)
-
-
-@njit_cached
 def _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, mtab, arena,
               tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, w, out, seg_count, unit_count):
-    U = ua.shape[0]
     if uc[u] < 0:
         for s in range(ua[u], ub[u]):
             a = seg_s[s]
-            seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, w, out, a) - a
+            seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, mtab,
+                                        arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache,
+                                        w, out, a) - a
     elif sync[u] >= 0:
-        s = ua[u]
-        e = seg_e[s]
-        stop = e
-        v = u + 1
-        while v < U and uc[v] >= 0 and ua[v] == s:
-            if sync[v] >= 0:
-                stop = sync[v]
-                break
-            v += 1
         a = sync[u]
-        unit_count[u] = _encode_span(data, a, stop, e, fam, end_whole, tab, fold, init_ids, mtab, arena,
-                                     tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, w, out, a) - a
+        unit_count[u] = _encode_span(data, a, unit_stop(seg_e, ua, uc, sync, u), seg_e[ua[u]], fam, end_whole, tab,
+                                     fold, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta,
+                                     lbytes, lids, pcache, w, out, a) - a
 
 
 @njit_cached(parallel=True)
@@ -839,7 +818,7 @@ def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, 
     S = seg_s.shape[0]
     sync = np.empty(U, np.int64)
     for u in prange(U):
-        sync[u] = _unit_sync(data, seg_s, seg_e, ua, ub, uc, chunk, tab, u)
+        sync[u] = unit_sync(data, seg_s, seg_e, ua, ub, uc, chunk, tab, u)
     seg_count = np.zeros(S, np.int64)
     unit_count = np.zeros(U, np.int64)
     for u in prange(U):

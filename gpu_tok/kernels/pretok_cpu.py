@@ -374,6 +374,49 @@ def _piece_gpt2(data, i, e, tab, fold):
 
 
 @_piece_jit
+def _digit_run(data, p, e, tab, max_digits):
+    r"""``\p{N}{1,max_digits}`` after a first digit that ends at ``p``."""
+    cnt = 1
+    while cnt < max_digits and p < e:
+        c2, n2 = _dec(data, p)
+        if tab[c2] & C_N == 0:
+            break
+        p += n2
+        cnt += 1
+    return p
+
+
+@_piece_jit
+def _other_run(data, c, k, p, e, tab, slash):
+    r"""`` ?[^\s\p{L}\p{N}]+[\r\n]*`` (``[\r\n/]*`` with ``slash``) from the character ``c``
+    (classes ``k``) that ends at ``p``; -1 when it does not match there."""
+    other = -1
+    if k & _WLN == 0:
+        other = p
+    elif c == _SPACE and p < e:
+        c2, n2 = _dec(data, p)
+        if tab[c2] & _WLN == 0:
+            other = p + n2
+    if other < 0:
+        return -1
+    p = other
+    while p < e:
+        b = data[p]
+        if b < 0x80:
+            if tab[b] & _WLN != 0:
+                break
+            p += 1
+        else:
+            c2, n2 = _dec(data, p)
+            if tab[c2] & _WLN != 0:
+                break
+            p += n2
+    while p < e and (data[p] == 10 or data[p] == 13 or (slash and data[p] == 47)):
+        p += 1
+    return p
+
+
+@_piece_jit
 def _piece_cl100k(data, i, e, tab, fold, max_digits, end_whole):
     c, n = _dec(data, i)
     if c == _APOS:
@@ -406,38 +449,11 @@ def _piece_cl100k(data, i, e, tab, fold, max_digits, end_whole):
         return p
     # \p{N}{1,3} (\p{N} for qwen)
     if k & C_N:
-        cnt = 1
-        while cnt < max_digits and p < e:
-            c2, n2 = _dec(data, p)
-            if tab[c2] & C_N == 0:
-                break
-            p += n2
-            cnt += 1
-        return p
+        return _digit_run(data, p, e, tab, max_digits)
     # ' ?[^\s\p{L}\p{N}]+[\r\n]*'
-    other = -1
-    if k & _WLN == 0:
-        other = p
-    elif c == _SPACE and p < e:
-        c2, n2 = _dec(data, p)
-        if tab[c2] & _WLN == 0:
-            other = p + n2
-    if other >= 0:
-        p = other
-        while p < e:
-            b = data[p]
-            if b < 0x80:
-                if tab[b] & _WLN != 0:
-                    break
-                p += 1
-            else:
-                c2, n2 = _dec(data, p)
-                if tab[c2] & _WLN != 0:
-                    break
-                p += n2
-        while p < e and (data[p] == 10 or data[p] == 13):
-            p += 1
-        return p
+    r = _other_run(data, c, k, p, e, tab, False)
+    if r >= 0:
+        return r
     # (\s++$ for cl100k_base) | \s*[\r\n]+ | \s+(?!\S) | \s+
     q = i
     last = i
@@ -530,38 +546,11 @@ def _piece_o200k(data, i, e, tab, fold):
         return r + _contraction(data, r, e, fold)
     # \p{N}{1,3}
     if k & C_N:
-        cnt = 1
-        while cnt < 3 and p < e:
-            c2, n2 = _dec(data, p)
-            if tab[c2] & C_N == 0:
-                break
-            p += n2
-            cnt += 1
-        return p
+        return _digit_run(data, p, e, tab, 3)
     # ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
-    other = -1
-    if k & _WLN == 0:
-        other = p
-    elif c == _SPACE and p < e:
-        c2, n2 = _dec(data, p)
-        if tab[c2] & _WLN == 0:
-            other = p + n2
-    if other >= 0:
-        p = other
-        while p < e:
-            b = data[p]
-            if b < 0x80:
-                if tab[b] & _WLN != 0:
-                    break
-                p += 1
-            else:
-                c2, n2 = _dec(data, p)
-                if tab[c2] & _WLN != 0:
-                    break
-                p += n2
-        while p < e and (data[p] == 10 or data[p] == 13 or data[p] == 47):
-            p += 1
-        return p
+    r = _other_run(data, c, k, p, e, tab, True)
+    if r >= 0:
+        return r
     # \s*[\r\n]+ | \s+(?!\S) | \s+
     q = i
     last = i
@@ -693,39 +682,51 @@ def _plan(seg_starts, seg_ends, chunk):
     return ua[:u], ub[:u], uc[:u]
 
 
+@njit_cached
+def unit_sync(data, seg_starts, seg_ends, ua, ub, uc, chunk, tab, u):
+    """Where unit ``u`` of ``_plan`` starts: -1 for a group of whole segments; for the
+    ``k``-th cut of a long segment its first sync point (-1 when the cut has none: the
+    previous cut then runs through it)."""
+    if uc[u] < 0:
+        return -1
+    s = ua[u]
+    k = ub[u]
+    s0 = seg_starts[s]
+    e = seg_ends[s]
+    if k == 0:
+        return s0
+    hi = e if k == uc[u] - 1 else s0 + (k + 1) * chunk
+    return _sync_point(data, s0 + k * chunk, hi, e, tab)
+
+
+@njit_cached
+def unit_stop(seg_ends, ua, uc, sync, u):
+    """Where the cut unit ``u`` stops: the next cut of its segment that has a sync point, or
+    the segment's end."""
+    s = ua[u]
+    v = u + 1
+    while v < ua.shape[0] and uc[v] >= 0 and ua[v] == s:
+        if sync[v] >= 0:
+            return sync[v]
+        v += 1
+    return seg_ends[s]
+
+
 @njit_cached(parallel=True)
 def _scan_parallel(data, seg_starts, seg_ends, fam, end_whole, tab, fold, mask, chunk):
     ua, ub, uc = _plan(seg_starts, seg_ends, chunk)
     U = ua.shape[0]
     sync = np.empty(U, np.int64)
     for u in prange(U):
-        if uc[u] < 0:
-            sync[u] = -1
-        else:
-            s = ua[u]
-            k = ub[u]
-            s0 = seg_starts[s]
-            e = seg_ends[s]
-            if k == 0:
-                sync[u] = s0
-            else:
-                hi = e if k == uc[u] - 1 else s0 + (k + 1) * chunk
-                sync[u] = _sync_point(data, s0 + k * chunk, hi, e, tab)
+        sync[u] = unit_sync(data, seg_starts, seg_ends, ua, ub, uc, chunk, tab, u)
     for u in prange(U):
         if uc[u] < 0:
             for s in range(ua[u], ub[u]):
                 _scan_range(data, seg_starts[s], seg_ends[s], seg_ends[s], fam, end_whole, tab, fold, mask)
         elif sync[u] >= 0:
             s = ua[u]
-            e = seg_ends[s]
-            stop = e
-            v = u + 1
-            while v < U and uc[v] >= 0 and ua[v] == s:
-                if sync[v] >= 0:
-                    stop = sync[v]
-                    break
-                v += 1
-            _scan_range(data, sync[u], stop, e, fam, end_whole, tab, fold, mask)
+            _scan_range(data, sync[u], unit_stop(seg_ends, ua, uc, sync, u), seg_ends[s], fam, end_whole, tab,
+                        fold, mask)
 
 
 _MIN_CHUNK = 1 << 16
