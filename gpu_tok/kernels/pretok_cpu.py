@@ -417,6 +417,36 @@ def _other_run(data, c, k, p, e, tab, slash):
 
 
 @_piece_jit
+def _ws_run(data, i, e, tab, end_whole):
+    r"""``\s*[\r\n]+ | \s+(?!\S) | \s+`` at ``i`` (a white-space character), preceded by
+    cl100k_base's ``\s++$`` when ``end_whole``: the run reaching the segment's end is one piece."""
+    q = i
+    last = i
+    nl_end = -1
+    cnt = 0
+    while q < e:
+        c2, n2 = _dec(data, q)
+        k2 = tab[c2]
+        if k2 & C_WS == 0:
+            break
+        if k2 & C_NL:
+            nl_end = q + n2
+        last = q
+        q += n2
+        cnt += 1
+    if q == e and end_whole:
+        return e
+    elif nl_end > 0:
+        return nl_end
+    elif q == e:
+        return e
+    elif cnt >= 2:
+        return last
+    else:
+        return q
+
+
+@_piece_jit
 def _piece_cl100k(data, i, e, tab, fold, max_digits, end_whole):
     c, n = _dec(data, i)
     if c == _APOS:
@@ -455,30 +485,7 @@ def _piece_cl100k(data, i, e, tab, fold, max_digits, end_whole):
     if r >= 0:
         return r
     # (\s++$ for cl100k_base) | \s*[\r\n]+ | \s+(?!\S) | \s+
-    q = i
-    last = i
-    nl_end = -1
-    cnt = 0
-    while q < e:
-        c2, n2 = _dec(data, q)
-        k2 = tab[c2]
-        if k2 & C_WS == 0:
-            break
-        if k2 & C_NL:
-            nl_end = q + n2
-        last = q
-        q += n2
-        cnt += 1
-    if q == e and end_whole:
-        return e
-    elif nl_end > 0:
-        return nl_end
-    elif q == e:
-        return e
-    elif cnt >= 2:
-        return last
-    else:
-        return q
+    return _ws_run(data, i, e, tab, end_whole)
 
 
 @_piece_jit
@@ -552,28 +559,7 @@ def _piece_o200k(data, i, e, tab, fold):
     if r >= 0:
         return r
     # \s*[\r\n]+ | \s+(?!\S) | \s+
-    q = i
-    last = i
-    nl_end = -1
-    cnt = 0
-    while q < e:
-        c2, n2 = _dec(data, q)
-        k2 = tab[c2]
-        if k2 & C_WS == 0:
-            break
-        if k2 & C_NL:
-            nl_end = q + n2
-        last = q
-        q += n2
-        cnt += 1
-    if nl_end > 0:
-        return nl_end
-    elif q == e:
-        return e
-    elif cnt >= 2:
-        return last
-    else:
-        return q
+    return _ws_run(data, i, e, tab, False)
 
 
 # family codes inside the kernels
