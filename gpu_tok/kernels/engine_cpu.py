@@ -949,6 +949,18 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
 
 
 @njit_cached
+def _split_added(buf, a, b, trie, cls, gs, ge, ms, me, mi):
+    """``_match_segment`` of ``buf[a:b]`` with the trie tuple ``(tkeys, tvals, term, first,
+    flags, base)``, or the whole range as one gap when the trie is empty; ``(gaps, matches)``."""
+    if trie[2].shape[0] > 0:
+        return _match_segment(buf, a, b, trie[0], trie[1], trie[2], trie[3], trie[4], trie[5], cls, gs, ge, ms, me,
+                              mi, 0, 0)
+    gs[0] = a
+    ge[0] = b
+    return (1 if b > a else 0), 0
+
+
+@njit_cached
 def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
             whole_first, split_words, nbuf, pbuf, out, o):
     """Encode ``data[a:b]`` into ``out[o:]``; returns the new ``o``. ``rt``/``nt``: the raw and
@@ -965,13 +977,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
     ms = np.empty(cap, np.int64)
     me = np.empty(cap, np.int64)
     mi = np.empty(cap, np.int32)
-    if rt[2].shape[0] > 0:
-        ng, nm = _match_segment(data, a, b, rt[0], rt[1], rt[2], rt[3], rt[4], rt[5], cls, gs, ge, ms, me, mi, 0, 0)
-    else:
-        gs[0] = a
-        ge[0] = b
-        ng = 1 if b > a else 0
-        nm = 0
+    ng, nm = _split_added(data, a, b, rt, cls, gs, ge, ms, me, mi)
     hs = _heap_scratch(3 * L + 8)
     rank = np.empty(_SHORT + 1, np.uint64)
     ncap = 3 * L + 8
@@ -1006,14 +1012,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
             else:
                 nbuf[n] = data[k]
                 n += 1
-        if nt[2].shape[0] > 0:
-            n2, nm2 = _match_segment(nbuf, 0, n, nt[0], nt[1], nt[2], nt[3], nt[4], nt[5], cls, s2, e2, ms2, me2,
-                                     mi2, 0, 0)
-        else:
-            s2[0] = 0
-            e2[0] = n
-            n2 = 1 if n > 0 else 0
-            nm2 = 0
+        n2, nm2 = _split_added(nbuf, 0, n, nt, cls, s2, e2, ms2, me2, mi2)
         g2 = 0
         k2 = 0
         while g2 < n2 or k2 < nm2:

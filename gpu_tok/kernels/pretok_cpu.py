@@ -355,22 +355,7 @@ def _piece_gpt2(data, i, e, tab, fold):
                 p += n2
         return p
     # \s+(?!\S) | \s+
-    q = i
-    last = i
-    cnt = 0
-    while q < e:
-        c2, n2 = _dec(data, q)
-        if tab[c2] & C_WS == 0:
-            break
-        last = q
-        q += n2
-        cnt += 1
-    if q == e:
-        return e
-    elif cnt >= 2:
-        return last
-    else:
-        return q
+    return _ws_run(data, i, e, tab, False, False)
 
 
 @_piece_jit
@@ -417,9 +402,10 @@ def _other_run(data, c, k, p, e, tab, slash):
 
 
 @_piece_jit
-def _ws_run(data, i, e, tab, end_whole):
-    r"""``\s*[\r\n]+ | \s+(?!\S) | \s+`` at ``i`` (a white-space character), preceded by
-    cl100k_base's ``\s++$`` when ``end_whole``: the run reaching the segment's end is one piece."""
+def _ws_run(data, i, e, tab, newlines, end_whole):
+    r"""``\s*[\r\n]+ | \s+(?!\S) | \s+`` at ``i`` (a white-space character; without
+    ``newlines`` only ``\s+(?!\S) | \s+``, GPT-2's), preceded by cl100k_base's ``\s++$`` when
+    ``end_whole``: the run reaching the segment's end is one piece."""
     q = i
     last = i
     nl_end = -1
@@ -429,7 +415,7 @@ def _ws_run(data, i, e, tab, end_whole):
         k2 = tab[c2]
         if k2 & C_WS == 0:
             break
-        if k2 & C_NL:
+        if newlines and k2 & C_NL:
             nl_end = q + n2
         last = q
         q += n2
@@ -485,7 +471,7 @@ def _piece_cl100k(data, i, e, tab, fold, max_digits, end_whole):
     if r >= 0:
         return r
     # (\s++$ for cl100k_base) | \s*[\r\n]+ | \s+(?!\S) | \s+
-    return _ws_run(data, i, e, tab, end_whole)
+    return _ws_run(data, i, e, tab, True, end_whole)
 
 
 @_piece_jit
@@ -559,7 +545,7 @@ def _piece_o200k(data, i, e, tab, fold):
     if r >= 0:
         return r
     # \s*[\r\n]+ | \s+(?!\S) | \s+
-    return _ws_run(data, i, e, tab, False)
+    return _ws_run(data, i, e, tab, True, False)
 
 
 # family codes inside the kernels
