@@ -25,11 +25,7 @@ int64[C]`` the child node (same open addressing as ``hash_table.lookup``);
 Pieces: ``starts, ends: int64[P]`` byte ranges into ``data``; ``special: int32[P]``
 an added token's id, or -1 for a piece the model encodes.
 
-Word cache (one per worker, kept across calls): ``ck0, ck1: uint64[W, C]`` the
-piece's bytes as two little-endian words (pieces of at most 16 bytes),
-``cmeta: int32[W, C]`` ``length | (n_ids << 8)`` (0 = empty slot), ``cids:
-int32[W, C, 8]`` the ids (pieces with more than 8 tokens are not cached).
-Direct-mapped: a new piece overwrites the slot, so memory is bounded.
+Word caches (one set per worker, kept across calls): see the fused path's section below.
 
 Output of ``encode_pieces``: ``out: int32[N]`` piece ``p``'s ids at
 ``out[starts[p]:starts[p] + counts[p]]`` (a byte-level piece never has more ids
@@ -437,11 +433,13 @@ def add_template(ids, row_splits, prefix, suffix):
 # must cut at), so a 10 MB single line is shared between the workers.
 #
 # Word caches (per worker ``w``, kept across calls, direct-mapped so memory is bounded):
-# * short pieces (2..16 bytes, at most 10 ids): ``cache: uint64[W, C, 8]``, one 64-byte
-#   entry (one cache line) per slot: ``[w0, w1, n | n_ids << 8, ids two per word...]``
-#   (``w0``/``w1``: the piece's bytes, little-endian). 0 in the third word: empty slot.
-#   Two-way sets (slots 2k, 2k+1): a new entry goes to 2k, the one there moves to 2k+1.
-# * long pieces (17..64 bytes) and short ones with more ids (at most 32): ``lmeta:
+# * short pieces (2..15 bytes, at most 4 ids): ``cache: uint64[W, C, 4]``, 32-byte entries
+#   ``[w0, w1 | n << 56 | n_ids << 60, ids 0-1, ids 2-3]`` (``w0``/``w1``: the piece's bytes,
+#   little-endian; two ids per word, the first in the low half). ``w1``'s top byte is never
+#   0 in a used entry, so a zeroed slot is empty. Two-way sets (slots 2k, 2k+1: one 64-byte
+#   line when the array is 64-byte aligned): a new entry goes to 2k, the one there moves to
+#   2k+1. A probe is one cache line, prefetched a batch ahead.
+# * long pieces (16..64 bytes) and short ones with more ids (at most 32): ``lmeta:
 #   uint64[W, L, 2]`` ``[hash, n | n_ids << 16]``, ``lbytes: uint8[W, L, 64]`` the
 #   piece (compared byte for byte on a hit), ``lids: int32[W, L, 32]``.
 # Pieces of one byte need no cache; longer ones are encoded every time.
@@ -475,6 +473,49 @@ def _prefetch3(typingctx, arr, i, j, k):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@intrinsic
+def _load64(typingctx, arr, i):
+    """The 8 bytes ``arr[i:i + 8]`` of a ``uint8`` array as one little-endian ``uint64``
+    (an unaligned load; the caller keeps ``i + 8 <= arr.shape[0]``)."""
+    sig = types.uint64(arr, i)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = context.cast(builder, args[1], signature.args[1], types.intp)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
+        return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
+
+    return sig, codegen
+
+
+_HM1 = np.uint64(0x9E3779B97F4A7C15)
+_HM2 = np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+@njit_noalloc
+def short_key(data, a, n):
+    """``(w0, w1 | n << 56, hash)`` of the piece ``data[a:a + n]`` (``2 <= n <= 15``)."""
+    if a + 16 <= data.shape[0]:
+        w0 = _load64(data, a)
+        w1 = np.uint64(0)
+        if n < 8:
+            w0 &= (np.uint64(1) << np.uint64(8 * n)) - np.uint64(1)
+        else:
+            w1 = _load64(data, a + 8) & ((np.uint64(1) << np.uint64(8 * (n - 8))) - np.uint64(1))
+    else:  # the last bytes of the buffer: no 8-byte load past its end
+        w0 = np.uint64(0)
+        w1 = np.uint64(0)
+        for k in range(min(n, 8)):
+            w0 |= np.uint64(data[a + k]) << np.uint64(8 * k)
+        for k in range(8, n):
+            w1 |= np.uint64(data[a + k]) << np.uint64(8 * (k - 8))
+    w1 |= np.uint64(n) << np.uint64(56)
+    h = w0 * _HM1 + w1
+    h = (h ^ (h >> np.uint64(32))) * _HM2
+    return w0, w1, h ^ (h >> np.uint64(29))
 
 
 @njit_noalloc
@@ -518,8 +559,10 @@ def _merge_short(data, s, n, init_ids, mtab, pc, ids, rank, out, o):
 
 
 _SHORT = 64
-_SHORT_IDS = 10  # ids a short-cache entry holds (two per word after three words of key)
-_LONG_MAX = 64  # pieces of 17.._LONG_MAX bytes use the long cache
+_SHORT_KEY = 15  # longest piece the short cache holds
+_SHORT_IDS = 4  # ids a short-cache entry holds
+_KEY1 = np.uint64(0x0FFFFFFFFFFFFFFF)  # w1's key bits (bytes 8..14 and n; n_ids above)
+_LONG_MAX = 64  # pieces of 16.._LONG_MAX bytes use the long cache
 _LONG_IDS = 32
 _BATCH = 128
 
@@ -598,17 +641,10 @@ def _hash_batch(data, nb, sc, cache, w):
         a = ps[q]
         n = ps[q + 1] - a
         slot = -1
-        if 2 <= n <= 16:
-            w0 = np.uint64(0)
-            w1 = np.uint64(0)
-            for k in range(min(n, 8)):
-                w0 |= np.uint64(data[a + k]) << np.uint64(8 * k)
-            for k in range(8, n):
-                w1 |= np.uint64(data[a + k]) << np.uint64(8 * (k - 8))
-            h = mix64(w0 ^ mix64(w1 ^ (np.uint64(n) << np.uint64(56))))
-            slot = np.int64(h & cmask) & ~np.int64(1)  # a set of two entries
+        if 2 <= n <= _SHORT_KEY:
+            w0, w1, h = short_key(data, a, n)
+            slot = np.int64(h & cmask) & ~np.int64(1)  # a set of two entries, one cache line
             _prefetch3(cache, w, slot, 0)
-            _prefetch3(cache, w, slot + 1, 0)
             pw0[q] = w0
             pw1[q] = w1
             ph[q] = h
@@ -666,17 +702,19 @@ def _encode_one(data, a, b, n, slot, pw0, pw1, ph, init_ids, mtab, arena, tok_of
         return o + 1
     if slot >= 0:
         for way in range(2):
-            meta = cache[w, slot + way, 2]
-            if (meta & np.uint64(0xFF)) == np.uint64(n) and cache[w, slot + way, 0] == pw0 \
-                    and cache[w, slot + way, 1] == pw1:
-                c = np.int64(meta >> np.uint64(8))
-                for k in range(0, c, 2):
-                    x = cache[w, slot + way, 3 + (k >> 1)]
-                    out[o + k] = np.int32(x & _M32)
-                    if k + 1 < c:
-                        out[o + k + 1] = np.int32(x >> np.uint64(32))
+            if cache[w, slot + way, 0] == pw0 and (cache[w, slot + way, 1] & _KEY1) == pw1:
+                c = np.int64(cache[w, slot + way, 1] >> np.uint64(60))
+                x = cache[w, slot + way, 2]
+                # n >= 2 and ids never outnumber bytes: o + 1 stays inside this piece's room
+                out[o] = np.int32(x & _M32)
+                out[o + 1] = np.int32(x >> np.uint64(32))
+                if c > 2:
+                    x = cache[w, slot + way, 3]
+                    out[o + 2] = np.int32(x & _M32)
+                    if c > 3:
+                        out[o + 3] = np.int32(x >> np.uint64(32))
                 return o + c
-    # the long cache: pieces of 17.._LONG_MAX bytes, and short ones with more ids than a short entry holds
+    # the long cache: pieces of 16.._LONG_MAX bytes, and short ones with more ids than a short entry holds
     lslot = -1
     lh = np.uint64(0)
     if n <= _LONG_MAX:
@@ -705,16 +743,20 @@ def _encode_one(data, a, b, n, slot, pw0, pw1, ph, init_ids, mtab, arena, tok_of
         c = _merge_short(data, a, n, init_ids, mtab, pc, sids, srank, out, o)
     if slot >= 0 and c <= _SHORT_IDS:
         # the newest entry of a set goes first, the older one moves to the second way
-        for k in range(8):
+        for k in range(4):
             cache[w, slot + 1, k] = cache[w, slot, k]
         cache[w, slot, 0] = pw0
-        cache[w, slot, 1] = pw1
-        cache[w, slot, 2] = np.uint64(n) | (np.uint64(c) << np.uint64(8))
-        for k in range(0, c, 2):
-            x = np.uint64(out[o + k])
-            if k + 1 < c:
-                x |= np.uint64(out[o + k + 1]) << np.uint64(32)
-            cache[w, slot, 3 + (k >> 1)] = x
+        cache[w, slot, 1] = pw1 | (np.uint64(c) << np.uint64(60))
+        x0 = np.uint64(out[o]) & _M32
+        x1 = np.uint64(0)
+        if c > 1:
+            x0 |= (np.uint64(out[o + 1]) & _M32) << np.uint64(32)
+        if c > 2:
+            x1 = np.uint64(out[o + 2]) & _M32
+        if c > 3:
+            x1 |= (np.uint64(out[o + 3]) & _M32) << np.uint64(32)
+        cache[w, slot, 2] = x0
+        cache[w, slot, 3] = x1
     elif lslot >= 0 and c <= _LONG_IDS:
         lmeta[w, lslot, 0] = lh
         lmeta[w, lslot, 1] = np.uint64(n) | (np.uint64(c) << np.uint64(16))
