@@ -34,7 +34,8 @@ from .encoding import Encoding
 from .kernels.hash_table import interleave
 
 _PARALLEL_MIN_BYTES = 1 << 18  # below this one thread does all (the thread pool costs ~30 ms per call here)
-_CACHE_SLOTS = 1 << 18  # short-piece cache slots per worker (32 bytes each: 8 MiB)
+_CACHE_SLOTS = 1 << 19  # short-piece cache slots per worker (32 bytes each: 16 MiB)
+_WIDE_SLOTS = 1 << 16  # short pieces with 5..12 ids (64 bytes each: 4 MiB)
 _LONG_SLOTS = 1 << 14  # long-piece cache slots per worker (208 bytes each: 3.3 MiB)
 
 
@@ -241,8 +242,9 @@ class ByteBPEEngine:
 
     def _alloc_word_cache(self, workers: int):
         """Per worker: the short-piece cache, the long-piece cache and the pair cache
-        (``kernels.engine_cpu``): about 12 MiB per worker thread."""
+        (``kernels.engine_cpu``): about 24 MiB per worker thread."""
         return (aligned_zeros((workers, _CACHE_SLOTS, 4), np.uint64),
+                aligned_zeros((workers, _WIDE_SLOTS, 8), np.uint64),
                 np.zeros((workers, _LONG_SLOTS, 2), np.uint64),
                 np.zeros((workers, _LONG_SLOTS, 64), np.uint8),
                 np.zeros((workers, _LONG_SLOTS, 32), np.int32),

@@ -439,56 +439,21 @@ def add_template(ids, row_splits, prefix, suffix):
 #   0 in a used entry, so a zeroed slot is empty. Two-way sets (slots 2k, 2k+1: one 64-byte
 #   line when the array is 64-byte aligned): a new entry goes to 2k, the one there moves to
 #   2k+1. A probe is one cache line, prefetched a batch ahead.
+# * short pieces with 5..12 ids: ``wide: uint64[W, C2, 8]``, 64-byte entries ``[w0, w1 | n << 56
+#   | n_ids << 60, six words of ids]``, direct-mapped (hash bits 32 and up).
 # * long pieces (16..64 bytes) and short ones with more ids (at most 32): ``lmeta:
 #   uint64[W, L, 2]`` ``[hash, n | n_ids << 16]``, ``lbytes: uint8[W, L, 64]`` the
 #   piece (compared byte for byte on a hit), ``lids: int32[W, L, 32]``.
 # Pieces of one byte need no cache; longer ones are encoded every time.
 
-from llvmlite import ir  # noqa: E402
-from numba import get_thread_id, types  # noqa: E402
-from numba.core import cgutils  # noqa: E402
-from numba.extending import intrinsic  # noqa: E402
+from numba import get_thread_id  # noqa: E402
+
+from ._intrinsics import load64 as _load64  # noqa: E402
+from ._intrinsics import prefetch3 as _prefetch3  # noqa: E402
 
 from .pretok_cpu import _F_GPT2, _F_O200K, _F_QWEN, _piece_cl100k, _piece_gpt2, _piece_o200k, _plan, unit_stop, unit_sync  # noqa: E402,E501
 
 _M32 = np.uint64(0xFFFFFFFF)
-
-
-@intrinsic
-def _prefetch3(typingctx, arr, i, j, k):
-    """Hint the processor to load ``arr[i, j, k]``'s cache line (LLVM ``llvm.prefetch``, read,
-    high locality); no effect on results."""
-    sig = types.void(arr, i, j, k)
-
-    def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        idx = [context.cast(builder, a, t, types.intp) for a, t in zip(args[1:], signature.args[1:])]
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
-        i8p = ir.IntType(8).as_pointer()
-        fnty = ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(32), ir.IntType(32), ir.IntType(32)])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
-        i32 = ir.IntType(32)
-        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@intrinsic
-def _load64(typingctx, arr, i):
-    """The 8 bytes ``arr[i:i + 8]`` of a ``uint8`` array as one little-endian ``uint64``
-    (an unaligned load; the caller keeps ``i + 8 <= arr.shape[0]``)."""
-    sig = types.uint64(arr, i)
-
-    def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        idx = context.cast(builder, args[1], signature.args[1], types.intp)
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
-        return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
-
-    return sig, codegen
 
 
 _HM1 = np.uint64(0x9E3779B97F4A7C15)
@@ -561,6 +526,7 @@ def _merge_short(data, s, n, init_ids, mtab, pc, ids, rank, out, o):
 _SHORT = 64
 _SHORT_KEY = 15  # longest piece the short cache holds
 _SHORT_IDS = 4  # ids a short-cache entry holds
+_WIDE_IDS = 12  # ids a wide-cache entry holds
 _KEY1 = np.uint64(0x0FFFFFFFFFFFFFFF)  # w1's key bits (bytes 8..14 and n; n_ids above)
 _LONG_MAX = 64  # pieces of 16.._LONG_MAX bytes use the long cache
 _LONG_IDS = 32
@@ -652,7 +618,7 @@ def _hash_batch(data, nb, sc, cache, w):
 
 
 @njit_noalloc
-def _encode_run(data, q, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes,
+def _encode_run(data, q, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes,
                 lids, pc, w, out, o, cnt, c0):
     """Encode pieces ``q, q+1, ...`` of the batch into ``out[o:]`` until the end or a long
     piece that needs the heap (``_bpe_long`` allocates, so the caller runs it); returns
@@ -662,10 +628,12 @@ def _encode_run(data, q, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, w
     while q < nb:
         a = ps[q]
         b = ps[q + 1]
-        o2 = _encode_one(data, a, b, b - a, pslot[q], pw0[q], pw1[q], ph[q], init_ids, mtab, arena, tok_off,
-                         bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pc, w, sids, srank, out, o)
+        o2 = _encode_hit(data, a, b - a, pslot[q], pw0[q], pw1[q], init_ids, cache, w, out, o)
         if o2 < 0:
-            return o, q
+            o2 = _encode_miss(data, a, b, b - a, pslot[q], pw0[q], pw1[q], ph[q], init_ids, mtab, arena, tok_off,
+                              bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pc, w, sids, srank, out, o)
+            if o2 < 0:
+                return o, q
         if record:
             cnt[c0 + q] = o2 - o
         o = o2
@@ -674,14 +642,14 @@ def _encode_run(data, q, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, w
 
 
 @njit_cached
-def _encode_batch(data, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes,
+def _encode_batch(data, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes,
                   lids, pc, w, out, o, cnt, c0):
     """Encode the ``nb`` pieces ``[ps[q], ps[q+1])`` (``ps = sc[0]``) into ``out[o:]``; returns
     the new ``o``; with a non-empty ``cnt``, ``cnt[c0 + q]`` = ids of piece ``q``."""
     _hash_batch(data, nb, sc, cache, w)
     q = 0
     while True:
-        o, q = _encode_run(data, q, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache,
+        o, q = _encode_run(data, q, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide,
                            lmeta, lbytes, lids, pc, w, out, o, cnt, c0)
         if q >= nb:
             return o
@@ -693,10 +661,9 @@ def _encode_batch(data, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, wh
 
 
 @njit_noalloc(inline="always")
-def _encode_one(data, a, b, n, slot, pw0, pw1, ph, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first,
-                cache, lmeta, lbytes, lids, pc, w, sids, srank, out, o):
-    """One piece: the caches, else the vocabulary (``whole_first``), else BPE; returns the new
-    ``o``, or -1 for a piece longer than ``_SHORT`` that needs the heap."""
+def _encode_hit(data, a, n, slot, pw0, pw1, init_ids, cache, w, out, o):
+    """The common cases, kept small so the loop over a batch stays tight: a piece of one
+    byte, or a hit in the short cache. Returns the new ``o``, or -1 (``_encode_miss``)."""
     if n == 1:
         out[o] = init_ids[data[a]]
         return o + 1
@@ -714,7 +681,27 @@ def _encode_one(data, a, b, n, slot, pw0, pw1, ph, init_ids, mtab, arena, tok_of
                     if c > 3:
                         out[o + 3] = np.int32(x >> np.uint64(32))
                 return o + c
-    # the long cache: pieces of 16.._LONG_MAX bytes, and short ones with more ids than a short entry holds
+    return -1
+
+
+@njit_noalloc
+def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first,
+                 cache, wide, lmeta, lbytes, lids, pc, w, sids, srank, out, o):
+    """A piece ``_encode_hit`` did not serve: the long cache, else the vocabulary
+    (``whole_first``), else BPE, and the result cached; returns the new ``o``, or -1 for a
+    piece longer than ``_SHORT`` that needs the heap."""
+    wslot = -1
+    if slot >= 0:  # the wide cache: short pieces with 5.._WIDE_IDS ids
+        wslot = np.int64((ph >> np.uint64(32)) & np.uint64(wide.shape[1] - 1))
+        if wide[w, wslot, 0] == pw0 and (wide[w, wslot, 1] & _KEY1) == pw1:
+            c = np.int64(wide[w, wslot, 1] >> np.uint64(60))
+            for k in range(0, c, 2):
+                x = wide[w, wslot, 2 + (k >> 1)]
+                out[o + k] = np.int32(x & _M32)
+                if k + 1 < c:
+                    out[o + k + 1] = np.int32(x >> np.uint64(32))
+            return o + c
+    # the long cache: pieces of 16.._LONG_MAX bytes, and short ones with more ids than a wide entry holds
     lslot = -1
     lh = np.uint64(0)
     if n <= _LONG_MAX:
@@ -757,6 +744,14 @@ def _encode_one(data, a, b, n, slot, pw0, pw1, ph, init_ids, mtab, arena, tok_of
             x1 |= (np.uint64(out[o + 3]) & _M32) << np.uint64(32)
         cache[w, slot, 2] = x0
         cache[w, slot, 3] = x1
+    elif slot >= 0 and c <= _WIDE_IDS:
+        wide[w, wslot, 0] = pw0
+        wide[w, wslot, 1] = pw1 | (np.uint64(c) << np.uint64(60))
+        for k in range(0, c, 2):
+            x = np.uint64(out[o + k]) & _M32
+            if k + 1 < c:
+                x |= (np.uint64(out[o + k + 1]) & _M32) << np.uint64(32)
+            wide[w, wslot, 2 + (k >> 1)] = x
     elif lslot >= 0 and c <= _LONG_IDS:
         lmeta[w, lslot, 0] = lh
         lmeta[w, lslot, 1] = np.uint64(n) | (np.uint64(c) << np.uint64(16))
@@ -769,7 +764,7 @@ def _encode_one(data, a, b, n, slot, pw0, pw1, ph, init_ids, mtab, arena, tok_of
 
 @njit_cached
 def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, mtab, arena, tok_off,
-                 bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, w, out, o):
+                 bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, w, out, o):
     """Scan ``[i, stop)`` (a segment ending at ``end``), encode its pieces into ``out[o:]``;
     returns the new ``o``."""
     sc = _scratch()
@@ -778,14 +773,14 @@ def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, mtab, 
     while i < stop:
         nb = _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc[0])
         i = sc[0][nb]
-        o = _encode_batch(data, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta,
+        o = _encode_batch(data, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta,
                           lbytes, lids, pc, w, out, o, nocnt, 0)
     return o
 
 
 @njit_cached
 def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, mtab, arena, tok_off, bkeys, bvals,
-                        whole_first, cache, lmeta, lbytes, lids, pcache, w, out, opos, counts):
+                        whole_first, cache, wide, lmeta, lbytes, lids, pcache, w, out, opos, counts):
     """The piece path (for offsets): pieces ``lo..hi`` given; ``special``: an added token's
     id, -1 for a piece to encode, -2 for one to skip. Piece ``p``'s ids go to
     ``out[opos[p]:opos[p] + counts[p]]``."""
@@ -809,7 +804,7 @@ def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, mtab, are
             q += 1
         ps[q] = ends[p + q - 1]
         o = starts[p]
-        _encode_batch(data, q, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes,
+        _encode_batch(data, q, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes,
                       lids, pc, w, out, o, counts, p)
         for k in range(q):
             opos[p + k] = o
@@ -819,40 +814,40 @@ def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, mtab, are
 
 @njit_cached(parallel=True)
 def encode_pieces_parallel(data, starts, ends, special, blocks, init_ids, mtab, arena, tok_off, bkeys, bvals,
-                           whole_first, cache, lmeta, lbytes, lids, pcache, out, opos, counts):
+                           whole_first, cache, wide, lmeta, lbytes, lids, pcache, out, opos, counts):
     """``prange`` over ``blocks`` (piece-index bounds)."""
     for b in prange(blocks.shape[0] - 1):
         _encode_piece_range(data, starts, ends, special, blocks[b], blocks[b + 1], init_ids, mtab, arena, tok_off,
-                            bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, get_thread_id(), out,
+                            bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, get_thread_id(), out,
                             opos, counts)
 
 
 @njit_cached
 def encode_pieces_serial(data, starts, ends, special, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first,
-                         cache, lmeta, lbytes, lids, pcache, out, opos, counts):
+                         cache, wide, lmeta, lbytes, lids, pcache, out, opos, counts):
     _encode_piece_range(data, starts, ends, special, 0, starts.shape[0], init_ids, mtab, arena, tok_off, bkeys,
-                        bvals, whole_first, cache, lmeta, lbytes, lids, pcache, 0, out, opos, counts)
+                        bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, 0, out, opos, counts)
 
 
 @njit_cached
 def _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, mtab, arena,
-              tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, w, out, seg_count, unit_count):
+              tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, w, out, seg_count, unit_count):
     if uc[u] < 0:
         for s in range(ua[u], ub[u]):
             a = seg_s[s]
             seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, mtab,
-                                        arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache,
+                                        arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache,
                                         w, out, a) - a
     elif sync[u] >= 0:
         a = sync[u]
         unit_count[u] = _encode_span(data, a, unit_stop(seg_e, ua, uc, sync, u), seg_e[ua[u]], fam, end_whole, tab,
-                                     fold, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta,
+                                     fold, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta,
                                      lbytes, lids, pcache, w, out, a) - a
 
 
 @njit_cached(parallel=True)
 def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, init_ids, mtab, arena,
-                          tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, out):
+                          tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, out):
     """Returns ``(rec_start, rec_count)``: per segment (count 0 for a cut segment) and per
     cut unit, where its ids begin in ``out`` (its first byte) and how many there are."""
     ua, ub, uc = _plan(seg_s, seg_e, chunk)
@@ -865,19 +860,19 @@ def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, 
     unit_count = np.zeros(U, np.int64)
     for u in prange(U):
         _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, mtab, arena,
-                  tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, get_thread_id(), out, seg_count,
+                  tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, get_thread_id(), out, seg_count,
                   unit_count)
     return _records(seg_s, sync, seg_count, unit_count)
 
 
 @njit_cached
 def encode_fused_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, init_ids, mtab, arena, tok_off,
-                        bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, out):
+                        bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, out):
     S = seg_s.shape[0]
     seg_count = np.zeros(S, np.int64)
     for s in range(S):
         a = seg_s[s]
-        seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, lmeta, lbytes, lids, pcache, 0, out,
+        seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, 0, out,
                                     a) - a
     return seg_s.copy(), seg_count
 

@@ -89,6 +89,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 from numba import njit, prange
 
+from ._intrinsics import ctz64, load64
 from .hash_table import njit_cached, njit_noalloc
 
 __all__ = [
@@ -325,6 +326,61 @@ def _contraction(data, p, e, fold):
 # The small helpers (``_dec``, ``_contraction``) are compiled the same way; LLVM inlines them.
 
 
+# ASCII runs eight bytes at a time (SWAR): a mask with bit 7 of each byte set where the
+# byte is in a range, then the first byte out of it by counting trailing zeros. Only
+# ASCII bytes (< 0x80) are ever in a range, so a run stops at the first non-ASCII byte
+# and the caller's general loop (which decodes UTF-8) goes on from there.
+_H = np.uint64(0x8080808080808080)
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_ONES = np.uint64(0x0101010101010101)
+_CASE = np.uint64(0x2020202020202020)
+
+
+@_piece_jit
+def _in_range(x, lo, hi):
+    """Bit 7 of each byte of ``x`` that is an ASCII byte in ``[lo, hi]`` (``0 < lo <= hi < 0x80``)."""
+    x7 = x & _LOW7
+    ge = (x7 | _H) - np.uint64(lo) * _ONES
+    le = np.uint64(hi | 0x80) * _ONES - x7
+    return ge & le & ~x & _H
+
+
+@_piece_jit
+def _ascii_run(data, p, e, kind):
+    """End of the run of ASCII letters (``kind`` 0: ``[A-Za-z]``), capitals (1: ``[A-Z]``),
+    small letters (2: ``[a-z]``) or digits (3: ``[0-9]``) that starts at ``p``, at most ``e``."""
+    n = data.shape[0]
+    while p < e:
+        if p + 8 <= n:
+            x = load64(data, p)
+            if kind == 0:
+                m = _in_range(x | _CASE, 0x61, 0x7A)
+            elif kind == 1:
+                m = _in_range(x, 0x41, 0x5A)
+            elif kind == 2:
+                m = _in_range(x, 0x61, 0x7A)
+            else:
+                m = _in_range(x, 0x30, 0x39)
+            if m == _H:
+                p += 8
+                continue
+            p += np.int64(ctz64(~m & _H) >> np.uint64(3))
+            return min(p, e)
+        b = data[p]
+        if kind == 0:
+            ok = 0x61 <= (b | 0x20) <= 0x7A
+        elif kind == 1:
+            ok = 0x41 <= b <= 0x5A
+        elif kind == 2:
+            ok = 0x61 <= b <= 0x7A
+        else:
+            ok = 0x30 <= b <= 0x39
+        if not ok:
+            return p
+        p += 1
+    return e
+
+
 @_piece_jit
 def _piece_gpt2(data, i, e, tab, fold):
     c, n = _dec(data, i)
@@ -342,6 +398,10 @@ def _piece_gpt2(data, i, e, tab, fold):
             p += n2
     if k & C_WS == 0:
         want = k & _WLN  # C_L, C_N or 0 (the other characters)
+        if want == C_L:
+            p = _ascii_run(data, p, e, 0)
+        elif want == C_N:
+            p = _ascii_run(data, p, e, 3)
         while p < e:
             b = data[p]
             if b < 0x80:
@@ -450,7 +510,7 @@ def _piece_cl100k(data, i, e, tab, fold, max_digits, end_whole):
         if tab[c2] & C_L:
             letters = p + n2
     if letters >= 0:
-        p = letters
+        p = _ascii_run(data, letters, e, 0)
         while p < e:
             b = data[p]
             if b < 0x80:

@@ -1,0 +1,58 @@
+"""LLVM intrinsics the CPU kernels use (Numba ``@intrinsic``): a prefetch hint, an unaligned
+8-byte load and count-trailing-zeros. None of them changes a result."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+
+@intrinsic
+def prefetch3(typingctx, arr, i, j, k):
+    """Hint the processor to load ``arr[i, j, k]``'s cache line (LLVM ``llvm.prefetch``, read,
+    high locality); no effect on results."""
+    sig = types.void(arr, i, j, k)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = [context.cast(builder, a, t, types.intp) for a, t in zip(args[1:], signature.args[1:])]
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
+        i8p = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(32), ir.IntType(32), ir.IntType(32)])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        i32 = ir.IntType(32)
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def load64(typingctx, arr, i):
+    """The 8 bytes ``arr[i:i + 8]`` of a ``uint8`` array as one little-endian ``uint64``
+    (an unaligned load; the caller keeps ``i + 8 <= arr.shape[0]``)."""
+    sig = types.uint64(arr, i)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = context.cast(builder, args[1], signature.args[1], types.intp)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
+        return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
+
+    return sig, codegen
+
+
+@intrinsic
+def ctz64(typingctx, x):
+    """Trailing zero bits of a ``uint64`` (64 for 0), LLVM ``llvm.cttz.i64``."""
+    sig = types.uint64(types.uint64)
+
+    def codegen(context, builder, signature, args):
+        v = context.cast(builder, args[0], signature.args[0], types.uint64)
+        return builder.cttz(v, ir.Constant(ir.IntType(1), 0))
+
+    return sig, codegen
