@@ -35,8 +35,8 @@ from .kernels.hash_table import interleave
 
 _PARALLEL_MIN_BYTES = 1 << 18  # below this one thread does all (the thread pool costs ~30 ms per call here)
 _CACHE_SLOTS = 1 << 19  # short-piece cache slots per worker (32 bytes each: 16 MiB)
-_WIDE_SLOTS = 1 << 16  # short pieces with 5..12 ids (64 bytes each: 4 MiB)
-_LONG_SLOTS = 1 << 14  # long-piece cache slots per worker (208 bytes each: 3.3 MiB)
+_WIDE_SLOTS = 1 << 17  # short pieces with 5..12 ids (64 bytes each: 8 MiB)
+_LONG_SLOTS = 1 << 15  # long-piece cache slots per worker (208 bytes each: 6.5 MiB)
 
 
 def plan_threads(num_threads: Optional[int], n_bytes: int) -> Tuple[int, bool]:
@@ -119,6 +119,7 @@ class ByteBPEEngine:
         self._pretok = pretok_cpu
         self.init_ids = np.ascontiguousarray(spec.init_ids, np.int32)
         self.mtab = interleave(*spec.merges)
+        self.grid = K.byte_pair_grid(self.init_ids, self.mtab)
         bt = spec.bytes_table if spec.bytes_table is not None else K.build_bytes_table(spec.token_bytes)
         self.arena, self.tok_off, self.bkeys, self.bvals = bt
         self.tok_len = np.diff(self.tok_off).astype(np.int64)
@@ -188,7 +189,7 @@ class ByteBPEEngine:
         locked = self._lock.acquire(blocking=False)
         try:
             cache = self._word_cache(locked, threads if parallel else 1)
-            args = (self.init_ids, self.mtab, self.arena, self.tok_off, self.bkeys, self.bvals,
+            args = (self.init_ids, self.grid, self.mtab, self.arena, self.tok_off, self.bkeys, self.bvals,
                     self.spec.whole_first, *cache, out, opos, counts)
             if parallel and P > 1:
                 blocks = np.searchsorted(starts, np.linspace(0, data.shape[0], 8 * threads + 1)).astype(np.int64)
@@ -242,7 +243,7 @@ class ByteBPEEngine:
 
     def _alloc_word_cache(self, workers: int):
         """Per worker: the short-piece cache, the long-piece cache and the pair cache
-        (``kernels.engine_cpu``): about 24 MiB per worker thread."""
+        (``kernels.engine_cpu``): about 31 MiB per worker thread."""
         return (aligned_zeros((workers, _CACHE_SLOTS, 4), np.uint64),
                 aligned_zeros((workers, _WIDE_SLOTS, 8), np.uint64),
                 np.zeros((workers, _LONG_SLOTS, 2), np.uint64),
@@ -273,7 +274,7 @@ class ByteBPEEngine:
             locked = self._lock.acquire(blocking=False)
             try:
                 cache = self._word_cache(locked, threads if parallel else 1)
-                args = (fam, end_whole, tab, fold, self.init_ids, self.mtab, self.arena,
+                args = (fam, end_whole, tab, fold, self.init_ids, self.grid, self.mtab, self.arena,
                         self.tok_off, self.bkeys, self.bvals, self.spec.whole_first, *cache, out)
                 if parallel:
                     total = int((seg_e - seg_s).sum())

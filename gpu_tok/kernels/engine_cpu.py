@@ -38,7 +38,7 @@ import numpy as np
 from numba import prange
 
 from .bpe_cpu import merge_piece
-from .hash_table import EMPTY, PAIR_CACHE_BITS, lookup, lookup_cached, mix64, njit_cached, njit_noalloc
+from .hash_table import EMPTY, PAIR_CACHE_BITS, lookup, lookup2, lookup_cached, mix64, njit_cached, njit_noalloc
 
 _CACHE_IDS = 8
 _CACHE_MAX_LEN = 16
@@ -440,7 +440,7 @@ def add_template(ids, row_splits, prefix, suffix):
 #   line when the array is 64-byte aligned): a new entry goes to 2k, the one there moves to
 #   2k+1. A probe is one cache line, prefetched a batch ahead.
 # * short pieces with 5..12 ids: ``wide: uint64[W, C2, 8]``, 64-byte entries ``[w0, w1 | n << 56
-#   | n_ids << 60, six words of ids]``, direct-mapped (hash bits 32 and up).
+#   | n_ids << 60, six words of ids]``, two-way sets as above (hash bits 32 and up).
 # * long pieces (16..64 bytes) and short ones with more ids (at most 32): ``lmeta:
 #   uint64[W, L, 2]`` ``[hash, n | n_ids << 16]``, ``lbytes: uint8[W, L, 64]`` the
 #   piece (compared byte for byte on a hit), ``lids: int32[W, L, 32]``.
@@ -490,6 +490,12 @@ def _merge_ids(ids, n, mtab, pc, rank):
     Returns the number of tokens left in ``ids``."""
     for k in range(n - 1):
         rank[k] = lookup_cached(mtab, pc, (np.uint64(ids[k]) << np.uint64(32)) | np.uint64(ids[k + 1]))
+    return _merge_ranked(ids, n, mtab, pc, rank)
+
+
+@njit_noalloc
+def _merge_ranked(ids, n, mtab, pc, rank):
+    """``_merge_ids`` once ``rank[k]`` holds the merge of ``ids[k], ids[k + 1]`` for every ``k``."""
     m = n
     while m > 1:
         best = 0
@@ -512,12 +518,28 @@ def _merge_ids(ids, n, mtab, pc, rank):
     return m
 
 
+@njit_cached
+def byte_pair_grid(init_ids, mtab):
+    """``grid: uint64[65536]``: ``grid[(x << 8) | y]`` is the merge table's value for the pair
+    of the byte tokens of bytes ``x`` and ``y`` (``EMPTY`` when they do not merge). The first
+    round of a byte-level BPE, every pair of which is such a pair, then reads one 512 KiB
+    array instead of probing the hash table."""
+    grid = np.empty(65536, np.uint64)
+    for x in range(256):
+        for y in range(256):
+            grid[(x << 8) | y] = lookup2(mtab, (np.uint64(init_ids[x]) << np.uint64(32)) | np.uint64(init_ids[y]))
+    return grid
+
+
 @njit_noalloc
-def _merge_short(data, s, n, init_ids, mtab, pc, ids, rank, out, o):
-    """Byte-level BPE of a short piece (n <= _SHORT bytes) with ``_merge_ids``."""
+def _merge_short(data, s, n, init_ids, grid, mtab, pc, ids, rank, out, o):
+    """Byte-level BPE of a short piece (n <= _SHORT bytes) with ``_merge_ranked``, the first
+    round of ranks from ``grid``."""
     for k in range(n):
         ids[k] = init_ids[data[s + k]]
-    m = _merge_ids(ids, n, mtab, pc, rank)
+    for k in range(n - 1):
+        rank[k] = grid[(np.int64(data[s + k]) << 8) | np.int64(data[s + k + 1])]
+    m = _merge_ranked(ids, n, mtab, pc, rank)
     for k in range(m):
         out[o + k] = ids[k]
     return m
@@ -618,7 +640,7 @@ def _hash_batch(data, nb, sc, cache, w):
 
 
 @njit_noalloc
-def _encode_run(data, q, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes,
+def _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes,
                 lids, pc, w, out, o, cnt, c0):
     """Encode pieces ``q, q+1, ...`` of the batch into ``out[o:]`` until the end or a long
     piece that needs the heap (``_bpe_long`` allocates, so the caller runs it); returns
@@ -630,7 +652,7 @@ def _encode_run(data, q, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, w
         b = ps[q + 1]
         o2 = _encode_hit(data, a, b - a, pslot[q], pw0[q], pw1[q], init_ids, cache, w, out, o)
         if o2 < 0:
-            o2 = _encode_miss(data, a, b, b - a, pslot[q], pw0[q], pw1[q], ph[q], init_ids, mtab, arena, tok_off,
+            o2 = _encode_miss(data, a, b, b - a, pslot[q], pw0[q], pw1[q], ph[q], init_ids, grid, mtab, arena, tok_off,
                               bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pc, w, sids, srank, out, o)
             if o2 < 0:
                 return o, q
@@ -641,23 +663,27 @@ def _encode_run(data, q, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, w
     return o, q
 
 
+@njit_noalloc
+def _encode_batch(data, nb, q, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide,
+                  lmeta, lbytes, lids, pc, w, out, o, cnt, c0):
+    """Encode pieces ``q, q+1, ...`` of the ``nb`` pieces ``[ps[q], ps[q+1])`` (``ps = sc[0]``)
+    into ``out[o:]`` (hashing the batch first when ``q == 0``); with a non-empty ``cnt``,
+    ``cnt[c0 + q]`` = ids of piece ``q``. Returns ``(o, q)``: ``q == nb`` when done, else piece
+    ``q`` needs the heap (``_heap_piece``), after which the caller goes on from ``q + 1``.
+    Compiled without reference counting, so the per-batch calls cost nothing."""
+    if q == 0:
+        _hash_batch(data, nb, sc, cache, w)
+    return _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide,
+                       lmeta, lbytes, lids, pc, w, out, o, cnt, c0)
+
+
 @njit_cached
-def _encode_batch(data, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes,
-                  lids, pc, w, out, o, cnt, c0):
-    """Encode the ``nb`` pieces ``[ps[q], ps[q+1])`` (``ps = sc[0]``) into ``out[o:]``; returns
-    the new ``o``; with a non-empty ``cnt``, ``cnt[c0 + q]`` = ids of piece ``q``."""
-    _hash_batch(data, nb, sc, cache, w)
-    q = 0
-    while True:
-        o, q = _encode_run(data, q, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide,
-                           lmeta, lbytes, lids, pc, w, out, o, cnt, c0)
-        if q >= nb:
-            return o
-        c = _bpe_long(data, sc[0][q], sc[0][q + 1], init_ids, mtab, pc, out, o)
-        if cnt.shape[0] > 0:
-            cnt[c0 + q] = c
-        o += c
-        q += 1
+def _heap_piece(data, sc, q, init_ids, mtab, pc, out, o, cnt, c0):
+    """Piece ``q`` of the batch with the heap (``_bpe_long``); returns the new ``o``."""
+    c = _bpe_long(data, sc[0][q], sc[0][q + 1], init_ids, mtab, pc, out, o)
+    if cnt.shape[0] > 0:
+        cnt[c0 + q] = c
+    return o + c
 
 
 @njit_noalloc(inline="always")
@@ -685,22 +711,23 @@ def _encode_hit(data, a, n, slot, pw0, pw1, init_ids, cache, w, out, o):
 
 
 @njit_noalloc
-def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first,
+def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
                  cache, wide, lmeta, lbytes, lids, pc, w, sids, srank, out, o):
     """A piece ``_encode_hit`` did not serve: the long cache, else the vocabulary
     (``whole_first``), else BPE, and the result cached; returns the new ``o``, or -1 for a
     piece longer than ``_SHORT`` that needs the heap."""
     wslot = -1
     if slot >= 0:  # the wide cache: short pieces with 5.._WIDE_IDS ids
-        wslot = np.int64((ph >> np.uint64(32)) & np.uint64(wide.shape[1] - 1))
-        if wide[w, wslot, 0] == pw0 and (wide[w, wslot, 1] & _KEY1) == pw1:
-            c = np.int64(wide[w, wslot, 1] >> np.uint64(60))
-            for k in range(0, c, 2):
-                x = wide[w, wslot, 2 + (k >> 1)]
-                out[o + k] = np.int32(x & _M32)
-                if k + 1 < c:
-                    out[o + k + 1] = np.int32(x >> np.uint64(32))
-            return o + c
+        wslot = np.int64((ph >> np.uint64(32)) & np.uint64(wide.shape[1] - 1)) & ~np.int64(1)
+        for way in range(2):
+            if wide[w, wslot + way, 0] == pw0 and (wide[w, wslot + way, 1] & _KEY1) == pw1:
+                c = np.int64(wide[w, wslot + way, 1] >> np.uint64(60))
+                for k in range(0, c, 2):
+                    x = wide[w, wslot + way, 2 + (k >> 1)]
+                    out[o + k] = np.int32(x & _M32)
+                    if k + 1 < c:
+                        out[o + k + 1] = np.int32(x >> np.uint64(32))
+                return o + c
     # the long cache: pieces of 16.._LONG_MAX bytes, and short ones with more ids than a wide entry holds
     lslot = -1
     lh = np.uint64(0)
@@ -727,7 +754,7 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, mtab, arena, tok_o
     if c < 0:
         if n > _SHORT:
             return -1  # the heap, by the caller (never cached: longer than _LONG_MAX)
-        c = _merge_short(data, a, n, init_ids, mtab, pc, sids, srank, out, o)
+        c = _merge_short(data, a, n, init_ids, grid, mtab, pc, sids, srank, out, o)
     if slot >= 0 and c <= _SHORT_IDS:
         # the newest entry of a set goes first, the older one moves to the second way
         for k in range(4):
@@ -745,6 +772,8 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, mtab, arena, tok_o
         cache[w, slot, 2] = x0
         cache[w, slot, 3] = x1
     elif slot >= 0 and c <= _WIDE_IDS:
+        for k in range(8):
+            wide[w, wslot + 1, k] = wide[w, wslot, k]
         wide[w, wslot, 0] = pw0
         wide[w, wslot, 1] = pw1 | (np.uint64(c) << np.uint64(60))
         for k in range(0, c, 2):
@@ -763,7 +792,7 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, mtab, arena, tok_o
 
 
 @njit_cached
-def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, mtab, arena, tok_off,
+def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off,
                  bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, w, out, o):
     """Scan ``[i, stop)`` (a segment ending at ``end``), encode its pieces into ``out[o:]``;
     returns the new ``o``."""
@@ -773,13 +802,19 @@ def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, mtab, 
     while i < stop:
         nb = _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc[0])
         i = sc[0][nb]
-        o = _encode_batch(data, nb, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta,
-                          lbytes, lids, pc, w, out, o, nocnt, 0)
+        q = 0
+        while True:
+            o, q = _encode_batch(data, nb, q, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
+                                 cache, wide, lmeta, lbytes, lids, pc, w, out, o, nocnt, 0)
+            if q >= nb:
+                break
+            o = _heap_piece(data, sc, q, init_ids, mtab, pc, out, o, nocnt, 0)
+            q += 1
     return o
 
 
 @njit_cached
-def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, mtab, arena, tok_off, bkeys, bvals,
+def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, grid, mtab, arena, tok_off, bkeys, bvals,
                         whole_first, cache, wide, lmeta, lbytes, lids, pcache, w, out, opos, counts):
     """The piece path (for offsets): pieces ``lo..hi`` given; ``special``: an added token's
     id, -1 for a piece to encode, -2 for one to skip. Piece ``p``'s ids go to
@@ -804,8 +839,17 @@ def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, mtab, are
             q += 1
         ps[q] = ends[p + q - 1]
         o = starts[p]
-        _encode_batch(data, q, sc, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes,
-                      lids, pc, w, out, o, counts, p)
+        nb = q
+        q = 0
+        o2 = o
+        while True:
+            o2, q = _encode_batch(data, nb, q, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
+                                  cache, wide, lmeta, lbytes, lids, pc, w, out, o2, counts, p)
+            if q >= nb:
+                break
+            o2 = _heap_piece(data, sc, q, init_ids, mtab, pc, out, o2, counts, p)
+            q += 1
+        q = nb
         for k in range(q):
             opos[p + k] = o
             o += counts[p + k]
@@ -813,40 +857,40 @@ def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, mtab, are
 
 
 @njit_cached(parallel=True)
-def encode_pieces_parallel(data, starts, ends, special, blocks, init_ids, mtab, arena, tok_off, bkeys, bvals,
+def encode_pieces_parallel(data, starts, ends, special, blocks, init_ids, grid, mtab, arena, tok_off, bkeys, bvals,
                            whole_first, cache, wide, lmeta, lbytes, lids, pcache, out, opos, counts):
     """``prange`` over ``blocks`` (piece-index bounds)."""
     for b in prange(blocks.shape[0] - 1):
-        _encode_piece_range(data, starts, ends, special, blocks[b], blocks[b + 1], init_ids, mtab, arena, tok_off,
+        _encode_piece_range(data, starts, ends, special, blocks[b], blocks[b + 1], init_ids, grid, mtab, arena, tok_off,
                             bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, get_thread_id(), out,
                             opos, counts)
 
 
 @njit_cached
-def encode_pieces_serial(data, starts, ends, special, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first,
+def encode_pieces_serial(data, starts, ends, special, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
                          cache, wide, lmeta, lbytes, lids, pcache, out, opos, counts):
-    _encode_piece_range(data, starts, ends, special, 0, starts.shape[0], init_ids, mtab, arena, tok_off, bkeys,
+    _encode_piece_range(data, starts, ends, special, 0, starts.shape[0], init_ids, grid, mtab, arena, tok_off, bkeys,
                         bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, 0, out, opos, counts)
 
 
 @njit_cached
-def _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, mtab, arena,
+def _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
               tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, w, out, seg_count, unit_count):
     if uc[u] < 0:
         for s in range(ua[u], ub[u]):
             a = seg_s[s]
-            seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, mtab,
+            seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, grid, mtab,
                                         arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache,
                                         w, out, a) - a
     elif sync[u] >= 0:
         a = sync[u]
         unit_count[u] = _encode_span(data, a, unit_stop(seg_e, ua, uc, sync, u), seg_e[ua[u]], fam, end_whole, tab,
-                                     fold, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta,
+                                     fold, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta,
                                      lbytes, lids, pcache, w, out, a) - a
 
 
 @njit_cached(parallel=True)
-def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, init_ids, mtab, arena,
+def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
                           tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, out):
     """Returns ``(rec_start, rec_count)``: per segment (count 0 for a cut segment) and per
     cut unit, where its ids begin in ``out`` (its first byte) and how many there are."""
@@ -859,20 +903,20 @@ def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, 
     seg_count = np.zeros(S, np.int64)
     unit_count = np.zeros(U, np.int64)
     for u in prange(U):
-        _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, mtab, arena,
+        _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
                   tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, get_thread_id(), out, seg_count,
                   unit_count)
     return _records(seg_s, sync, seg_count, unit_count)
 
 
 @njit_cached
-def encode_fused_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, init_ids, mtab, arena, tok_off,
+def encode_fused_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off,
                         bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, out):
     S = seg_s.shape[0]
     seg_count = np.zeros(S, np.int64)
     for s in range(S):
         a = seg_s[s]
-        seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, 0, out,
+        seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, 0, out,
                                     a) - a
     return seg_s.copy(), seg_count
 

@@ -82,7 +82,7 @@ def njit_noalloc(fn=None, **kw):
     return deco(fn) if fn is not None else deco
 
 
-@njit_cached
+@njit_noalloc
 def mix64(x):
     """splitmix64 finalizer (uint64 -> uint64), a bijection with good avalanche."""
     z = np.uint64(x)
@@ -106,7 +106,7 @@ def value_id(v):
     return np.int64(np.uint64(v) & _LOW)
 
 
-@njit_cached
+@njit_noalloc
 def lookup(keys, values, key):
     """Value stored for ``key`` (uint64), or ``EMPTY`` when the key is absent."""
     key = np.uint64(key)
@@ -130,7 +130,7 @@ def interleave(keys, values):
     return t
 
 
-@njit_cached
+@njit_noalloc
 def lookup2(mtab, key):
     """``lookup`` on the interleaved table."""
     mask = np.int64((mtab.shape[0] >> 1) - 1)
@@ -153,7 +153,7 @@ def new_pair_cache():
     return np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
 
 
-@njit_cached(inline="always")
+@njit_noalloc(inline="always")
 def lookup_cached(mtab, pc, key):
     """``lookup2`` through a small direct-mapped pair cache ``pc`` (``new_pair_cache``): the
     pairs that recur stay dense in the processor's nearest caches. Same result."""
