@@ -1,6 +1,8 @@
-#!/usr/bin/env python3
 """Side-by-side CPU throughput: gpu_tok ("ours") against HF tokenizers, tiktoken,
 fastokens and gigatoken, on the same texts with the same thread count.
+
+``gpu-tok bench [options]`` and ``python benchmarks/bench.py [options]`` (a thin wrapper in
+the repository) run this module with the same options and output:
 
     python benchmarks/bench.py                         # 8 MB of each bench file, all models
     python benchmarks/bench.py --max-mb 0.2 --models gpt2,r50k_base --files code
@@ -34,8 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-RESULTS_MD = REPO_ROOT / "benchmarks" / "RESULTS.md"
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_DIR.parent  # the checkout when gpu_tok runs from one (pip install -e)
+RESULTS_MD = (REPO_ROOT / "benchmarks" / "RESULTS.md" if (REPO_ROOT / "benchmarks").is_dir()
+              else Path.cwd() / "RESULTS.md")
 BENCH_FILES = ("code", "english_prose", "multilingual")
 # tokenizer.json models, each followed by the tiktoken encoding of its family
 DEFAULT_MODELS = ("gpt2", "r50k_base", "llama3", "cl100k_base", "gpt-4o", "o200k_base")
@@ -127,7 +131,7 @@ class Model:
 
 
 def tiktoken_definitions() -> dict:
-    with open(REPO_ROOT / "gpu_tok" / "data" / "tiktoken_encodings.json", encoding="utf-8") as f:
+    with open(PACKAGE_DIR / "data" / "tiktoken_encodings.json", encoding="utf-8") as f:
         return json.load(f)["encodings"]
 
 
@@ -376,6 +380,16 @@ def sample_indices(n: int, k: int) -> List[int]:
     return sorted({round(i * (n - 1) / (k - 1)) for i in range(k)}) if k > 1 else [0]
 
 
+_WORKER = [sys.executable, "-m", "gpu_tok.bench"]  # the worker subprocesses run this module
+
+
+def _worker_env() -> Dict[str, str]:
+    """The environment of a worker: this one, with gpu_tok importable even from a bare checkout."""
+    env = os.environ.copy()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
 def time_worker(args) -> None:
     """--unseen, in a fresh process: build the engine, warm it up on the documents that
     follow the timed slice in the same file (same size), then time ONE run on the timed
@@ -401,12 +415,12 @@ def time_worker(args) -> None:
 def time_unseen(engine: str, model: Model, fname: str, args):
     """Best of --repeat fresh processes, each timing one run on text it has not seen."""
     np = _np()
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--_time-worker", engine, "--models", model.name,
+    cmd = _WORKER + ["--_time-worker", engine, "--models", model.name,
            "--files", fname, "--max-mb", str(args.max_mb), "--threads", str(args.threads),
            "--check-docs", str(args.check_docs)]
     best, first = math.inf, None
     for _ in range(args.repeat):
-        p = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
+        p = subprocess.run(cmd, capture_output=True, text=True, env=_worker_env())
         if p.returncode != 0:
             raise RuntimeError(f"worker failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
         r = json.loads(p.stdout)
@@ -567,10 +581,10 @@ def mem_worker(args) -> None:
 
 
 def measure_memory(model: Model, fname: str, shape: str, args) -> str:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--_mem-worker", shape, "--models", model.name,
+    cmd = _WORKER + ["--_mem-worker", shape, "--models", model.name,
            "--files", fname, "--max-mb", str(args.max_mb), "--line-mb", str(args.line_mb),
            "--threads", str(args.threads)]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
+    p = subprocess.run(cmd, capture_output=True, text=True, env=_worker_env())
     if p.returncode != 0:
         tail = (p.stderr.strip().splitlines() or ["?"])[-1]
         return f"FAILED: {tail[:160]}"
@@ -695,8 +709,9 @@ def method_note(args) -> str:
     return "(+1 warm-up run on the same texts)"
 
 
-def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse_args(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=",".join(DEFAULT_MODELS),
                     help="comma-separated: folders of GPU_TOK_MODELS holding tokenizer.json, or tiktoken "
                          "encodings (r50k_base, cl100k_base, o200k_base, p50k_base) [%(default)s]")
@@ -732,8 +747,8 @@ def parse_args(argv=None):
     return args
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
+def main(argv=None, prog=None) -> int:
+    args = parse_args(argv, prog)
     set_thread_env(args.threads)  # before any engine is imported
     args.load_at_start = load_average()
     if args.mem_shape:
