@@ -25,7 +25,7 @@ import numpy as np
 
 from . import shards as S
 from .megatron_idx import dtype_code, token_dtype
-from .corpus import (MISSING, BadInput, Source, Stdin, display_name, expand_inputs, input_format,
+from .corpus import (MISSING, BadInput, Source, Stdin, check_readable, expand_inputs, input_format,
                      iter_records, parquet_schema, sha256_and_size)
 from .resolve import TokenizerNotFound, default_tokenizer_path, resolve_tokenizer
 
@@ -479,6 +479,7 @@ class EncodeJob:
             kind = input_format(p, o.input_format)
             if kind == "parquet" and p == "-":
                 raise BadInput("-: Parquet cannot be read from standard input (it needs random access)")
+            check_readable(kind, p)
             srcs.append(Source(p, kind, o.field, o.lines, stdin=self.stdin if p == "-" else None))
         return srcs
 

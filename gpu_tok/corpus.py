@@ -138,11 +138,24 @@ class Stdin:
         return self._hashing.size if self._hashing is not None else None
 
 
-def _zstd_reader(fileobj):
+def import_zstandard():
     try:
         import zstandard
     except ImportError:
         raise missing_package("zstandard", "reading .zst input") from None
+    return zstandard
+
+
+def check_readable(kind: str, path: str) -> None:
+    """Fail before any work when an input needs an optional package that is missing."""
+    if kind == "parquet":
+        import_pyarrow("reading Parquet input")
+    if compression_of(path) == "zstd":
+        import_zstandard()
+
+
+def _zstd_reader(fileobj):
+    zstandard = import_zstandard()
     return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(fileobj, read_across_frames=True),
                              1 << 20)
 
@@ -325,9 +338,8 @@ def parquet_schema(path: str):
 
 
 def _iter_parquet(src: Source, start_rows: int) -> Iterator[Record]:
-    import pyarrow as pa
-
     pq = import_pyarrow("reading Parquet input")
+    import pyarrow as pa
     name = src.name
     if src.path == "-" or compression_of(src.path):
         raise BadInput(f"{name}: Parquet input must be a plain .parquet file (it is read by random access)")
