@@ -366,16 +366,17 @@ class Options:
 
 @dataclass
 class State:
-    """What the manifest records after each committed shard."""
+    """Where the committed shards leave the run (restored from the commit log on resume)."""
 
     documents: int = 0
     tokens: int = 0
     bytes: int = 0
+    shards: int = 0
     skipped_count: int = 0
-    skipped: list = field(default_factory=list)
-    shards: list = field(default_factory=list)
-    per_input: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)  # the first MAX_SKIPPED_LISTED bad records
+    per_input: list = field(default_factory=list)  # documents per input
     next: dict = field(default_factory=lambda: {"input": 0, "units": 0, "byte_offset": 0})
+    log_bytes: int = 0  # valid length of the commit log
 
 
 def _id_type_of(value) -> Optional[str]:
@@ -464,6 +465,7 @@ class _IdColumn:
 class EncodeJob:
     def __init__(self, opts: Options, out=None, err=None):
         self.o = opts
+        self.resumed_after = 0
         self.out = out or sys.stdout
         self.err = err or sys.stderr
 
@@ -502,10 +504,13 @@ class EncodeJob:
                            "--prepend-bos")
         self.eos = special_token_id(enc, "eos", o.eos_token) if o.append_eos else None
         self.bos = special_token_id(enc, "bos", o.bos_token) if o.prepend_bos else None
+        if o.format == "parquet" and o.output:
+            from .corpus import import_pyarrow
+
+            import_pyarrow("--format parquet")
         device, note = resolve_device(enc, o.device)
         if note and not o.quiet:
             self.log(f"gpu-tok: --device auto: cpu ({note})")
-        self.device = device
         enc.encode(["gpu_tok warm-up"], o.add_special_tokens, device, o.num_threads)  # build the engine now
         self.id_column = decide_id_column(sources, o)
         for s in sources:
@@ -516,15 +521,12 @@ class EncodeJob:
 
         out_dir = Path(o.output) if o.output else None
         state = State(per_input=[0] * len(sources))
-        manifest = None
+        head = None
         if out_dir is not None:
-            if o.format == "parquet":
-                from .corpus import import_pyarrow
-
-                import_pyarrow("--format parquet")
-            manifest, state = self._prepare_output(out_dir, enc, sources, paths, dtype, state)
-            if manifest is None:  # resume found a complete run
+            head, state = self._prepare_output(out_dir, enc, sources, paths, dtype, state)
+            if head is None:  # --resume found a complete run
                 return 0
+        commit_log = S.ShardLog(out_dir, state.log_bytes) if out_dir is not None else None
 
         # ------------------------------------------------------------ the stream
         t_start = time.perf_counter()  # the summary's seconds: reading, encoding, writing
@@ -532,16 +534,15 @@ class EncodeJob:
         progress = Progress(total, o.quiet, self.err)
         done_before = 0
         pos = state.next
-        committed_docs = state.documents
         docs, tokens, nbytes = state.documents, state.tokens, state.bytes
+        per_input = list(state.per_input)
         pending_skips: list = []
-        skipped_total = state.skipped_count
         texts: List[str] = []
         doc_ids: list = []
         batch_bytes = 0
         shard_docs = shard_bytes = 0
+        shard_inputs: dict = {}  # input index -> documents of the open shard
         writer: Optional[S.ShardWriter] = None
-        shard_first = committed_docs
         encode_s = 0.0
 
         def flush():
@@ -555,33 +556,33 @@ class EncodeJob:
             tokens += int(b_ids.size)
             if out_dir is not None:
                 if writer is None:
-                    writer = S.open_shard(o.format, out_dir, len(state.shards), dtype, self.id_column)
+                    writer = S.open_shard(o.format, out_dir, state.shards, dtype, self.id_column)
                 writer.add(b_ids, b_rs, doc_ids)
             texts, doc_ids, batch_bytes = [], [], 0
 
         def commit(next_pos: dict):
-            nonlocal writer, shard_docs, shard_bytes, pending_skips, shard_first
+            """Close the open shard after the document at ``next_pos``."""
+            nonlocal writer, shard_docs, shard_bytes, pending_skips, shard_inputs
             flush()
-            if out_dir is None:
+            if out_dir is None or writer is None:  # no output, or only skipped records so far
                 shard_docs = shard_bytes = 0
                 return
-            if writer is None:  # a shard of only skipped records: nothing to write
-                return
-            files = writer.commit(len(state.shards))
-            state.shards.append({"index": len(state.shards), "files": files, "documents": writer.documents,
-                                 "tokens": writer.tokens, "bytes": shard_bytes, "first_document": shard_first,
-                                 "skipped": len(pending_skips), "next": next_pos})
-            state.documents, state.tokens, state.bytes = docs, tokens, nbytes
-            state.per_input = list(per_input)
-            state.next = next_pos
-            self._add_skips(state, pending_skips)
-            pending_skips = []
-            self._write_manifest(out_dir, manifest, state, complete=False)
-            shard_first = docs
-            writer = None
+            files = writer.commit(state.shards)
+            listed = pending_skips[:max(0, MAX_SKIPPED_LISTED - len(state.skipped))]
+            entry = {"index": state.shards, "files": files, "documents": writer.documents, "tokens": writer.tokens,
+                     "bytes": shard_bytes, "first_document": state.documents, "next": next_pos,
+                     "input_documents": {str(k): v for k, v in sorted(shard_inputs.items())},
+                     "skipped": len(pending_skips), "skipped_records": listed,
+                     "totals": {"documents": docs, "tokens": tokens, "bytes": nbytes,
+                                "skipped": state.skipped_count + len(pending_skips)}}
+            commit_log.append(entry)  # the commit point
+            state.shards += 1
+            state.documents, state.tokens, state.bytes, state.next = docs, tokens, nbytes, next_pos
+            state.skipped_count += len(pending_skips)
+            state.skipped.extend(listed)
+            pending_skips, shard_inputs, writer = [], {}, None
             shard_docs = shard_bytes = 0
 
-        per_input = list(state.per_input)
         last_pos = dict(pos)
         try:
             for i in range(pos["input"], len(sources)):
@@ -596,18 +597,18 @@ class EncodeJob:
                     if error is not None:
                         if o.on_error == "stop":
                             raise BadInput(f"{rec.where}: {error}")
-                        skipped_total += 1
                         pending_skips.append({"file": src.name, "line": rec.line, "reason": error})
-                        if out_dir is None and skipped_total <= 10 and not o.quiet:
+                        if out_dir is None and len(pending_skips) <= 10 and not o.quiet:
                             self.log(f"gpu-tok: skipped {rec.where}: {error}")
                         continue
-                    n = len(rec.text.encode("utf-8")) if not rec.text.isascii() else len(rec.text)
+                    n = len(rec.text) if rec.text.isascii() else len(rec.text.encode("utf-8"))
                     texts.append(rec.text)
                     doc_ids.append(value)
                     batch_bytes += n
                     docs += 1
                     nbytes += n
                     per_input[i] += 1
+                    shard_inputs[i] = shard_inputs.get(i, 0) + 1
                     shard_docs += 1
                     shard_bytes += n
                     if shard_bytes >= o.shard_bytes or (o.shard_docs and shard_docs >= o.shard_docs):
@@ -623,72 +624,62 @@ class EncodeJob:
             if writer is not None:
                 writer.abort()
             progress.close()
+            if commit_log is not None:
+                commit_log.close()
             if out_dir is not None and isinstance(e, BadInput):
                 # the committed shards stay; the manifest says why the run stopped
-                manifest["stopped"] = str(e)
-                self._write_manifest(out_dir, manifest, state, complete=False)
+                S.write_manifest(out_dir, {**head, "stopped": str(e)})
             raise
         if progress.tty:
             progress.update(docs, nbytes, tokens, total, force=True)
         progress.close()
         seconds = time.perf_counter() - t_start
 
-        skipped_listed = []
+        skipped_count = state.skipped_count + len(pending_skips)
+        listed = state.skipped + pending_skips[:max(0, MAX_SKIPPED_LISTED - len(state.skipped))]
         if out_dir is not None:
-            state.documents, state.tokens, state.bytes = docs, tokens, nbytes
-            state.per_input = list(per_input)
-            self._add_skips(state, pending_skips)
+            commit_log.close()
+            inputs = head["inputs"]
+            for rec, n in zip(inputs, per_input):
+                rec["documents"] = n
             if "-" in paths:
                 k = paths.index("-")
-                manifest["inputs"][k]["sha256"] = self.stdin.sha256
-                manifest["inputs"][k]["size"] = self.stdin.size
-            manifest["timing"] = {"seconds": round(seconds, 3), "encode_seconds": round(encode_s, 3),
-                                  "setup_seconds": round(t_start - t_setup, 3),
-                                  "device": device, "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-            self._write_manifest(out_dir, manifest, state, complete=True)
-            skipped_listed = state.skipped
-            files = sorted(n for sh in state.shards for n in sh["files"])
+                inputs[k]["sha256"], inputs[k]["size"] = self.stdin.sha256, self.stdin.size
+            head.update({
+                "complete": True, "documents": docs, "tokens": tokens, "bytes": nbytes, "num_shards": state.shards,
+                "next": last_pos,
+                "skipped": {"count": skipped_count, "records": listed, "listed_max": MAX_SKIPPED_LISTED},
+                "timing": {"seconds": round(seconds, 3), "encode_seconds": round(encode_s, 3),
+                           "setup_seconds": round(t_start - t_setup, 3), "device": device,
+                           "resumed_after_shards": self.resumed_after,
+                           "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}})
+            S.write_final_manifest(out_dir, head)
+            if (out_dir / S.SHARD_LOG).exists():
+                (out_dir / S.SHARD_LOG).unlink()  # every entry is in the manifest now
             if not o.quiet:
-                self.log(f"gpu-tok: wrote {len(state.shards)} shard(s) to {out_dir} "
-                         f"({', '.join(files[:4])}{', ...' if len(files) > 4 else ''}) and {S.MANIFEST}")
-        self._summary(docs, tokens, nbytes, seconds, skipped_total, skipped_listed)
+                self.log(f"gpu-tok: wrote {state.shards} shard(s) to {out_dir} "
+                         f"({S.shard_stem(0) + '*' if state.shards else 'none'}) and {S.MANIFEST}")
+        self._summary(docs, tokens, nbytes, seconds, skipped_count, listed)
         return 0
 
     def _summary(self, docs, tokens, nbytes, seconds, skipped, listed) -> None:
         if skipped:
             first = listed[0] if listed else None
             where = f" (first: {first['file']}:{first['line']}: {first['reason']})" if first else ""
-            print(f"skipped {skipped} bad record(s){where}; see manifest.json" if self.o.output else
-                  f"skipped {skipped} bad record(s)", file=self.out)
+            print(f"skipped {skipped} bad record(s){where}" + ("; see manifest.json" if self.o.output else ""),
+                  file=self.out)
         mb_s = nbytes / 1e6 / seconds if seconds > 0 else 0.0
         print(f"{docs} documents, {tokens} tokens, {nbytes} bytes, {seconds:.3f} s, {mb_s:.2f} MB/s",
               file=self.out, flush=True)
 
-    @staticmethod
-    def _add_skips(state: State, new: list) -> None:
-        state.skipped_count += len(new)
-        room = MAX_SKIPPED_LISTED - len(state.skipped)
-        if room > 0:
-            state.skipped.extend(new[:room])
-
-    # ---------------------------------------------------------------- manifest
-    def _write_manifest(self, out_dir: Path, manifest: dict, state: State, complete: bool) -> None:
-        manifest["complete"] = complete
-        manifest["documents"], manifest["tokens"], manifest["bytes"] = state.documents, state.tokens, state.bytes
-        for rec, n in zip(manifest["inputs"], state.per_input):
-            rec["documents"] = n
-        manifest["next"] = state.next
-        manifest["skipped"] = {"count": state.skipped_count, "records": state.skipped,
-                               "listed_max": MAX_SKIPPED_LISTED}
-        manifest["shards"] = state.shards
-        S.write_manifest(out_dir, manifest)
-
+    # ---------------------------------------------------------------- the output directory
     def _prepare_output(self, out_dir: Path, enc: Encoder, sources, paths, dtype, state: State):
+        """The manifest head of this run, and the state to start from (``(None, _)``: nothing to do)."""
         o = self.o
+        self.resumed_after = 0
         if out_dir.exists() and not out_dir.is_dir():
             raise BadInput(f"--output {out_dir}: exists and is not a directory")
         out_dir.mkdir(parents=True, exist_ok=True)
-        old = None
         try:
             old = S.read_manifest(out_dir)
         except (OSError, ValueError) as e:
@@ -700,11 +691,11 @@ class EncodeJob:
             if p == "-":
                 if o.resume:
                     raise BadInput("--resume: standard input (-) cannot be read again; resume needs files")
-                inputs.append({"path": "-", "format": src.kind, "size": None, "sha256": None, "documents": 0})
+                inputs.append({"path": "-", "format": src.kind, "size": None, "sha256": None, "documents": None})
             else:
                 digest, size = sha256_and_size(p)
-                inputs.append({"path": p, "format": src.kind, "size": size, "sha256": digest, "documents": 0})
-        manifest = {
+                inputs.append({"path": p, "format": src.kind, "size": size, "sha256": digest, "documents": None})
+        head = {
             "manifest_version": MANIFEST_VERSION,
             "gpu_tok_version": _version(),
             "complete": False,
@@ -715,34 +706,23 @@ class EncodeJob:
             "id_column": ({k: self.id_column[k] for k in ("name", "type")} if self.id_column else None),
             "special_tokens": {"eos": self.eos, "bos": self.bos},
             "inputs": inputs,
+            "shard_log": S.SHARD_LOG,  # committed shards while the run is incomplete
         }
         if o.resume:
             if old is None:
                 raise BadInput(f"--resume: {out_dir} has no {S.MANIFEST} (nothing to resume; run without --resume)")
-            self._check_resumable(old, manifest, out_dir)
+            self._check_resumable(old, head, out_dir)
             if old.get("complete"):
                 self.log(f"gpu-tok: {out_dir} is already complete; nothing to do")
                 self._summary(old["documents"], old["tokens"], old["bytes"], 0.0,
                               old["skipped"]["count"], old["skipped"]["records"])
                 return None, state
-            committed = len(old["shards"])
-            for p in S.stray_files(out_dir, committed):
-                p.unlink()
-            for sh in old["shards"]:
-                for name, info in sh["files"].items():
-                    f = out_dir / name
-                    if not f.is_file() or f.stat().st_size != info["bytes"]:
-                        raise BadInput(f"--resume: committed shard file {f} is missing or has the wrong size; "
-                                       "the output directory is damaged (start again with --overwrite)")
-            state = State(documents=old["documents"], tokens=old["tokens"], bytes=old["bytes"],
-                          skipped_count=old["skipped"]["count"], skipped=list(old["skipped"]["records"]),
-                          shards=list(old["shards"]), per_input=[r["documents"] for r in old["inputs"]],
-                          next=dict(old["next"]))
-            manifest["inputs"] = old["inputs"]
+            state = self._restore(out_dir, state)
+            self.resumed_after = state.shards
             if not o.quiet:
-                self.log(f"gpu-tok: resuming {out_dir} after {committed} committed shard(s), "
+                self.log(f"gpu-tok: resuming {out_dir} after {state.shards} committed shard(s), "
                          f"{state.documents} documents")
-            return manifest, state
+            return head, state
         if old is not None and not o.overwrite:
             raise BadInput(f"--output {out_dir} already holds a {S.MANIFEST} (from an earlier run): pass --resume to "
                            "continue it or --overwrite to replace it")
@@ -752,13 +732,35 @@ class EncodeJob:
                            f"({leftovers[0].name}, ...): pass --overwrite to replace them")
         for p in leftovers:
             p.unlink()
-        self._write_manifest(out_dir, manifest, state, complete=False)
-        return manifest, state
+        S.write_manifest(out_dir, head)
+        return head, state
+
+    def _restore(self, out_dir: Path, state: State) -> State:
+        """The state after the last complete line of the commit log; files past it are removed."""
+        for entry, end in S.iter_shard_log(out_dir):
+            for name, info in entry["files"].items():
+                f = out_dir / name
+                if not f.is_file() or f.stat().st_size != info["bytes"]:
+                    raise BadInput(f"--resume: committed shard file {f} is missing or has the wrong size; "
+                                   "the output directory is damaged (start again with --overwrite)")
+            for k, n in entry["input_documents"].items():
+                state.per_input[int(k)] += n
+            state.skipped.extend(entry["skipped_records"])
+            state.skipped_count += entry["skipped"]
+            state.shards = entry["index"] + 1
+            state.next = entry["next"]
+            t = entry["totals"]
+            state.documents, state.tokens, state.bytes = t["documents"], t["tokens"], t["bytes"]
+            state.log_bytes = end
+        for p in S.stray_files(out_dir, state.shards):
+            p.unlink()
+        return state
 
     def _check_resumable(self, old: dict, new: dict, out_dir: Path) -> None:
         problems = []
         if old.get("manifest_version") != MANIFEST_VERSION:
             problems.append(f"manifest version {old.get('manifest_version')} (this gpu_tok writes {MANIFEST_VERSION})")
+            raise BadInput(f"--resume: {out_dir}: " + problems[0])
         if old["tokenizer"]["sha256"] != new["tokenizer"]["sha256"]:
             problems.append(f"tokenizer SHA-256 {old['tokenizer']['sha256'][:12]}... was used, "
                             f"{new['tokenizer']['sha256'][:12]}... ({new['tokenizer']['path']}) is given")

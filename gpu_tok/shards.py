@@ -2,8 +2,13 @@
 
 Every shard is written under a temporary name (``.tmp-shard-00000.*``), flushed and
 fsynced, then renamed to its final name (``shard-00000.*``); only after that is its entry
-added to ``manifest.json`` (itself replaced by write-temp, fsync, rename). A shard file
-without a manifest entry is what a crash leaves behind: ``--resume`` removes it.
+appended to the commit log ``shards.jsonl`` (one JSON line per shard, fsynced): a shard is
+committed when its line is complete. A shard file without a complete log line is what a
+crash leaves behind: ``--resume`` removes it (and a torn last line). ``manifest.json`` is
+replaced atomically (write temp, fsync, rename) at the start of a run and at its end, when
+it gets the totals and every shard's entry (the log is then removed). Appending one line per shard keeps each commit
+O(1): rewriting a manifest that lists every shard at every commit would be quadratic in the
+number of shards.
 
 Formats (one shard = the documents of a contiguous part of the input, in order):
 
@@ -34,6 +39,7 @@ from .megatron_idx import index_bytes
 
 OUTPUT_FORMATS = ("bin", "parquet", "npy")
 MANIFEST = "manifest.json"
+SHARD_LOG = "shards.jsonl"
 SHARD_RE = re.compile(r"^shard-(\d{5})\.")
 TMP_PREFIX = ".tmp-"
 MAX_SHARDS = 100_000
@@ -79,6 +85,76 @@ def write_file_atomic(path: Path, data: bytes) -> None:
 
 def write_manifest(out_dir: Path, manifest: dict) -> None:
     write_file_atomic(out_dir / MANIFEST, (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode())
+
+
+def write_final_manifest(out_dir: Path, head: dict) -> None:
+    """``manifest.json`` = ``head`` plus ``"shards"``: every entry of the commit log, streamed."""
+    text = json.dumps(head, indent=2, ensure_ascii=False)
+    assert text.endswith("\n}")
+    path = out_dir / MANIFEST
+    tmp = path.with_name(TMP_PREFIX + path.name)
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text[:-2] + ',\n  "shards": [')
+        n = 0
+        for entry, _ in iter_shard_log(out_dir):
+            f.write(("\n    " if n == 0 else ",\n    ") + json.dumps(entry, ensure_ascii=False))
+            n += 1
+        f.write("\n  ]\n}\n" if n else "]\n}\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(out_dir)
+
+
+def iter_shard_log(out_dir: Path):
+    """``(entry, end_offset)`` of each complete line of the commit log, in order; stops at the
+    first torn or invalid line (what a crash in the middle of an append leaves)."""
+    p = out_dir / SHARD_LOG
+    if not p.is_file():
+        return
+    offset = 0
+    with open(p, "rb") as f:
+        for k, line in enumerate(f):
+            if not line.endswith(b"\n"):
+                return
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                return
+            if not isinstance(entry, dict) or entry.get("index") != k:
+                return
+            offset += len(line)
+            yield entry, offset
+
+
+class ShardLog:
+    """The commit log, open for appending (truncated to ``valid_bytes`` first, dropping a torn line)."""
+
+    def __init__(self, out_dir: Path, valid_bytes: int = 0):
+        self.out_dir = out_dir
+        self.path = out_dir / SHARD_LOG
+        self.f = None
+        if self.path.exists():
+            self._open(valid_bytes)
+
+    def _open(self, valid_bytes: int) -> None:
+        self.f = open(self.path, "r+b" if self.path.exists() else "wb")
+        self.f.truncate(valid_bytes)
+        self.f.seek(valid_bytes)
+        self.f.flush()
+        os.fsync(self.f.fileno())
+        fsync_dir(self.out_dir)
+
+    def append(self, entry: dict) -> None:
+        if self.f is None:  # created with the first commit
+            self._open(0)
+        self.f.write((json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8"))
+        self.f.flush()
+        os.fsync(self.f.fileno())
+
+    def close(self) -> None:
+        if self.f is not None:
+            self.f.close()
 
 
 def read_manifest(out_dir: Path) -> Optional[dict]:
@@ -159,13 +235,13 @@ class ShardWriter:
         raise NotImplementedError
 
     def commit(self, committed_before: int) -> Dict[str, dict]:
-        """Make the shard's files final (the manifest entry is the caller's next step)."""
+        """Make the shard's files final (its commit-log line is the caller's next step)."""
         infos = self._finish()
         _test_kill("before_rename", committed_before)
         for tmp, name in zip(self.tmp, self.names):
             os.replace(tmp, self.out_dir / name)
         fsync_dir(self.out_dir)
-        _test_kill("before_manifest", committed_before)
+        _test_kill("before_commit", committed_before)
         return {name: info for name, info in zip(self.names, infos)}
 
     def abort(self) -> None:
@@ -360,4 +436,4 @@ def stray_files(out_dir: Path, committed: int) -> List[Path]:
 def own_files(out_dir: Path) -> List[Path]:
     """Everything ``gpu-tok encode`` writes in an output directory."""
     return [p for p in sorted(out_dir.iterdir())
-            if p.name == MANIFEST or p.name.startswith(TMP_PREFIX) or SHARD_RE.match(p.name)]
+            if p.name in (MANIFEST, SHARD_LOG) or p.name.startswith(TMP_PREFIX) or SHARD_RE.match(p.name)]
