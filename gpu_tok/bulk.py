@@ -32,6 +32,8 @@ from .resolve import TokenizerNotFound, default_tokenizer_path, resolve_tokenize
 MANIFEST_VERSION = 1
 DEFAULT_BATCH_BYTES = 16 << 20
 DEFAULT_SHARD_BYTES = 256 << 20
+DEFAULT_BATCH_DOCS = 1 << 18  # also bounds a batch of (nearly) empty documents
+DEFAULT_SHARD_DOCS = 1 << 24
 MAX_SKIPPED_LISTED = 1000
 # options that change the output bytes: a resumed run must use the same ones
 OUTPUT_OPTIONS = ("format", "input_format", "field", "lines", "id_field", "add_special_tokens", "append_eos",
@@ -172,7 +174,7 @@ def resolve_device(enc: Encoder, device: str) -> Tuple[str, str]:
         reason = f"{type(e).__name__}: {e}"
     if device == "cuda":
         raise BadInput(f"--device cuda is not usable here ({reason}); use --device cpu or auto")
-    return "cpu", f"CUDA not usable ({reason})"
+    return "cpu", f"cuda: {reason}"
 
 
 # ---------------------------------------------------------------- BOS / EOS
@@ -354,9 +356,9 @@ class Options:
     eos_token: Optional[str] = None
     bos_token: Optional[str] = None
     batch_bytes: int = DEFAULT_BATCH_BYTES
-    batch_size: Optional[int] = None
+    batch_size: int = DEFAULT_BATCH_DOCS
     shard_bytes: int = DEFAULT_SHARD_BYTES
-    shard_docs: Optional[int] = None
+    shard_docs: int = DEFAULT_SHARD_DOCS
     num_threads: Optional[int] = None
     on_error: str = "stop"
     resume: bool = False
@@ -510,7 +512,7 @@ class EncodeJob:
             import_pyarrow("--format parquet")
         device, note = resolve_device(enc, o.device)
         if note and not o.quiet:
-            self.log(f"gpu-tok: --device auto: cpu ({note})")
+            self.log(f"gpu-tok: --device auto: using cpu ({note})")
         enc.encode(["gpu_tok warm-up"], o.add_special_tokens, device, o.num_threads)  # build the engine now
         self.id_column = decide_id_column(sources, o)
         for s in sources:
@@ -536,7 +538,8 @@ class EncodeJob:
         pos = state.next
         docs, tokens, nbytes = state.documents, state.tokens, state.bytes
         per_input = list(state.per_input)
-        pending_skips: list = []
+        pending_skips: list = []  # bad records of the open shard that will be listed
+        pending_skip_count = 0  # all bad records of the open shard
         texts: List[str] = []
         doc_ids: list = []
         batch_bytes = 0
@@ -562,23 +565,24 @@ class EncodeJob:
 
         def commit(next_pos: dict):
             """Close the open shard after the document at ``next_pos``."""
-            nonlocal writer, shard_docs, shard_bytes, pending_skips, shard_inputs
+            nonlocal writer, shard_docs, shard_bytes, pending_skips, pending_skip_count, shard_inputs
             flush()
             if out_dir is None or writer is None:  # no output, or only skipped records so far
                 shard_docs = shard_bytes = 0
                 return
             files = writer.commit(state.shards)
-            listed = pending_skips[:max(0, MAX_SKIPPED_LISTED - len(state.skipped))]
+            listed = pending_skips
             entry = {"index": state.shards, "files": files, "documents": writer.documents, "tokens": writer.tokens,
                      "bytes": shard_bytes, "first_document": state.documents, "next": next_pos,
                      "input_documents": {str(k): v for k, v in sorted(shard_inputs.items())},
-                     "skipped": len(pending_skips), "skipped_records": listed,
+                     "skipped": pending_skip_count, "skipped_records": listed,
                      "totals": {"documents": docs, "tokens": tokens, "bytes": nbytes,
-                                "skipped": state.skipped_count + len(pending_skips)}}
+                                "skipped": state.skipped_count + pending_skip_count}}
             commit_log.append(entry)  # the commit point
             state.shards += 1
             state.documents, state.tokens, state.bytes, state.next = docs, tokens, nbytes, next_pos
-            state.skipped_count += len(pending_skips)
+            state.skipped_count += pending_skip_count
+            pending_skip_count = 0
             state.skipped.extend(listed)
             pending_skips, shard_inputs, writer = [], {}, None
             shard_docs = shard_bytes = 0
@@ -597,8 +601,10 @@ class EncodeJob:
                     if error is not None:
                         if o.on_error == "stop":
                             raise BadInput(f"{rec.where}: {error}")
-                        pending_skips.append({"file": src.name, "line": rec.line, "reason": error})
-                        if out_dir is None and len(pending_skips) <= 10 and not o.quiet:
+                        pending_skip_count += 1
+                        if len(state.skipped) + len(pending_skips) < MAX_SKIPPED_LISTED:
+                            pending_skips.append({"file": src.name, "line": rec.line, "reason": error})
+                        if out_dir is None and state.skipped_count + pending_skip_count <= 10 and not o.quiet:
                             self.log(f"gpu-tok: skipped {rec.where}: {error}")
                         continue
                     n = len(rec.text) if rec.text.isascii() else len(rec.text.encode("utf-8"))
@@ -611,9 +617,9 @@ class EncodeJob:
                     shard_inputs[i] = shard_inputs.get(i, 0) + 1
                     shard_docs += 1
                     shard_bytes += n
-                    if shard_bytes >= o.shard_bytes or (o.shard_docs and shard_docs >= o.shard_docs):
+                    if shard_bytes >= o.shard_bytes or shard_docs >= o.shard_docs:
                         commit(last_pos)
-                    elif batch_bytes >= o.batch_bytes or (o.batch_size and len(texts) >= o.batch_size):
+                    elif batch_bytes >= o.batch_bytes or len(texts) >= o.batch_size:
                         flush()
                     progress.update(docs, nbytes, tokens, done_before + _position_bytes(src))
                 done_before += _size(src)
@@ -635,8 +641,8 @@ class EncodeJob:
         progress.close()
         seconds = time.perf_counter() - t_start
 
-        skipped_count = state.skipped_count + len(pending_skips)
-        listed = state.skipped + pending_skips[:max(0, MAX_SKIPPED_LISTED - len(state.skipped))]
+        skipped_count = state.skipped_count + pending_skip_count
+        listed = state.skipped + pending_skips
         if out_dir is not None:
             commit_log.close()
             inputs = head["inputs"]

@@ -118,12 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     enc.add_argument("--bos-token", metavar="TOKEN", help="the BOS token (default: see above)")
     enc.add_argument("--batch-bytes", type=byte_size, default="16MiB", metavar="N",
                      help="UTF-8 bytes of text per encode call (default: 16MiB; memory grows with it)")
-    enc.add_argument("--batch-size", type=_positive_int, metavar="N",
-                     help="also cap the documents per encode call (default: no cap)")
+    enc.add_argument("--batch-size", type=_positive_int, default=1 << 18, metavar="N",
+                     help="also cap the documents per encode call (default: 262144)")
     enc.add_argument("--shard-bytes", type=byte_size, default="256MiB", metavar="N",
                      help="a shard closes after the document that brings it to N bytes of text (default: 256MiB)")
-    enc.add_argument("--shard-docs", type=_positive_int, metavar="N",
-                     help="a shard also closes after N documents")
+    enc.add_argument("--shard-docs", type=_positive_int, default=1 << 24, metavar="N",
+                     help="a shard also closes after N documents (default: 16777216)")
     enc.add_argument("--resume", action="store_true",
                      help="continue the run recorded in DIR/manifest.json (same inputs, tokenizer and options)")
     enc.add_argument("--overwrite", action="store_true", help="replace an earlier run's output in DIR")

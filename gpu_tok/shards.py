@@ -16,7 +16,8 @@ Formats (one shard = the documents of a contiguous part of the input, in order):
   (Megatron-LM's ``MMIDIDX`` index, one sequence per document); each shard is a Megatron
   path prefix (``DIR/shard-NNNNN``), see ``gpu_tok.megatron_idx``.
 - ``parquet``: ``shard-NNNNN.parquet`` with an ``input_ids`` ``list<int32>`` column (and the
-  source's id column when there is one), row groups of about ``ROW_GROUP_TOKENS`` ids.
+  source's id column when there is one), a row group closing after the document that
+  reaches ``ROW_GROUP_TOKENS`` ids or ``ROW_GROUP_ROWS`` documents.
 - ``npy``: ``shard-NNNNN.ids.npy`` (flat ids, same dtype as ``bin``) and
   ``shard-NNNNN.row_splits.npy`` (int64, documents + 1; document ``i`` of the shard is
   ``ids[row_splits[i]:row_splits[i + 1]]``).
@@ -44,6 +45,7 @@ SHARD_RE = re.compile(r"^shard-(\d{5})\.")
 TMP_PREFIX = ".tmp-"
 MAX_SHARDS = 100_000
 ROW_GROUP_TOKENS = 1 << 23  # parquet: a row group closes after the document that reaches 8M ids
+ROW_GROUP_ROWS = 1 << 20  # ... or 1M documents
 KILL_ENV = "GPU_TOK_TEST_KILL_AFTER_SHARDS"
 KILL_POINT_ENV = "GPU_TOK_TEST_KILL_POINT"
 
@@ -191,6 +193,14 @@ def check_ids_fit(ids: np.ndarray, dtype: np.dtype) -> None:
             raise ValueError(f"token id {hi if hi > info.max else lo} does not fit the output dtype {dtype}")
 
 
+def _sizes(row_splits: np.ndarray) -> np.ndarray:
+    """Tokens per document as int32 (Megatron's sequence-length type; 4 bytes kept per document)."""
+    sizes = np.diff(row_splits)
+    if sizes.size and int(sizes.max()) > np.iinfo(np.int32).max:
+        raise ValueError("a document of more than 2**31 - 1 tokens")
+    return sizes.astype(np.int32)
+
+
 class _HashedFile:
     """An open temp file that hashes what is written to it."""
 
@@ -261,7 +271,7 @@ class BinShardWriter(ShardWriter):
     def add(self, ids, row_splits, doc_ids=None) -> None:
         check_ids_fit(ids, self.dtype)
         self._bin.write(np.ascontiguousarray(ids, dtype=self.dtype.newbyteorder("<")))
-        self._sizes.append(np.diff(row_splits).astype(np.int64))
+        self._sizes.append(_sizes(row_splits))
         self.documents += len(row_splits) - 1
         self.tokens += int(ids.size)
 
@@ -300,7 +310,7 @@ class NpyShardWriter(ShardWriter):
     def add(self, ids, row_splits, doc_ids=None) -> None:
         check_ids_fit(ids, self.dtype)
         self._f.write(memoryview(np.ascontiguousarray(ids, dtype=self.dtype.newbyteorder("<"))).cast("B"))
-        self._sizes.append(np.diff(row_splits).astype(np.int64))
+        self._sizes.append(_sizes(row_splits))
         self.documents += len(row_splits) - 1
         self.tokens += int(ids.size)
 
@@ -312,7 +322,7 @@ class NpyShardWriter(ShardWriter):
         self._f.close()
         sizes = np.concatenate(self._sizes) if self._sizes else np.zeros(0, np.int64)
         splits = np.zeros(sizes.size + 1, dtype="<i8")
-        np.cumsum(sizes, out=splits[1:])
+        np.cumsum(sizes, dtype=np.int64, out=splits[1:])
         rs = _HashedFile(self.tmp[1])
         rs.write(npy_header(splits.dtype, splits.size))
         rs.write(splits)
@@ -346,6 +356,7 @@ class ParquetShardWriter(ShardWriter):
         self._pending_lens: List[np.ndarray] = []
         self._pending_doc_ids: list = []
         self._pending_tokens = 0
+        self._pending_rows = 0
 
     def add(self, ids, row_splits, doc_ids=None) -> None:
         ids = np.asarray(ids, dtype=np.int32)
@@ -358,18 +369,20 @@ class ParquetShardWriter(ShardWriter):
         base = 0
         while start_doc < len(lens):
             room = ROW_GROUP_TOKENS - self._pending_tokens
-            # first document (from start_doc) at which the pending count reaches the limit
-            k = int(np.searchsorted(csum, base + room, side="left"))
-            end_doc = min(k + 1, len(lens)) if k < len(lens) else len(lens)
+            # first document (from start_doc) at which the pending ids or rows reach their limit
+            k = min(int(np.searchsorted(csum, base + room, side="left")),
+                    start_doc + ROW_GROUP_ROWS - self._pending_rows - 1)
+            end_doc = min(k + 1, len(lens))
             a, b = int(row_splits[start_doc]), int(row_splits[end_doc])
             self._pending_ids.append(ids[a:b])
             self._pending_lens.append(lens[start_doc:end_doc])
             if self.id_column:
                 self._pending_doc_ids.extend(doc_ids[start_doc:end_doc])
             self._pending_tokens += b - a
+            self._pending_rows += end_doc - start_doc
             base = int(csum[end_doc - 1])
             start_doc = end_doc
-            if self._pending_tokens >= ROW_GROUP_TOKENS:
+            if self._pending_tokens >= ROW_GROUP_TOKENS or self._pending_rows >= ROW_GROUP_ROWS:
                 self._flush_group()
 
     def _flush_group(self) -> None:
@@ -390,7 +403,7 @@ class ParquetShardWriter(ShardWriter):
         table = pa.Table.from_arrays(arrays, schema=self.schema)
         self._writer.write_table(table, row_group_size=max(1, table.num_rows))
         self._pending_ids, self._pending_lens, self._pending_doc_ids = [], [], []
-        self._pending_tokens = 0
+        self._pending_tokens = self._pending_rows = 0
 
     def _finish(self):
         self._flush_group()

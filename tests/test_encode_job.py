@@ -382,6 +382,31 @@ def test_parquet_output_carries_ids(tmp_path, capsys, default_tok):
     assert rc == 2 and "--id-field nope" in err
 
 
+def test_parquet_row_groups(tmp_path, capsys, default_tok, monkeypatch):
+    """A row group closes after the document that reaches ROW_GROUP_TOKENS ids or ROW_GROUP_ROWS rows."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    from gpu_tok import shards
+
+    monkeypatch.setattr(shards, "ROW_GROUP_TOKENS", 50)
+    monkeypatch.setattr(shards, "ROW_GROUP_ROWS", 7)
+    texts = corpus_texts(60)
+    src = write_jsonl(tmp_path / "d.jsonl", texts)
+    rc, _, err = run(["encode", "--input", str(src), "--output", str(tmp_path / "o"), "--format", "parquet",
+                      "--batch-bytes", "300", "--quiet"], capsys)
+    assert rc == 0, err
+    lens = [len(r) for r in ours(default_tok, texts)]
+    want, rows, toks = [], 0, 0
+    for n in lens:
+        rows, toks = rows + 1, toks + n
+        if toks >= 50 or rows >= 7:
+            want.append(rows)
+            rows = toks = 0
+    want += [rows] if rows else []
+    md = pq.ParquetFile(tmp_path / "o" / "shard-00000.parquet").metadata
+    assert [md.row_group(g).num_rows for g in range(md.num_row_groups)] == want
+    assert read_parquet_output(tmp_path / "o") == ours(default_tok, texts)
+
+
 def test_mixed_id_types(tmp_path, capsys):
     pytest.importorskip("pyarrow")
     src = tmp_path / "m.jsonl"
@@ -394,6 +419,26 @@ def test_mixed_id_types(tmp_path, capsys):
     rc, _, err = run(["encode", "--input", str(src), "--output", str(tmp_path / "o2"), "--format", "parquet"],
                      capsys)
     assert rc == 2 and f"{src}:2: id 'id' is str" in err
+
+
+@pytest.mark.parametrize("fmt", ["bin", "npy", "parquet"])
+def test_empty_documents(tmp_path, capsys, fmt):
+    """Empty lines are documents of no tokens (with --append-eos: just EOS); they count toward
+    --shard-docs and --batch-size, so a run of them cannot grow a batch or a shard without bound."""
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    src = tmp_path / "e.txt"
+    src.write_bytes(b"\n" * 1000)
+    rc, _, err = run(["encode", "--lines", "--input", str(src), "--output", str(tmp_path / "o"), "--format", fmt,
+                      "--batch-size", "64", "--shard-docs", "300", "--quiet"], capsys)
+    assert rc == 0, err
+    assert READERS[fmt](tmp_path / "o") == [[]] * 1000
+    assert [sh["documents"] for sh in manifest_of(tmp_path / "o")["shards"]] == [300, 300, 300, 100]
+    rc, _, err = run(["encode", "--lines", "--input", str(src), "--output", str(tmp_path / "e"), "--format", fmt,
+                      "--append-eos", "--eos-token", "<|endoftext|>", "--quiet"], capsys)
+    assert rc == 0, err
+    eos = gpu_tok.Tokenizer.from_file(str(default_tokenizer_path())).token_to_id("<|endoftext|>")
+    assert READERS[fmt](tmp_path / "e") == [[eos]] * 1000
 
 
 def test_empty_corpus(tmp_path, capsys):
