@@ -3,16 +3,16 @@
 The job reads the inputs as one stream of documents (``gpu_tok.corpus``), encodes them in
 batches of about ``batch_bytes`` UTF-8 bytes, and writes shards (``gpu_tok.shards``): a
 shard closes after the document that brings it to ``shard_bytes`` bytes of text or
-``shard_docs`` documents, so shard contents depend on the document stream only. After each
-shard, ``manifest.json`` records it with the input position where the next one starts;
-``resume`` continues from the last committed shard and gives byte-identical files.
+``shard_docs`` documents, so shard contents depend on the document stream only. Each shard
+is committed with a line in the commit log (``shards.jsonl``) holding the input position
+where the next one starts; ``resume`` continues after the last committed shard and gives
+byte-identical files. ``manifest.json`` is written at the start and, complete, at the end.
 
 Memory stays bounded: one batch of text, its ids, and per-document sizes of the open shard.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -113,7 +113,6 @@ def tiktoken_rank_file(name: str) -> Tuple[Optional[Path], List[str]]:
 def load_encoder(spec: Optional[str], log=None) -> Encoder:
     """``spec``: a tokenizer.json, a folder, a ``.tiktoken`` file named after its encoding, a
     tiktoken encoding name, or a model name (``gpu_tok.resolve``); None: the embedded default."""
-    import gpu_tok
     from .tiktoken_encoding import named_encodings
 
     if spec is None:

@@ -38,7 +38,7 @@ import argparse
 import re
 import sys
 
-from gpu_tok.corpus import BadInput, expand_inputs, input_format  # noqa: F401  (re-exported)
+from gpu_tok.corpus import BadInput
 from gpu_tok.resolve import TokenizerNotFound
 
 OLD_INPUT_FORMATS = ("auto", "jsonl", "text")
