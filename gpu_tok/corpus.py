@@ -64,6 +64,8 @@ def expand_inputs(specs: List[str]) -> List[str]:
             out.extend(matches)
         elif Path(spec).is_dir():
             raise BadInput(f"{spec}: is a directory (pass files or a glob such as '{spec}/*.jsonl')")
+        elif Path(spec).exists():
+            raise BadInput(f"{spec}: not a regular file (a pipe can be read as standard input: - )")
         else:
             raise BadInput(f"{spec}: no such file")
     if out.count("-") > 1:

@@ -690,6 +690,14 @@ def test_bad_text_file_and_parquet_values(tmp_path, capsys, default_tok):
     assert rc == 2 and str(tmp_path / "t.jsonl.gz") in err and "Traceback" not in err
 
 
+def test_a_pipe_path_is_refused_not_drained(tmp_path, capsys):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes here")
+    os.mkfifo(tmp_path / "fifo")
+    rc, _, err = run(["encode", "--input", str(tmp_path / "fifo"), "--output", str(tmp_path / "o")], capsys)
+    assert rc == 2 and "not a regular file" in err and not (tmp_path / "o").exists()
+
+
 def test_device_cuda_fails_clearly_when_unavailable(tmp_path, capsys):
     enc = bulk.load_encoder(None)
     try:
