@@ -1,248 +1,48 @@
 """The gpu-tok command line (also python -m gpu_tok).
 
-gpu-tok encode tokenizes a corpus in batches with Tokenizer.encode_batch_ids:
+gpu-tok encode tokenizes a corpus into training-ready token shards:
 
-    gpu-tok encode --input 'data/*.jsonl.gz' --tokenizer gpt2 --output out/
+    gpu-tok encode --tokenizer gpt2 --input 'data/*.jsonl.zst' --output out/ --append-eos
 
-Inputs, each a path, a glob, or - for standard input:
+Inputs, each a path, a glob, or - for standard input (format from the name, after a
+.gz / .zst compression suffix, unless --input-format says):
 
-- JSONL (.jsonl / .json, optionally .gz): one JSON object per line, the
-  document is its --field (default text); blank lines are skipped.
-- anything else is plain UTF-8 text: the whole file is one document, or with
-  --lines each line is one (the \\n, and a \\r before it, removed; empty
-  lines stay, so document i is line i+1). Standard input is plain text unless
-  --format jsonl.
+- .parquet: the --field column (read by record batches; needs pyarrow).
+- .jsonl / .json: one JSON object per line, the document is its --field (default text);
+  blank lines are skipped.
+- anything else is UTF-8 text: the whole file is one document, or with --lines each line
+  is one (the \\n, and a \\r before it, removed; empty lines stay, so document i is line
+  i+1). Standard input is text unless --input-format jsonl.
 
-Special tokens (BOS/EOS templates) are *not* added unless --add-special-tokens
-is given: corpora are usually packed and delimited later.
+Special tokens: by default the ids are the text's own (add_special_tokens=False);
+--add-special-tokens applies the tokenizer's post-processor; --append-eos / --prepend-bos
+add the EOS / BOS id to every document (from --eos-token/--bos-token, else
+tokenizer_config.json beside the tokenizer.json, else the post-processor's template, else
+a tiktoken encoding's <|endoftext|>).
 
-With --output DIR it writes DIR/ids.npy (flat; uint16 when every id fits,
-else int32), DIR/row_splits.npy (int64, documents + 1; document i is
-ids[row_splits[i]:row_splits[i+1]]) and DIR/manifest.json. The last line
-printed is always the summary: documents, tokens, bytes, seconds, MB/s.
+With --output DIR it writes shards in document order (--format bin: Megatron-LM
+shard-NNNNN.bin + .idx; parquet: shard-NNNNN.parquet with an input_ids list<int32>
+column; npy: shard-NNNNN.ids.npy + .row_splits.npy) and DIR/manifest.json, committing
+each shard atomically; --resume continues a killed run and gives the same bytes. Without
+--output it only encodes and prints the summary. The last line printed is always the
+summary: documents, tokens, bytes, seconds, MB/s.
 
-Bad input (malformed JSON, a missing field, invalid UTF-8, a missing file) stops
-with file:line: reason and exit status 2.
+Bad input (malformed JSON, a missing field, invalid UTF-8, a missing file) stops with
+file:line: reason and exit status 2; --on-error skip skips bad records, counts them and
+lists them in the manifest.
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
-import gzip
-import json
+import re
 import sys
-import time
-import zlib
-from pathlib import Path
-from typing import Iterator
 
-from gpu_tok._util import sha256_file
-from gpu_tok.resolve import TokenizerNotFound, default_tokenizer_path, resolve_tokenizer
+from gpu_tok.corpus import BadInput
+from gpu_tok.resolve import TokenizerNotFound
 
-JSONL_SUFFIXES = (".jsonl", ".json")
+OLD_INPUT_FORMATS = ("auto", "jsonl", "text")
 
-
-class BadInput(Exception):
-    """An input that cannot be read as documents; the message names file:line."""
-
-
-# ---------------------------------------------------------------- inputs
-
-def expand_inputs(specs: list[str]) -> list[str]:
-    """Expand globs (sorted) and check that every path exists; ``-`` stays as is."""
-    out: list[str] = []
-    for spec in specs:
-        if spec == "-" or Path(spec).is_file():
-            out.append(spec)
-        elif glob.has_magic(spec):
-            matches = sorted(p for p in glob.glob(spec, recursive=True) if Path(p).is_file())
-            if not matches:
-                raise BadInput(f"{spec}: no file matches this pattern")
-            out.extend(matches)
-        elif Path(spec).is_dir():
-            raise BadInput(f"{spec}: is a directory (pass files or a glob such as '{spec}/*.jsonl')")
-        else:
-            raise BadInput(f"{spec}: no such file")
-    return out
-
-
-def input_format(path: str, fmt: str) -> str:
-    if fmt != "auto":
-        return fmt
-    if path == "-":
-        return "text"
-    name = path[:-3] if path.endswith(".gz") else path
-    return "jsonl" if name.lower().endswith(JSONL_SUFFIXES) else "text"
-
-
-def _open(path: str):
-    if path == "-":
-        return sys.stdin.buffer
-    if path.endswith(".gz"):
-        return gzip.open(path, "rb")
-    return open(path, "rb")
-
-
-def _decode(raw: bytes, where: str) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise BadInput(f"{where}: invalid UTF-8 at byte {e.start}") from None
-
-
-def read_documents(path: str, fmt: str = "auto", field: str = "text",
-                   lines: bool = False) -> Iterator[str]:
-    """Yield the documents of one input; raise ``BadInput`` naming file:line."""
-    name = "<stdin>" if path == "-" else path
-    kind = input_format(path, fmt)
-    f = None
-    try:
-        f = _open(path)
-        if kind == "jsonl":
-            for lineno, raw in enumerate(f, 1):
-                if raw.strip():  # blank lines are skipped
-                    yield _json_document(raw, f"{name}:{lineno}", field)
-        elif lines:
-            for lineno, raw in enumerate(f, 1):
-                raw = raw[:-1] if raw.endswith(b"\n") else raw
-                raw = raw[:-1] if raw.endswith(b"\r") else raw
-                yield _decode(raw, f"{name}:{lineno}")
-        else:
-            yield _decode(f.read(), name)
-    except (OSError, EOFError, zlib.error) as e:  # unreadable file, corrupt or truncated gzip
-        raise BadInput(f"{name}: {e}") from None
-    finally:
-        if f is not None and f is not sys.stdin.buffer:
-            f.close()
-
-
-def _json_document(raw: bytes, where: str, field: str) -> str:
-    try:
-        obj = json.loads(_decode(raw, where))
-    except json.JSONDecodeError as e:
-        raise BadInput(f"{where}: malformed JSON: {e.msg} (column {e.colno})") from None
-    if not isinstance(obj, dict):
-        raise BadInput(f"{where}: expected a JSON object, got {type(obj).__name__}")
-    if field not in obj:
-        raise BadInput(f"{where}: missing field {field!r}")
-    text = obj[field]
-    if not isinstance(text, str):
-        raise BadInput(f"{where}: field {field!r} is {type(text).__name__}, not a string")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise BadInput(f"{where}: field {field!r} holds a lone surrogate (not valid Unicode)") from None
-    return text
-
-
-# ---------------------------------------------------------------- outputs
-
-def _to_numpy(a):
-    import numpy as np
-
-    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
-
-
-def _version() -> str:
-    import gpu_tok
-
-    version = getattr(gpu_tok, "__version__", None)
-    if version:
-        return str(version)
-    try:
-        from importlib.metadata import version as dist_version
-
-        return dist_version("gpu-tok")
-    except Exception:
-        return "unknown"
-
-
-def write_output(out_dir: Path, ids, row_splits, vocab_size: int, manifest: dict) -> None:
-    import numpy as np
-
-    fits16 = vocab_size <= 1 << 16 and (ids.size == 0 or int(ids.max()) < 1 << 16)
-    ids = ids.astype(np.uint16 if fits16 else np.int32)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    np.save(out_dir / "ids.npy", ids)
-    np.save(out_dir / "row_splits.npy", row_splits.astype(np.int64))
-    manifest = {**manifest, "ids": {"file": "ids.npy", "dtype": str(ids.dtype)},
-                "row_splits": {"file": "row_splits.npy", "dtype": "int64"}}
-    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-
-
-# ---------------------------------------------------------------- encode
-
-def cmd_encode(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    import gpu_tok
-
-    inputs = expand_inputs(args.input)
-    if args.tokenizer:
-        tok_path = resolve_tokenizer(args.tokenizer)
-    else:
-        tok_path = default_tokenizer_path()
-        print(f"gpu-tok: no --tokenizer given; using the embedded default tokenizer {tok_path} "
-              "(a small byte-level BPE trained on gpu_tok's own source)", file=sys.stderr)
-    try:
-        tok = gpu_tok.Tokenizer.from_file(str(tok_path))
-    except Exception as e:
-        raise BadInput(f"cannot load tokenizer {tok_path}: {type(e).__name__}: {e}") from None
-    keep = args.output is not None
-    ids_parts, len_parts, per_input = [], [], []
-    n_docs = n_tokens = n_bytes = 0
-    start = time.perf_counter()
-
-    def flush(batch: list[str]) -> None:
-        nonlocal n_docs, n_tokens
-        res = tok.encode_batch_ids(batch, add_special_tokens=args.add_special_tokens,
-                                   device=args.device)
-        ids, splits = _to_numpy(res.ids), _to_numpy(res.row_splits)
-        n_docs += len(batch)
-        n_tokens += int(ids.size)
-        if keep:
-            ids_parts.append(ids.astype(np.int32, copy=False))
-            len_parts.append(np.diff(splits))
-
-    batch: list[str] = []
-    for path in inputs:
-        count = 0
-        for text in read_documents(path, args.format, args.field, args.lines):
-            batch.append(text)
-            n_bytes += len(text.encode("utf-8"))
-            count += 1
-            if len(batch) >= args.batch_size:
-                flush(batch)
-                batch = []
-        per_input.append({"path": path, "documents": count})
-    if batch:
-        flush(batch)
-    seconds = time.perf_counter() - start
-
-    if keep:
-        ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, np.int32)
-        lengths = np.concatenate(len_parts) if len_parts else np.zeros(0, np.int64)
-        row_splits = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int64)
-        manifest = {
-            "gpu_tok_version": _version(),
-            "tokenizer": {"path": str(Path(tok_path).resolve()), "sha256": sha256_file(tok_path),
-                          "spec": args.tokenizer},
-            "inputs": per_input,
-            "documents": n_docs, "tokens": n_tokens, "bytes": n_bytes,
-            "add_special_tokens": args.add_special_tokens, "device": args.device,
-            "format": args.format, "field": args.field, "lines": args.lines,
-        }
-        write_output(Path(args.output), ids, row_splits,
-                     tok.get_vocab_size(with_added_tokens=True), manifest)
-        print(f"gpu-tok: wrote {args.output}/ids.npy, row_splits.npy, manifest.json", file=sys.stderr)
-
-    mb_s = n_bytes / 1e6 / seconds if seconds > 0 else 0.0
-    print(f"{n_docs} documents, {n_tokens} tokens, {n_bytes} bytes, {seconds:.3f} s, {mb_s:.2f} MB/s")
-    return 0
-
-
-# ---------------------------------------------------------------- main
 
 def _positive_int(value: str) -> int:
     n = int(value)
@@ -251,34 +51,125 @@ def _positive_int(value: str) -> int:
     return n
 
 
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.I)
+
+
+def byte_size(value: str) -> int:
+    """``1048576``, ``64M``, ``64MiB``, ``1G``, ``512k`` (binary multiples)."""
+    m = _SIZE.match(value)
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a size: {value!r} (examples: 1048576, 64M, 256MiB, 1G)")
+    n = float(m.group(1)) * (1024 ** " kmgt".index((m.group(2) or " ").lower()))
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 byte: {value}")
+    return int(n)
+
+
+def _output_format(value: str) -> str:
+    if value in ("bin", "parquet", "npy"):
+        return value
+    if value in OLD_INPUT_FORMATS:
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: --format is the OUTPUT format now (bin, parquet or npy); "
+            f"the input format is --input-format {value}")
+    raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from bin, parquet, npy)")
+
+
+def _add_input_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tokenizer", metavar="PATH|NAME",
+                   help="tokenizer.json, a folder holding one, a tiktoken encoding name (r50k_base, p50k_base, "
+                        "cl100k_base, o200k_base, o200k_harmony; rank file from $GPU_TOK_MODELS/tiktoken or "
+                        "tiktoken's cache), or a model name looked up in $GPU_TOK_MODELS, the Hugging Face "
+                        "cache, then the Hub (default: the embedded default tokenizer)")
+    p.add_argument("--input", nargs="+", required=True, metavar="PATH",
+                   help="files, globs, or - for standard input (.gz / .zst are decompressed)")
+    p.add_argument("--input-format", choices=["auto", "jsonl", "parquet", "text"], default="auto",
+                   help="input format (auto: .parquet, .jsonl/.json, else text; standard input is text)")
+    p.add_argument("--field", default="text", help="JSONL field / Parquet column holding the text (default: text)")
+    p.add_argument("--lines", action="store_true", help="plain text: one document per line")
+    p.add_argument("--device", choices=["auto", "cuda", "cpu", "ref"], default="auto",
+                   help="auto: cuda when usable, else cpu (the compiled engine); ref: the plain-Python reference")
+    p.add_argument("--add-special-tokens", action="store_true",
+                   help="apply the post-processor's special tokens (default: off, the text's own ids)")
+    p.add_argument("--num-threads", type=_positive_int, metavar="N", help="CPU threads (default: all cores)")
+    p.add_argument("--on-error", choices=["stop", "skip"], default="stop",
+                   help="a bad record (malformed JSON, missing field, invalid UTF-8): stop with file:line "
+                        "(default), or skip it, count it and list it in the manifest")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpu-tok", description="Exact bulk tokenization "
-                                     "(Hugging Face tokenizer.json).")
+                                     "(Hugging Face tokenizer.json, tiktoken).")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    enc = sub.add_parser("encode", help="tokenize files into flat ids + row_splits",
+    enc = sub.add_parser("encode", help="tokenize a corpus into training-ready token shards",
                          description=__doc__.split("\n\n", 1)[1],
                          formatter_class=argparse.RawDescriptionHelpFormatter)
-    enc.add_argument("--tokenizer", metavar="PATH|NAME",
-                     help="tokenizer.json, a folder holding one, or a model name looked up in "
-                          "$GPU_TOK_MODELS, the Hugging Face cache, then the Hub "
-                          "(default: the embedded default tokenizer)")
-    enc.add_argument("--input", nargs="+", required=True, metavar="PATH",
-                     help="files, globs, or - for standard input")
-    enc.add_argument("--output", metavar="DIR", help="write ids.npy, row_splits.npy, manifest.json here")
-    enc.add_argument("--device", choices=["ref", "cpu", "auto"], default="auto")
-    enc.add_argument("--format", choices=["auto", "jsonl", "text"], default="auto",
-                     help="input format (auto: by extension; standard input is text)")
-    enc.add_argument("--field", default="text", help="JSONL field holding the text (default: text)")
-    enc.add_argument("--lines", action="store_true", help="plain text: one document per line")
-    enc.add_argument("--add-special-tokens", action="store_true",
-                     help="apply the post-processor's special tokens (default: off, for corpora)")
-    enc.add_argument("--batch-size", type=_positive_int, default=1024, metavar="N",
-                     help="documents per encode_batch_ids call (default: 1024)")
+    _add_input_args(enc)
+    enc.add_argument("--output", metavar="DIR", help="write shards and manifest.json here (default: only "
+                     "encode and print the summary)")
+    enc.add_argument("--format", type=_output_format, default="bin", metavar="{bin,parquet,npy}",
+                     help="output format (default: bin, Megatron-LM .bin/.idx)")
+    enc.add_argument("--id-field", metavar="NAME",
+                     help="parquet output: carry this JSONL field / Parquet column as the id column "
+                          "(default: 'id' when the first record has it; '' for none)")
+    enc.add_argument("--append-eos", action="store_true", help="append the EOS id to every document")
+    enc.add_argument("--prepend-bos", action="store_true", help="prepend the BOS id to every document")
+    enc.add_argument("--eos-token", metavar="TOKEN", help="the EOS token (default: see above)")
+    enc.add_argument("--bos-token", metavar="TOKEN", help="the BOS token (default: see above)")
+    enc.add_argument("--batch-bytes", type=byte_size, default="16MiB", metavar="N",
+                     help="UTF-8 bytes of text per encode call (default: 16MiB; memory grows with it)")
+    enc.add_argument("--batch-size", type=_positive_int, default=1 << 18, metavar="N",
+                     help="also cap the documents per encode call (default: 262144)")
+    enc.add_argument("--shard-bytes", type=byte_size, default="256MiB", metavar="N",
+                     help="a shard closes after the document that brings it to N bytes of text (default: 256MiB)")
+    enc.add_argument("--shard-docs", type=_positive_int, default=1 << 24, metavar="N",
+                     help="a shard also closes after N documents (default: 16777216)")
+    enc.add_argument("--resume", action="store_true",
+                     help="continue the run recorded in DIR/manifest.json (same inputs, tokenizer and options)")
+    enc.add_argument("--overwrite", action="store_true", help="replace an earlier run's output in DIR")
+    enc.add_argument("--quiet", action="store_true", help="no progress output (the summary is still printed)")
     enc.set_defaults(func=cmd_encode)
+
+    ver = sub.add_parser("verify", help="re-encode a sample with the reference library and report mismatches")
+    _add_input_args(ver)
+    ver.add_argument("--sample", type=_positive_int, default=1000, metavar="N",
+                     help="documents to sample (default: 1000)")
+    ver.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
+    ver.set_defaults(func=cmd_verify)
+
+    sub.add_parser("bench", help="the side-by-side benchmark (gpu-tok bench --help)", add_help=False)
     return parser
 
 
+def cmd_encode(args: argparse.Namespace) -> int:
+    from gpu_tok.bulk import Options, run_encode
+
+    opts = Options(
+        inputs=args.input, tokenizer=args.tokenizer, output=args.output, format=args.format,
+        input_format=args.input_format, field=args.field, lines=args.lines, id_field=args.id_field,
+        device=args.device, add_special_tokens=args.add_special_tokens, append_eos=args.append_eos,
+        prepend_bos=args.prepend_bos, eos_token=args.eos_token, bos_token=args.bos_token,
+        batch_bytes=args.batch_bytes, batch_size=args.batch_size, shard_bytes=args.shard_bytes,
+        shard_docs=args.shard_docs, num_threads=args.num_threads, on_error=args.on_error,
+        resume=args.resume, overwrite=args.overwrite, quiet=args.quiet)
+    return run_encode(opts)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from gpu_tok.verify import VerifyOptions, run_verify
+
+    return run_verify(VerifyOptions(
+        inputs=args.input, tokenizer=args.tokenizer, sample=args.sample, seed=args.seed, device=args.device,
+        input_format=args.input_format, field=args.field, lines=args.lines,
+        add_special_tokens=args.add_special_tokens, on_error=args.on_error, num_threads=args.num_threads))
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "bench":
+        from gpu_tok import bench
+
+        return bench.main(argv[1:], prog="gpu-tok bench")
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -289,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     except (BadInput, TokenizerNotFound) as e:
         print(f"gpu-tok: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return 1
     except KeyboardInterrupt:
         print("gpu-tok: interrupted", file=sys.stderr)
         return 130

@@ -7,6 +7,7 @@ Every id the command writes is compared with the reference library
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -20,6 +21,8 @@ import pytest
 import tokenizers
 
 from gpu_tok import cli
+from gpu_tok._util import sha256_file
+from gpu_tok.megatron_idx import token_dtype
 from gpu_tok.resolve import TokenizerNotFound, default_tokenizer_path, resolve_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,6 +45,12 @@ def ref():
     return tokenizers.Tokenizer.from_file(str(default_tokenizer_path()))
 
 
+def repo_env(**extra):
+    """The environment of a subprocess that imports gpu_tok from this checkout."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+                **extra)
+
+
 def expected(ref, texts, add_special_tokens=False):
     return [e.ids for e in ref.encode_batch(texts, add_special_tokens=add_special_tokens)]
 
@@ -53,11 +62,20 @@ def run(args, capsys):
 
 
 def read_output(out_dir: Path):
-    ids = np.load(out_dir / "ids.npy")
-    splits = np.load(out_dir / "row_splits.npy")
-    assert splits.dtype == np.int64 and splits[0] == 0 and splits[-1] == ids.size
-    docs = [ids[splits[i]:splits[i + 1]].tolist() for i in range(len(splits) - 1)]
+    """Documents of an ``--format npy`` output (every shard, in order), the ids, the manifest."""
+    ids_parts, docs = [], []
+    for ids_path in sorted(out_dir.glob("shard-*.ids.npy")):
+        ids = np.load(ids_path)
+        splits = np.load(str(ids_path).replace(".ids.npy", ".row_splits.npy"))
+        assert splits.dtype == np.int64 and splits[0] == 0 and splits[-1] == ids.size
+        docs += [ids[splits[i]:splits[i + 1]].tolist() for i in range(len(splits) - 1)]
+        ids_parts.append(ids)
+    ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, np.uint16)
     return docs, ids, json.loads((out_dir / "manifest.json").read_text())
+
+
+def run_npy(args, capsys):
+    return run(args + ["--format", "npy"], capsys)
 
 
 def write_jsonl(path: Path, texts, field="text"):
@@ -113,8 +131,8 @@ def test_training_script_writes_a_loadable_tokenizer(tmp_path):
 def test_jsonl_with_manifest(tmp_path, capsys, ref):
     src = tmp_path / "docs.jsonl"
     write_jsonl(src, TEXTS)
-    rc, out, err = run(["encode", "--device", "ref", "--input", str(src), "--output",
-                        str(tmp_path / "out"), "--batch-size", "3"], capsys)
+    rc, out, err = run_npy(["encode", "--device", "ref", "--input", str(src), "--output",
+                            str(tmp_path / "out"), "--batch-size", "3"], capsys)
     assert rc == 0, err
     assert "embedded default tokenizer" in err
     assert SUMMARY.match(out.strip().splitlines()[-1])
@@ -124,10 +142,13 @@ def test_jsonl_with_manifest(tmp_path, capsys, ref):
     assert manifest["documents"] == len(TEXTS)
     assert manifest["tokens"] == ids.size
     assert manifest["bytes"] == sum(len(t.encode("utf-8")) for t in TEXTS)
-    assert manifest["inputs"] == [{"path": str(src), "documents": len(TEXTS)}]
+    assert [(x["path"], x["documents"], x["size"]) for x in manifest["inputs"]] == [
+        (str(src), len(TEXTS), src.stat().st_size)]
+    assert manifest["inputs"][0]["sha256"] == sha256_file(src)
     assert manifest["tokenizer"]["path"] == str(default_tokenizer_path())
+    assert manifest["complete"] is True and len(manifest["shards"]) == 1
     assert len(manifest["tokenizer"]["sha256"]) == 64
-    assert manifest["add_special_tokens"] is False
+    assert manifest["options"]["add_special_tokens"] is False
     assert manifest["gpu_tok_version"]
     line = out.strip().splitlines()[-1]
     assert line.startswith(f"{len(TEXTS)} documents, {ids.size} tokens, {manifest['bytes']} bytes")
@@ -136,8 +157,8 @@ def test_jsonl_with_manifest(tmp_path, capsys, ref):
 def test_text_files_and_glob(tmp_path, capsys, ref):
     for i, t in enumerate(TEXTS):
         (tmp_path / f"doc{i}.txt").write_bytes(t.encode("utf-8"))
-    rc, out, err = run(["encode", "--input", str(tmp_path / "doc*.txt"), "--output",
-                        str(tmp_path / "out"), "--device", "ref"], capsys)
+    rc, out, err = run_npy(["encode", "--input", str(tmp_path / "doc*.txt"), "--output",
+                            str(tmp_path / "out"), "--device", "ref"], capsys)
     assert rc == 0, err
     docs, _, manifest = read_output(tmp_path / "out")
     names = sorted(f"doc{i}.txt" for i in range(len(TEXTS)))
@@ -149,8 +170,8 @@ def test_text_files_and_glob(tmp_path, capsys, ref):
 def test_lines_keep_empty_lines_and_strip_crlf(tmp_path, capsys, ref):
     src = tmp_path / "lines.txt"
     src.write_bytes(b"first line\r\n\nthird \xc3\xa9t\xc3\xa9\n  fourth  \nlast without newline")
-    rc, _, err = run(["encode", "--lines", "--input", str(src), "--output", str(tmp_path / "out")],
-                     capsys)
+    rc, _, err = run_npy(["encode", "--lines", "--input", str(src), "--output", str(tmp_path / "out")],
+                         capsys)
     assert rc == 0, err
     docs, _, _ = read_output(tmp_path / "out")
     texts = ["first line", "", "third été", "  fourth  ", "last without newline"]
@@ -161,8 +182,8 @@ def test_gzip_inputs_and_custom_field(tmp_path, capsys, ref):
     write_jsonl(tmp_path / "a.jsonl.gz", TEXTS[:4], field="content")
     with gzip.open(tmp_path / "b.txt.gz", "wb") as f:
         f.write("\n".join(TEXTS[4:]).encode("utf-8"))
-    rc, _, err = run(["encode", "--field", "content", "--input", str(tmp_path / "a.jsonl.gz"),
-                      str(tmp_path / "b.txt.gz"), "--output", str(tmp_path / "out")], capsys)
+    rc, _, err = run_npy(["encode", "--field", "content", "--input", str(tmp_path / "a.jsonl.gz"),
+                          str(tmp_path / "b.txt.gz"), "--output", str(tmp_path / "out")], capsys)
     assert rc == 0, err
     docs, _, _ = read_output(tmp_path / "out")
     assert docs == expected(ref, TEXTS[:4] + ["\n".join(TEXTS[4:])])
@@ -171,12 +192,24 @@ def test_gzip_inputs_and_custom_field(tmp_path, capsys, ref):
 def test_stdin_jsonl(tmp_path, capsys, monkeypatch, ref):
     data = "".join(json.dumps({"text": t}) + "\n" for t in TEXTS) + "\n"  # blank line skipped
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data.encode("utf-8"))))
-    rc, _, err = run(["encode", "--format", "jsonl", "--input", "-", "--output",
-                      str(tmp_path / "out")], capsys)
+    rc, _, err = run_npy(["encode", "--input-format", "jsonl", "--input", "-", "--output",
+                          str(tmp_path / "out")], capsys)
     assert rc == 0, err
     docs, _, manifest = read_output(tmp_path / "out")
     assert docs == expected(ref, TEXTS)
-    assert manifest["inputs"] == [{"path": "-", "documents": len(TEXTS)}]
+    raw = data.encode("utf-8")
+    assert manifest["inputs"] == [{"path": "-", "format": "jsonl", "documents": len(TEXTS), "size": len(raw),
+                                   "sha256": hashlib.sha256(raw).hexdigest()}]
+
+
+def test_old_format_option_names_the_new_one(tmp_path, capsys):
+    src = tmp_path / "a.txt"
+    src.write_text("x", encoding="utf-8")
+    with pytest.raises(SystemExit) as e:
+        cli.main(["encode", "--format", "jsonl", "--input", str(src)])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--format is the OUTPUT format now" in err and "--input-format jsonl" in err
 
 
 def test_add_special_tokens_and_tokenizer_dir(tmp_path, capsys, ref):
@@ -185,8 +218,8 @@ def test_add_special_tokens_and_tokenizer_dir(tmp_path, capsys, ref):
     (tok_dir / "tokenizer.json").write_bytes(default_tokenizer_path().read_bytes())
     src = tmp_path / "docs.jsonl"
     write_jsonl(src, TEXTS)
-    rc, _, err = run(["encode", "--tokenizer", str(tok_dir), "--add-special-tokens",
-                      "--input", str(src), "--output", str(tmp_path / "out")], capsys)
+    rc, _, err = run_npy(["encode", "--tokenizer", str(tok_dir), "--add-special-tokens",
+                          "--input", str(src), "--output", str(tmp_path / "out")], capsys)
     assert rc == 0, err
     assert "embedded default" not in err
     docs, _, manifest = read_output(tmp_path / "out")
@@ -205,10 +238,10 @@ def test_without_output_prints_summary_only(tmp_path, capsys):
 
 
 def test_python_dash_m_with_stdin_lines(tmp_path, ref):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    env = repo_env()
     proc = subprocess.run(
         [sys.executable, "-m", "gpu_tok", "encode", "--lines", "--input", "-",
-         "--output", str(tmp_path / "out")],
+         "--output", str(tmp_path / "out"), "--format", "npy"],
         input="one\ntwo  words\n🤗 three\n".encode("utf-8"), capture_output=True, cwd=tmp_path,
         env=env, timeout=300,
     )
@@ -233,7 +266,10 @@ def test_bad_jsonl_line(tmp_path, capsys, line, reason):
     assert rc == 2
     assert f"{src}:2: " in err and reason in err
     assert "Traceback" not in err
-    assert not (tmp_path / "out").exists()
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["complete"] is False and "shards" not in manifest
+    assert manifest["stopped"].startswith(f"{src}:2: ") and reason in manifest["stopped"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["manifest.json"]
 
 
 def test_bad_utf8_and_missing_file(tmp_path, capsys):
@@ -251,7 +287,7 @@ def test_malformed_json_via_subprocess(tmp_path):
     src = tmp_path / "bad.jsonl"
     src.write_text('{"text": "a"}\n{"text": "b"}\n{oops\n', encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "gpu_tok", "encode", "--input", str(src)],
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+                          capture_output=True, text=True, cwd=REPO, timeout=300, env=repo_env())
     assert proc.returncode == 2
     assert f"{src}:3: malformed JSON" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -308,10 +344,8 @@ def test_resolve_hf_cache(isolated_lookup):
     assert resolve_tokenizer("org/name").read_text() == "aaa"  # what refs/main points at
 
 
-def test_uint16_only_when_ids_fit(tmp_path):
-    ids = np.array([1, 70_000], np.int32)
-    splits = np.array([0, 2], np.int64)
-    cli.write_output(tmp_path / "big", ids, splits, 100_000, {})
-    assert np.load(tmp_path / "big" / "ids.npy").dtype == np.int32
-    cli.write_output(tmp_path / "small", ids[:1], np.array([0, 1], np.int64), 4000, {})
-    assert np.load(tmp_path / "small" / "ids.npy").dtype == np.uint16
+def test_dtype_comes_from_the_vocabulary():
+    assert token_dtype(4000) == np.uint16
+    assert token_dtype(65536) == np.uint16  # ids 0..65535
+    assert token_dtype(65537) == np.int32
+    assert token_dtype(262_144) == np.int32
