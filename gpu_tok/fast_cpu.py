@@ -627,13 +627,15 @@ def _sp_normalizer(norm) -> bool:
 def _trie_tuple(K, toks):
     if not toks:
         empty = np.full(8, np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64)
-        return (empty, empty.copy(), np.zeros(0, np.int32), np.zeros(256, np.uint8), np.zeros(1, np.uint8), 0)
+        return (empty, empty.copy(), np.zeros(0, np.int32), np.zeros(256, np.uint8), np.zeros(1, np.uint8), 0,
+                np.zeros(0, np.uint8))
     ids = [t[1] for t in toks]
     base = min(ids)
     flags = np.zeros(max(ids) - base + 1, np.uint8)
     for _c, i, f in toks:
         flags[i - base] = f
-    return K.build_trie([(c, i) for c, i, _f in toks]) + (flags, base)
+    trie = K.build_trie([(c, i) for c, i, _f in toks])
+    return trie + (flags, base, K._first_bytes(trie[3]))
 
 
 def _added_token_lists(ref):

@@ -37,6 +37,9 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
+from ._intrinsics import ctz64 as _ctz64
+from ._intrinsics import load64 as _load64
+from ._intrinsics import prefetch3 as _prefetch3
 from .bpe_cpu import merge_piece
 from .hash_table import EMPTY, PAIR_CACHE_BITS, lookup, lookup2, lookup_cached, mix64, njit_cached, njit_noalloc
 
@@ -189,14 +192,52 @@ def _prev_start(data, i):
     return j
 
 
+_ONES8 = np.uint64(0x0101010101010101)
+_HIGH8 = np.uint64(0x8080808080808080)
+
+
 @njit_cached
-def _match_segment(data, a, b, tkeys, tvals, term, first, tflags, id_base, cls,
+def _first_bytes(first):
+    """The bytes that start some added token when there are at most three of them (the
+    matcher then skips eight bytes at a time), else none (it tests every byte)."""
+    k = 0
+    for v in range(256):
+        if first[v]:
+            k += 1
+    fb = np.empty(k if k <= 3 else 0, np.uint8)
+    if k <= 3:
+        k = 0
+        for v in range(256):
+            if first[v]:
+                fb[k] = v
+                k += 1
+    return fb
+
+
+@njit_cached
+def _match_segment(data, a, b, tkeys, tvals, term, first, fb, tflags, id_base, cls,
                    seg_s, seg_e, m_s, m_e, m_id, ns, nm):
     """The reference's ``_find_matches`` on ``data[a:b]``: leftmost-longest matches,
     ``single_word`` filter, ``lstrip``/``rstrip`` widening; appends gaps and matches."""
     start_offset = a
     i = a
+    nfb = fb.shape[0]
+    N = data.shape[0]
     while i < b:
+        if nfb > 0 and i + 8 <= N:
+            # eight bytes at a time: bit 7 of each byte equal to one of the first bytes
+            # (the lowest set bit is exact: borrows only reach bytes above a true match)
+            x = _load64(data, i)
+            m = np.uint64(0)
+            for f in range(nfb):
+                y = x ^ (np.uint64(fb[f]) * _ONES8)
+                m |= (y - _ONES8) & ~y & _HIGH8
+            if m == 0:
+                i += 8
+                continue
+            i += np.int64(_ctz64(m) >> np.uint64(3))
+            if i >= b:
+                break
         if first[data[i]] == 0:
             i += 1
             continue
@@ -275,8 +316,9 @@ def match_added(data, in_s, in_e, tkeys, tvals, term, first, tflags, id_base, cl
     m_id = np.empty(total + 1, np.int32)
     ns = 0
     nm = 0
+    fb = _first_bytes(first)
     for k in range(S):
-        ns, nm = _match_segment(data, in_s[k], in_e[k], tkeys, tvals, term, first, tflags, id_base, cls,
+        ns, nm = _match_segment(data, in_s[k], in_e[k], tkeys, tvals, term, first, fb, tflags, id_base, cls,
                                 seg_s, seg_e, m_s, m_e, m_id, ns, nm)
     return seg_s[:ns], seg_e[:ns], m_s[:nm], m_e[:nm], m_id[:nm]
 
@@ -448,10 +490,11 @@ def add_template(ids, row_splits, prefix, suffix):
 
 from numba import get_thread_id  # noqa: E402
 
-from ._intrinsics import load64 as _load64  # noqa: E402
-from ._intrinsics import prefetch3 as _prefetch3  # noqa: E402
 
-from .pretok_cpu import _F_GPT2, _F_O200K, _F_QWEN, _piece_cl100k, _piece_gpt2, _piece_o200k, _plan, unit_stop, unit_sync  # noqa: E402,E501
+from .pretok_cpu import _F_GPT2, _F_O200K, _F_QWEN, _plan, unit_stop, unit_sync  # noqa: E402
+from .pretok_cpu import _piece_cl100k_inline as _piece_cl100k  # noqa: E402
+from .pretok_cpu import _piece_gpt2_inline as _piece_gpt2  # noqa: E402
+from .pretok_cpu import _piece_o200k_inline as _piece_o200k  # noqa: E402
 
 _M32 = np.uint64(0xFFFFFFFF)
 
@@ -460,7 +503,7 @@ _HM1 = np.uint64(0x9E3779B97F4A7C15)
 _HM2 = np.uint64(0xC2B2AE3D27D4EB4F)
 
 
-@njit_noalloc
+@njit_noalloc(inline="always")
 def short_key(data, a, n):
     """``(w0, w1 | n << 56, hash)`` of the piece ``data[a:a + n]`` (``2 <= n <= 15``)."""
     if a + 16 <= data.shape[0]:
@@ -1032,10 +1075,11 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
 @njit_cached
 def _split_added(buf, a, b, trie, cls, gs, ge, ms, me, mi):
     """``_match_segment`` of ``buf[a:b]`` with the trie tuple ``(tkeys, tvals, term, first,
-    flags, base)``, or the whole range as one gap when the trie is empty; ``(gaps, matches)``."""
+    flags, base, first_bytes)``, or the whole range as one gap when the trie is empty;
+    ``(gaps, matches)``."""
     if trie[2].shape[0] > 0:
-        return _match_segment(buf, a, b, trie[0], trie[1], trie[2], trie[3], trie[4], trie[5], cls, gs, ge, ms, me,
-                              mi, 0, 0)
+        return _match_segment(buf, a, b, trie[0], trie[1], trie[2], trie[3], trie[6], trie[4], trie[5], cls, gs, ge,
+                              ms, me, mi, 0, 0)
     gs[0] = a
     ge[0] = b
     return (1 if b > a else 0), 0

@@ -274,7 +274,7 @@ _APOS = 39
 _SPACE = 32
 
 
-@_piece_jit
+@njit_noalloc(inline="always")
 def _dec(data, p):
     """(code point, byte length) of the UTF-8 character at ``p`` (valid UTF-8 assumed)."""
     b0 = np.int64(data[p])
@@ -336,7 +336,7 @@ _ONES = np.uint64(0x0101010101010101)
 _CASE = np.uint64(0x2020202020202020)
 
 
-@_piece_jit
+@njit_noalloc(inline="always")
 def _in_range(x, lo, hi):
     """Bit 7 of each byte of ``x`` that is an ASCII byte in ``[lo, hi]`` (``0 < lo <= hi < 0x80``)."""
     x7 = x & _LOW7
@@ -365,7 +365,7 @@ def _ascii_run(data, p, e, kind):
                 p += 8
                 continue
             p += np.int64(ctz64(~m & _H) >> np.uint64(3))
-            return min(p, e)
+            return p if p < e else e
         b = data[p]
         if kind == 0:
             ok = 0x61 <= (b | 0x20) <= 0x7A
