@@ -534,8 +534,40 @@ def _piece_cl100k(data, i, e, tab, fold, max_digits, end_whole):
     return _ws_run(data, i, e, tab, True, end_whole)
 
 
+@njit_noalloc(inline="always")
+def _o200k_ascii_word(data, i, e):
+    """The end of o200k's letter piece at ``i`` when it is decided by ASCII alone: an
+    optional ASCII prefix (not a letter, digit, ``\r`` or ``\n``), then ``[A-Z]*[a-z]*``
+    (at least one letter) ending before an ASCII byte or the segment's end. Then the first
+    alternative matched (``[a-z]+`` after the capitals) or, with no small letter, the second
+    (``[A-Z]+``); both end there. -1 when not decided (the general code runs)."""
+    b = data[i]
+    if b >= 0x80:
+        return -1
+    q = i
+    if not 0x61 <= (b | 0x20) <= 0x7A:
+        if b == 10 or b == 13 or 0x30 <= b <= 0x39 or i + 1 >= e:
+            return -1
+        q = i + 1
+        b = data[q]
+        if not 0x61 <= (b | 0x20) <= 0x7A:
+            return -1
+    q = _ascii_run(data, q, e, 1)
+    if q < e and data[q] >= 0x80:
+        return -1
+    q = _ascii_run(data, q, e, 2)
+    if q < e and data[q] >= 0x80:
+        return -1
+    return q
+
+
 @_piece_jit
 def _piece_o200k(data, i, e, tab, fold):
+    r = _o200k_ascii_word(data, i, e)
+    if r >= 0:
+        if r < e and data[r] == _APOS:
+            return r + _contraction(data, r, e, fold)
+        return r
     c, n = _dec(data, i)
     k = tab[c]
     p = i + n
@@ -596,7 +628,9 @@ def _piece_o200k(data, i, e, tab, fold):
         if r >= 0:
             break
     if r >= 0:
-        return r + _contraction(data, r, e, fold)
+        if r < e and data[r] == _APOS:
+            return r + _contraction(data, r, e, fold)
+        return r
     # \p{N}{1,3}
     if k & C_N:
         return _digit_run(data, p, e, tab, 3)
