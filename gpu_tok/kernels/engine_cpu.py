@@ -598,26 +598,50 @@ _LONG_IDS = 32
 _BATCH = 128
 
 
+@njit_noalloc(inline="always")
+def _key_piece(data, q, a, b, sc, cache, w):
+    """Cache slot, key words and hash of piece ``q`` (``[a, b)``) into the batch arrays, and
+    its cache line prefetched (``_hash_batch`` for one piece)."""
+    n = b - a
+    slot = -1
+    if 2 <= n <= _SHORT_KEY:
+        w0, w1, h = short_key(data, a, n)
+        slot = np.int64(h & np.uint64(cache.shape[1] - 1)) & ~np.int64(1)  # a set of two entries, one line
+        _prefetch3(cache, w, slot, 0)
+        sc[2][q] = w0
+        sc[3][q] = w1
+        sc[4][q] = h
+    sc[1][q] = slot
+
+
 @njit_noalloc
-def _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, ps):
+def _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc, cache, w):
     """Cut up to ``_BATCH`` pieces from ``i`` (before ``stop``): their starts in ``ps[:nb]``,
-    the end of the last in ``ps[nb]``; returns ``nb``."""
+    the end of the last in ``ps[nb]`` (``ps = sc[0]``), each piece keyed and its cache line
+    prefetched as soon as it is cut (``_key_piece``); returns ``nb``."""
+    ps = sc[0]
     nb = 0
     if fam == _F_GPT2:
         while i < stop and nb < _BATCH:
             ps[nb] = i
-            i = _piece_gpt2(data, i, end, tab, fold)
+            j = _piece_gpt2(data, i, end, tab, fold)
+            _key_piece(data, nb, i, j, sc, cache, w)
+            i = j
             nb += 1
     elif fam == _F_O200K:
         while i < stop and nb < _BATCH:
             ps[nb] = i
-            i = _piece_o200k(data, i, end, tab, fold)
+            j = _piece_o200k(data, i, end, tab, fold)
+            _key_piece(data, nb, i, j, sc, cache, w)
+            i = j
             nb += 1
     else:
         md = 1 if fam == _F_QWEN else 3
         while i < stop and nb < _BATCH:
             ps[nb] = i
-            i = _piece_cl100k(data, i, end, tab, fold, md, end_whole)
+            j = _piece_cl100k(data, i, end, tab, fold, md, end_whole)
+            _key_piece(data, nb, i, j, sc, cache, w)
+            i = j
             nb += 1
     ps[nb] = i
     return nb
@@ -707,14 +731,15 @@ def _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bv
 
 
 @njit_noalloc
-def _encode_batch(data, nb, q, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide,
-                  lmeta, lbytes, lids, pc, w, out, o, cnt, c0):
+def _encode_batch(data, nb, q, hashed, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache,
+                  wide, lmeta, lbytes, lids, pc, w, out, o, cnt, c0):
     """Encode pieces ``q, q+1, ...`` of the ``nb`` pieces ``[ps[q], ps[q+1])`` (``ps = sc[0]``)
-    into ``out[o:]`` (hashing the batch first when ``q == 0``); with a non-empty ``cnt``,
+    into ``out[o:]`` (hashing the batch first when ``q == 0``, unless ``hashed``: the fused path
+    keys each piece as it cuts it); with a non-empty ``cnt``,
     ``cnt[c0 + q]`` = ids of piece ``q``. Returns ``(o, q)``: ``q == nb`` when done, else piece
     ``q`` needs the heap (``_heap_piece``), after which the caller goes on from ``q + 1``.
     Compiled without reference counting, so the per-batch calls cost nothing."""
-    if q == 0:
+    if q == 0 and hashed == 0:
         _hash_batch(data, nb, sc, cache, w)
     return _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide,
                        lmeta, lbytes, lids, pc, w, out, o, cnt, c0)
@@ -843,11 +868,11 @@ def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, grid, 
     pc = pcache[w]
     nocnt = np.zeros(0, np.int64)
     while i < stop:
-        nb = _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc[0])
+        nb = _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc, cache, w)
         i = sc[0][nb]
         q = 0
         while True:
-            o, q = _encode_batch(data, nb, q, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
+            o, q = _encode_batch(data, nb, q, 1, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
                                  cache, wide, lmeta, lbytes, lids, pc, w, out, o, nocnt, 0)
             if q >= nb:
                 break
@@ -886,7 +911,7 @@ def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, grid, mta
         q = 0
         o2 = o
         while True:
-            o2, q = _encode_batch(data, nb, q, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
+            o2, q = _encode_batch(data, nb, q, 0, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
                                   cache, wide, lmeta, lbytes, lids, pc, w, out, o2, counts, p)
             if q >= nb:
                 break

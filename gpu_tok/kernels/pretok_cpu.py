@@ -383,6 +383,13 @@ def _ascii_run(data, p, e, kind):
 
 @_piece_jit
 def _piece_gpt2(data, i, e, tab, fold):
+    # the common pieces first: ' ?[A-Za-z]+' ending before an ASCII byte
+    b0 = data[i]
+    q = i + 1 if b0 == _SPACE and i + 1 < e else i
+    if 0x61 <= (data[q] | 0x20) <= 0x7A:
+        p = _ascii_run(data, q + 1, e, 0)
+        if p >= e or data[p] < 0x80:
+            return p
     c, n = _dec(data, i)
     if c == _APOS:
         m = _contraction(data, i, e, fold)
