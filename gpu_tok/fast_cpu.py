@@ -244,7 +244,7 @@ class ByteBPEEngine:
     def _alloc_word_cache(self, workers: int):
         """Per worker: the short-piece cache, the long-piece cache and the pair cache
         (``kernels.engine_cpu``): about 31 MiB per worker thread."""
-        return (aligned_zeros((workers, _CACHE_SLOTS, 4), np.uint64),
+        return (aligned_zeros((workers, _CACHE_SLOTS, 4), np.uint64, 128),
                 aligned_zeros((workers, _WIDE_SLOTS, 8), np.uint64),
                 np.zeros((workers, _LONG_SLOTS, 2), np.uint64),
                 np.zeros((workers, _LONG_SLOTS, 64), np.uint8),

@@ -474,18 +474,18 @@ def add_template(ids, row_splits, prefix, suffix):
 # segments, or cuts of one long segment at sync points (``unit_sync``: positions every family
 # must cut at), so a 10 MB single line is shared between the workers.
 #
-# Word caches (per worker ``w``, kept across calls, direct-mapped so memory is bounded):
+# Word caches (per worker ``w``, kept across calls, fixed size so memory is bounded):
 # * short pieces (2..15 bytes, at most 4 ids): ``cache: uint64[W, C, 4]``, 32-byte entries
 #   ``[w0, w1 | n << 56 | n_ids << 60, ids 0-1, ids 2-3]`` (``w0``/``w1``: the piece's bytes,
 #   little-endian; two ids per word, the first in the low half). ``w1``'s top byte is never
-#   0 in a used entry, so a zeroed slot is empty. Two-way sets (slots 2k, 2k+1: one 64-byte
-#   line when the array is 64-byte aligned): a new entry goes to 2k, the one there moves to
-#   2k+1. A probe is one cache line, prefetched a batch ahead.
+#   0 in a used entry, so a zeroed slot is empty. Four-way sets (slots 4k..4k+3: two 64-byte
+#   lines when the array is 64-byte aligned): a new entry goes to 4k, the others move one
+#   way down and the oldest leaves. The set is prefetched as soon as the piece is cut.
 # * short pieces with 5..12 ids: ``wide: uint64[W, C2, 8]``, 64-byte entries ``[w0, w1 | n << 56
-#   | n_ids << 60, six words of ids]``, two-way sets as above (hash bits 32 and up).
+#   | n_ids << 60, six words of ids]``, four-way sets as above (hash bits 32 and up).
 # * long pieces (16..64 bytes) and short ones with more ids (at most 32): ``lmeta:
 #   uint64[W, L, 2]`` ``[hash, n | n_ids << 16]``, ``lbytes: uint8[W, L, 64]`` the
-#   piece (compared byte for byte on a hit), ``lids: int32[W, L, 32]``.
+#   piece (compared byte for byte on a hit), ``lids: int32[W, L, 32]``; direct-mapped.
 # Pieces of one byte need no cache; longer ones are encoded every time.
 
 from numba import get_thread_id  # noqa: E402
@@ -592,6 +592,7 @@ _SHORT = 64
 _SHORT_KEY = 15  # longest piece the short cache holds
 _SHORT_IDS = 4  # ids a short-cache entry holds
 _WIDE_IDS = 12  # ids a wide-cache entry holds
+_WAYS = 4  # entries per set in the short and wide caches
 _KEY1 = np.uint64(0x0FFFFFFFFFFFFFFF)  # w1's key bits (bytes 8..14 and n; n_ids above)
 _LONG_MAX = 64  # pieces of 16.._LONG_MAX bytes use the long cache
 _LONG_IDS = 32
@@ -606,8 +607,8 @@ def _key_piece(data, q, a, b, sc, cache, w):
     slot = -1
     if 2 <= n <= _SHORT_KEY:
         w0, w1, h = short_key(data, a, n)
-        slot = np.int64(h & np.uint64(cache.shape[1] - 1)) & ~np.int64(1)  # a set of two entries, one line
-        _prefetch3(cache, w, slot, 0)
+        slot = np.int64(h & np.uint64(cache.shape[1] - 1)) & ~np.int64(_WAYS - 1)  # a set: two cache lines
+        _prefetch3(cache, w, slot, 0)  # the set's other line comes with it (128-byte aligned pair)
         sc[2][q] = w0
         sc[3][q] = w1
         sc[4][q] = h
@@ -698,8 +699,8 @@ def _hash_batch(data, nb, sc, cache, w):
         slot = -1
         if 2 <= n <= _SHORT_KEY:
             w0, w1, h = short_key(data, a, n)
-            slot = np.int64(h & cmask) & ~np.int64(1)  # a set of two entries, one cache line
-            _prefetch3(cache, w, slot, 0)
+            slot = np.int64(h & cmask) & ~np.int64(_WAYS - 1)  # a set: two cache lines
+            _prefetch3(cache, w, slot, 0)  # the set's other line comes with it (128-byte aligned pair)
             pw0[q] = w0
             pw1[q] = w1
             ph[q] = h
@@ -762,7 +763,7 @@ def _encode_hit(data, a, n, slot, pw0, pw1, init_ids, cache, w, out, o):
         out[o] = init_ids[data[a]]
         return o + 1
     if slot >= 0:
-        for way in range(2):
+        for way in range(_WAYS):
             if cache[w, slot + way, 0] == pw0 and (cache[w, slot + way, 1] & _KEY1) == pw1:
                 c = np.int64(cache[w, slot + way, 1] >> np.uint64(60))
                 x = cache[w, slot + way, 2]
@@ -786,8 +787,8 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena,
     piece longer than ``_SHORT`` that needs the heap."""
     wslot = -1
     if slot >= 0:  # the wide cache: short pieces with 5.._WIDE_IDS ids
-        wslot = np.int64((ph >> np.uint64(32)) & np.uint64(wide.shape[1] - 1)) & ~np.int64(1)
-        for way in range(2):
+        wslot = np.int64((ph >> np.uint64(32)) & np.uint64(wide.shape[1] - 1)) & ~np.int64(_WAYS - 1)
+        for way in range(_WAYS):
             if wide[w, wslot + way, 0] == pw0 and (wide[w, wslot + way, 1] & _KEY1) == pw1:
                 c = np.int64(wide[w, wslot + way, 1] >> np.uint64(60))
                 for k in range(0, c, 2):
@@ -824,9 +825,10 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena,
             return -1  # the heap, by the caller (never cached: longer than _LONG_MAX)
         c = _merge_short(data, a, n, init_ids, grid, mtab, pc, sids, srank, out, o)
     if slot >= 0 and c <= _SHORT_IDS:
-        # the newest entry of a set goes first, the older one moves to the second way
-        for k in range(4):
-            cache[w, slot + 1, k] = cache[w, slot, k]
+        # the newest entry of a set goes first, the others move one way down, the oldest out
+        for way in range(_WAYS - 1, 0, -1):
+            for k in range(4):
+                cache[w, slot + way, k] = cache[w, slot + way - 1, k]
         cache[w, slot, 0] = pw0
         cache[w, slot, 1] = pw1 | (np.uint64(c) << np.uint64(60))
         x0 = np.uint64(out[o]) & _M32
@@ -840,8 +842,9 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena,
         cache[w, slot, 2] = x0
         cache[w, slot, 3] = x1
     elif slot >= 0 and c <= _WIDE_IDS:
-        for k in range(8):
-            wide[w, wslot + 1, k] = wide[w, wslot, k]
+        for way in range(_WAYS - 1, 0, -1):
+            for k in range(8):
+                wide[w, wslot + way, k] = wide[w, wslot + way - 1, k]
         wide[w, wslot, 0] = pw0
         wide[w, wslot, 1] = pw1 | (np.uint64(c) << np.uint64(60))
         for k in range(0, c, 2):
