@@ -83,6 +83,13 @@ def aligned_zeros(shape, dtype, align: int = 64) -> np.ndarray:
     return raw[k:k + n].view(dtype).reshape(shape)
 
 
+def word_caches(workers: int):
+    """Empty short and wide word caches for ``workers`` threads (``kernels.engine_cpu``): the
+    sets of four entries are 128-byte aligned."""
+    return (aligned_zeros((workers, _CACHE_SLOTS, 4), np.uint64, 128),
+            aligned_zeros((workers, _WIDE_SLOTS, 8), np.uint64, 128))
+
+
 class NotServed(Exception):
     """The compiled engine does not serve this tokenizer (the message says why)."""
 
@@ -242,10 +249,9 @@ class ByteBPEEngine:
         return seg_s, seg_e, m_s, m_id
 
     def _alloc_word_cache(self, workers: int):
-        """Per worker: the short-piece cache, the long-piece cache and the pair cache
+        """Per worker: the short and wide word caches, the long-piece cache and the pair cache
         (``kernels.engine_cpu``): about 31 MiB per worker thread."""
-        return (aligned_zeros((workers, _CACHE_SLOTS, 4), np.uint64, 128),
-                aligned_zeros((workers, _WIDE_SLOTS, 8), np.uint64),
+        return (*word_caches(workers),
                 np.zeros((workers, _LONG_SLOTS, 2), np.uint64),
                 np.zeros((workers, _LONG_SLOTS, 64), np.uint8),
                 np.zeros((workers, _LONG_SLOTS, 32), np.int32),
@@ -628,14 +634,14 @@ def _trie_tuple(K, toks):
     if not toks:
         empty = np.full(8, np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64)
         return (empty, empty.copy(), np.zeros(0, np.int32), np.zeros(256, np.uint8), np.zeros(1, np.uint8), 0,
-                np.zeros(0, np.uint8))
+                np.zeros(0, np.uint8), np.zeros(0, np.uint8))
     ids = [t[1] for t in toks]
     base = min(ids)
     flags = np.zeros(max(ids) - base + 1, np.uint8)
     for _c, i, f in toks:
         flags[i - base] = f
     trie = K.build_trie([(c, i) for c, i, _f in toks])
-    return trie + (flags, base, K._first_bytes(trie[3]))
+    return trie + (flags, base, K._first_bytes(trie[3]), K.trie_trunk(trie[0], trie[1], trie[2]))
 
 
 def _added_token_lists(ref):
@@ -693,10 +699,14 @@ class CpuSentencePieceEngine:
         self.cfg = cfg
         self.ref = ref
         self.whole_first = bool(m.ignore_merges)
-        # no token holds "▁" after another character: no merge crosses such a place, so
-        # pieces are encoded word by word (kernels.engine_cpu._sp_piece)
-        self.split_words = not any(c != _SP and d == _SP for tok in vocab if _SP in tok[1:]
-                                   for c, d in zip(tok, tok[1:]))
+        # the characters some token holds right before a "▁": pieces are cut before every
+        # other "▁" (kernels.engine_cpu._sp_piece); only when they are ASCII or "▁" itself
+        bad = {c for tok in vocab if _SP in tok[1:] for c, d in zip(tok, tok[1:]) if d == _SP}
+        self.nocut = np.zeros(0, np.uint8)
+        if all(c == _SP or ord(c) < 0x80 for c in bad):
+            self.nocut = np.zeros(129, np.uint8)
+            for c in bad:
+                self.nocut[128 if c == _SP else ord(c)] = 1
         self.bt = K.build_bytes_table(token_bytes)
         self.mtab = interleave(*merge_table_from_model(ref.model))
         raw, norm = _added_token_lists(ref)
@@ -704,6 +714,17 @@ class CpuSentencePieceEngine:
         self.nt = _trie_tuple(K, norm)
         self.cls = _np_flags()
         self.prefix, self.suffix = template_ids(cfg, ref)
+        self._lock = threading.Lock()
+        self._wcache = None
+
+    def _word_cache(self, locked: bool, workers: int):
+        """The short and wide word caches (``ByteBPEEngine``'s layout), kept across calls;
+        a call that finds them in use by another Python thread gets private ones."""
+        if not locked:
+            return word_caches(workers)
+        if self._wcache is None or self._wcache[0].shape[0] < workers:
+            self._wcache = word_caches(max(workers, default_threads()))
+        return self._wcache
 
     def encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int]):
         from .cpu_ref.pipeline import check_text
@@ -717,15 +738,22 @@ class CpuSentencePieceEngine:
         out = np.empty(max(int(dst[-1]), 1), np.int32)
         counts = np.zeros(n, np.int64)
         threads, parallel = plan_threads(num_threads, data.shape[0])
-        args = (self.rt, self.nt, self.cls, self.prepend, self.char_id, self.byte_id, self.mtab,
-                *self.bt, self.whole_first, self.split_words, out, counts)
-        if parallel and n > 1:
-            blocks = np.unique(np.searchsorted(offsets, np.linspace(0, data.shape[0], 8 * threads + 1)))
-            blocks = np.unique(np.concatenate(([0], blocks.clip(0, n), [n]))).astype(np.int64)
-            with numba_threads(threads), numba_chunksize(1):
-                K.sp_encode_parallel(data, offsets, dst, blocks, *args)
-        else:
-            K.sp_encode_serial(data, offsets, dst, *args)
+        par = parallel and n > 1
+        locked = self._lock.acquire(blocking=False)
+        try:
+            cache = self._word_cache(locked, threads if par else 1)
+            args = (self.rt, self.nt, self.cls, self.prepend, self.char_id, self.byte_id, self.mtab,
+                    *self.bt, self.whole_first, self.nocut, *cache, out, counts)
+            if par:
+                blocks = np.unique(np.searchsorted(offsets, np.linspace(0, data.shape[0], 8 * threads + 1)))
+                blocks = np.unique(np.concatenate(([0], blocks.clip(0, n), [n]))).astype(np.int64)
+                with numba_threads(threads), numba_chunksize(1):
+                    K.sp_encode_parallel(data, offsets, dst, blocks, *args)
+            else:
+                K.sp_encode_serial(data, offsets, dst, *args)
+        finally:
+            if locked:
+                self._lock.release()
         rs = np.zeros(n + 1, np.int64)
         np.cumsum(counts, out=rs[1:])
         ids = np.empty(int(rs[-1]), np.int32)

@@ -137,6 +137,25 @@ def test_parallel_equals_serial_and_reference(family, monkeypatch):
         assert np.array_equal(got.ids, ref.ids), name
 
 
+@pytest.mark.parametrize("family", SENTENCEPIECE)
+def test_sentencepiece_word_cuts_and_cache(family):
+    """SentencePiece pieces are cut before a "▁" unless a vocabulary token holds the previous
+    character right before a "▁" (gemma3: ``>``, ``▁``), and words go through the word caches:
+    texts built around those places, words past the short cache's 15 bytes, and every text
+    twice (the second time from the caches), all equal to the reference."""
+    t = tok(family)
+    eng = t._cpu_engine()
+    assert eng.nocut.shape[0] in (0, 129)
+    base = ["x> </y", "> </", "a> </b> <br> x", "> >  >\u2581 \u2581\u2581x", "<p>Hello</p> <p> world </p>", "x>\u2581y > \u2581",
+            "internationalization  counterrevolutionaries   x", "\u4e2d\u6587 \u6587 \U0001F600 \U0001F600x",
+            " leading", "trailing  ", "  ", "\u2581", ">", "a>b c>d e> f >g"]
+    texts = base + [w * 3 for w in base] + base
+    want = t.encode_batch_ids(texts, add_special_tokens=False, device="ref").to_list()
+    for _ in range(2):
+        got = t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list()
+        assert got == want
+
+
 def test_nfc_check_equals_reference():
     from gpu_tok.config import UnicodeNormalizer
     from gpu_tok.cpu_ref.normalizers import normalize_str

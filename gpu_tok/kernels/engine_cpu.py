@@ -157,7 +157,7 @@ def concat_merges(arena, tok_off, bkeys, bvals, ranks_of_id):
 
 
 # ------------------------------------------------------------ added tokens
-@njit_cached
+@njit_noalloc
 def _next_char(data, i):
     """Byte length of the UTF-8 character at ``data[i]``."""
     b = data[i]
@@ -170,7 +170,7 @@ def _next_char(data, i):
     return 4
 
 
-@njit_cached
+@njit_noalloc
 def _decode_at(data, i):
     b = np.int64(data[i])
     if b < 0x80:
@@ -183,7 +183,7 @@ def _decode_at(data, i):
             | (np.int64(data[i + 3]) & 0x3F))
 
 
-@njit_cached
+@njit_noalloc
 def _prev_start(data, i):
     """Start of the character that ends just before byte ``i``."""
     j = i - 1
@@ -215,7 +215,36 @@ def _first_bytes(first):
 
 
 @njit_cached
-def _match_segment(data, a, b, tkeys, tvals, term, first, fb, tflags, id_base, cls,
+def trie_trunk(tkeys, tvals, term):
+    """The bytes every added-token content starts with: the path from the root while a node
+    has one child and completes no token (at most 64 bytes). The matcher compares them
+    before walking the trie, so a frequent first byte (the "▁" that starts SentencePiece's
+    normalized contents) costs a few byte compares instead of hash probes."""
+    out = np.empty(64, np.uint8)
+    node = np.int64(0)
+    k = 0
+    while k < 64 and term.shape[0] > 0:
+        cnt = 0
+        cb = 0
+        child = np.int64(-1)
+        for v in range(256):
+            r = lookup(tkeys, tvals, (np.uint64(node) << _U8) | np.uint64(v))
+            if r != EMPTY:
+                cnt += 1
+                cb = v
+                child = np.int64(r)
+        if cnt != 1:
+            break
+        out[k] = cb
+        k += 1
+        node = child
+        if term[node] >= 0:
+            break
+    return out[:k].copy()
+
+
+@njit_noalloc
+def _match_segment(data, a, b, tkeys, tvals, term, first, fb, trunk, tflags, id_base, cls,
                    seg_s, seg_e, m_s, m_e, m_id, ns, nm):
     """The reference's ``_find_matches`` on ``data[a:b]``: leftmost-longest matches,
     ``single_word`` filter, ``lstrip``/``rstrip`` widening; appends gaps and matches."""
@@ -241,6 +270,20 @@ def _match_segment(data, a, b, tkeys, tvals, term, first, fb, tflags, id_base, c
         if first[data[i]] == 0:
             i += 1
             continue
+        # every content starts with the trunk: compare it before walking the trie
+        tl = trunk.shape[0]
+        if tl > 1:
+            if i + tl > b:
+                i += 1
+                continue
+            same = True
+            for k in range(1, tl):
+                if data[i + k] != trunk[k]:
+                    same = False
+                    break
+            if not same:
+                i += 1
+                continue
         node = np.int64(0)
         j = i
         best_end = -1
@@ -317,8 +360,9 @@ def match_added(data, in_s, in_e, tkeys, tvals, term, first, tflags, id_base, cl
     ns = 0
     nm = 0
     fb = _first_bytes(first)
+    trunk = trie_trunk(tkeys, tvals, term)
     for k in range(S):
-        ns, nm = _match_segment(data, in_s[k], in_e[k], tkeys, tvals, term, first, fb, tflags, id_base, cls,
+        ns, nm = _match_segment(data, in_s[k], in_e[k], tkeys, tvals, term, first, fb, trunk, tflags, id_base, cls,
                                 seg_s, seg_e, m_s, m_e, m_id, ns, nm)
     return seg_s[:ns], seg_e[:ns], m_s[:nm], m_e[:nm], m_id[:nm]
 
@@ -658,7 +702,7 @@ def _heap_scratch(m):
             np.empty(m, np.int32))
 
 
-@njit_cached
+@njit_noalloc
 def _merge_heap(hs, n, mtab, pc, out, o):
     """``merge_piece`` on the ``n`` symbols in ``hs[0]``/``hs[1]``; the ids to ``out[o:]``."""
     c = merge_piece(hs[0], hs[1], 0, n, mtab, pc, hs[2], hs[3], hs[4], hs[5], hs[6], hs[7], hs[8], hs[9], hs[10], 0)
@@ -1042,7 +1086,7 @@ def gather_serial(out, rec_start, rec_count, pos, ids):
 _SP_CHAR = np.array([0xE2, 0x96, 0x81], np.uint8)  # "▁" U+2581
 
 
-@njit_cached
+@njit_noalloc
 def _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o):
     """BPE of ``buf[a:b]``: initial symbols per character (its id, else one ``<0xXX>`` per
     byte), then rescanning (short) or the heap (long). ``hs``: ``_heap_scratch``."""
@@ -1071,43 +1115,98 @@ def _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o):
     return _merge_heap(hs, n, mtab, pc, out, o)
 
 
-@njit_cached
-def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals, whole_first, split_words, hs,
-              rank, out, o):
-    """One piece: whole in the vocabulary (``ignore_merges``), else BPE. With
-    ``split_words`` (no vocabulary token holds a "▁" after another character, so no merge
-    can cross such a place) the piece is encoded word by word, cut before each "▁" that
-    follows another character: the same result, with short words instead of one long piece."""
+@njit_noalloc
+def _sp_word_cached(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, w, out, o):
+    """``_sp_word`` through the word caches (the byte-level engine's short and wide caches,
+    keyed on the normalized word's bytes: a word's ids depend on its bytes alone)."""
+    n = b - a
+    if n < 2 or n > _SHORT_KEY:
+        return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
+    pw0, pw1, h = short_key(buf, a, n)
+    slot = np.int64(h & np.uint64(cache.shape[1] - 1)) & ~np.int64(_WAYS - 1)
+    for way in range(_WAYS):
+        if cache[w, slot + way, 0] == pw0 and (cache[w, slot + way, 1] & _KEY1) == pw1:
+            c = np.int64(cache[w, slot + way, 1] >> np.uint64(60))
+            for k in range(c):
+                x = cache[w, slot + way, 2 + (k >> 1)]
+                out[o + k] = np.int32((x >> np.uint64(32 * (k & 1))) & _M32)
+            return c
+    wslot = np.int64((h >> np.uint64(32)) & np.uint64(wide.shape[1] - 1)) & ~np.int64(_WAYS - 1)
+    for way in range(_WAYS):
+        if wide[w, wslot + way, 0] == pw0 and (wide[w, wslot + way, 1] & _KEY1) == pw1:
+            c = np.int64(wide[w, wslot + way, 1] >> np.uint64(60))
+            for k in range(c):
+                x = wide[w, wslot + way, 2 + (k >> 1)]
+                out[o + k] = np.int32((x >> np.uint64(32 * (k & 1))) & _M32)
+            return c
+    c = _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
+    if c <= _SHORT_IDS:
+        for way in range(_WAYS - 1, 0, -1):
+            for k in range(4):
+                cache[w, slot + way, k] = cache[w, slot + way - 1, k]
+        cache[w, slot, 0] = pw0
+        cache[w, slot, 1] = pw1 | (np.uint64(c) << np.uint64(60))
+        cache[w, slot, 2] = np.uint64(0)
+        cache[w, slot, 3] = np.uint64(0)
+        for k in range(c):
+            cache[w, slot, 2 + (k >> 1)] |= (np.uint64(out[o + k]) & _M32) << np.uint64(32 * (k & 1))
+    elif c <= _WIDE_IDS:
+        for way in range(_WAYS - 1, 0, -1):
+            for k in range(8):
+                wide[w, wslot + way, k] = wide[w, wslot + way - 1, k]
+        wide[w, wslot, 0] = pw0
+        wide[w, wslot, 1] = pw1 | (np.uint64(c) << np.uint64(60))
+        for k in range(2, 8):
+            wide[w, wslot, k] = np.uint64(0)
+        for k in range(c):
+            wide[w, wslot, 2 + (k >> 1)] |= (np.uint64(out[o + k]) & _M32) << np.uint64(32 * (k & 1))
+    return c
+
+
+@njit_noalloc
+def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals, whole_first, nocut, hs,
+              rank, cache, wide, w, out, o):
+    """One piece: whole in the vocabulary (``ignore_merges``), else BPE. With a non-empty
+    ``nocut`` (``uint8[129]``: ``nocut[x]`` for an ASCII byte, ``nocut[128]`` for "▁": the
+    characters some vocabulary token holds right before a "▁") the piece is cut before every
+    "▁" whose previous character is not in ``nocut``: no token can span such a place, so no
+    merge crosses it and BPE of the parts is BPE of the whole. Each part goes through the
+    word caches (``_sp_word_cached``)."""
     if whole_first:
         t = bytes_lookup(buf, a, b, arena, tok_off, bkeys, bvals)
         if t >= 0:
             out[o] = t
             return 1
-    if not split_words:
+    if nocut.shape[0] == 0:
         return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
     o0 = o
     w0 = a
-    prev_sp = False
+    prev_bad = False
     i = a
     while i < b:
-        is_sp = i + 2 < b and buf[i] == 0xE2 and buf[i + 1] == 0x96 and buf[i + 2] == 0x81
-        if is_sp and i > w0 and not prev_sp:
-            o += _sp_word(buf, w0, i, char_id, byte_id, mtab, pc, hs, rank, out, o)
-            w0 = i
-        prev_sp = is_sp
-        i += 3 if is_sp else _next_char(buf, i)
-    o += _sp_word(buf, w0, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
+        x = buf[i]
+        is_sp = i + 2 < b and x == 0xE2 and buf[i + 1] == 0x96 and buf[i + 2] == 0x81
+        if is_sp:
+            if i > w0 and not prev_bad:
+                o += _sp_word_cached(buf, w0, i, char_id, byte_id, mtab, pc, hs, rank, cache, wide, w, out, o)
+                w0 = i
+            prev_bad = nocut[128] != 0
+            i += 3
+        else:
+            prev_bad = x < 0x80 and nocut[x] != 0
+            i += _next_char(buf, i)
+    o += _sp_word_cached(buf, w0, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, w, out, o)
     return o - o0
 
 
-@njit_cached
+@njit_noalloc
 def _split_added(buf, a, b, trie, cls, gs, ge, ms, me, mi):
     """``_match_segment`` of ``buf[a:b]`` with the trie tuple ``(tkeys, tvals, term, first,
-    flags, base, first_bytes)``, or the whole range as one gap when the trie is empty;
+    flags, base, first_bytes, trunk)``, or the whole range as one gap when the trie is empty;
     ``(gaps, matches)``."""
     if trie[2].shape[0] > 0:
-        return _match_segment(buf, a, b, trie[0], trie[1], trie[2], trie[3], trie[6], trie[4], trie[5], cls, gs, ge,
-                              ms, me, mi, 0, 0)
+        return _match_segment(buf, a, b, trie[0], trie[1], trie[2], trie[3], trie[6], trie[7], trie[4], trie[5], cls,
+                              gs, ge, ms, me, mi, 0, 0)
     gs[0] = a
     ge[0] = b
     return (1 if b > a else 0), 0
@@ -1115,7 +1214,7 @@ def _split_added(buf, a, b, trie, cls, gs, ge, ms, me, mi):
 
 @njit_cached
 def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-            whole_first, split_words, nbuf, pbuf, out, o):
+            whole_first, nocut, cache, wide, w, nbuf, pbuf, out, o):
     """Encode ``data[a:b]`` into ``out[o:]``; returns the new ``o``. ``rt``/``nt``: the raw and
     normalized tries ``(tkeys, tvals, term, first, flags, base)`` (empty ``term`` = none).
 
@@ -1176,7 +1275,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                 continue
             if prepend < 2:
                 o += _sp_piece(nbuf, s2[g2], e2[g2], char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-                               whole_first, split_words, hs, rank, out, o)
+                               whole_first, nocut, hs, rank, cache, wide, w, out, o)
             else:  # Metaspace on this piece
                 p0 = s2[g2]
                 p1 = e2[g2]
@@ -1197,14 +1296,14 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                         pbuf[q] = nbuf[k]
                         q += 1
                 o += _sp_piece(pbuf, 0, q, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-                               whole_first, split_words, hs, rank, out, o)
+                               whole_first, nocut, hs, rank, cache, wide, w, out, o)
             g2 += 1
     return o
 
 
 @njit_cached
 def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
-              bkeys, bvals, whole_first, split_words, out, counts):
+              bkeys, bvals, whole_first, nocut, cache, wide, w, out, counts):
     big = 1
     for d in range(d0, d1):
         ln = doc_offsets[d + 1] - doc_offsets[d]
@@ -1215,21 +1314,22 @@ def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byt
     pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
     for d in range(d0, d1):
         counts[d] = _sp_doc(data, doc_offsets[d], doc_offsets[d + 1], rt, nt, cls, prepend, char_id, byte_id,
-                            mtab, pc, arena, tok_off, bkeys, bvals, whole_first, split_words, nbuf, pbuf, out,
-                            dst[d]) - dst[d]
+                            mtab, pc, arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, w, nbuf,
+                            pbuf, out, dst[d]) - dst[d]
 
 
 @njit_cached(parallel=True)
 def sp_encode_parallel(data, doc_offsets, dst, blocks, rt, nt, cls, prepend, char_id, byte_id, mtab, arena,
-                       tok_off, bkeys, bvals, whole_first, split_words, out, counts):
-    """``prange`` over ``blocks`` of documents (bounds into the document list)."""
-    for w in prange(blocks.shape[0] - 1):
-        _sp_block(data, doc_offsets, dst, blocks[w], blocks[w + 1], rt, nt, cls, prepend, char_id, byte_id, mtab,
-                  arena, tok_off, bkeys, bvals, whole_first, split_words, out, counts)
+                       tok_off, bkeys, bvals, whole_first, nocut, cache, wide, out, counts):
+    """``prange`` over ``blocks`` of documents (bounds into the document list); each worker
+    uses its own row of the word caches (``get_thread_id()``)."""
+    for k in prange(blocks.shape[0] - 1):
+        _sp_block(data, doc_offsets, dst, blocks[k], blocks[k + 1], rt, nt, cls, prepend, char_id, byte_id, mtab,
+                  arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, get_thread_id(), out, counts)
 
 
 @njit_cached
 def sp_encode_serial(data, doc_offsets, dst, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
-                     bkeys, bvals, whole_first, split_words, out, counts):
+                     bkeys, bvals, whole_first, nocut, cache, wide, out, counts):
     _sp_block(data, doc_offsets, dst, 0, doc_offsets.shape[0] - 1, rt, nt, cls, prepend, char_id, byte_id, mtab,
-              arena, tok_off, bkeys, bvals, whole_first, split_words, out, counts)
+              arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, 0, out, counts)
