@@ -31,6 +31,26 @@ def prefetch3(typingctx, arr, i, j, k):
 
 
 @intrinsic
+def prefetch1(typingctx, arr, i):
+    """``prefetch3`` for ``arr[i]`` of a one-dimensional array."""
+    sig = types.void(arr, i)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = context.cast(builder, args[1], signature.args[1], types.intp)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
+        i8p = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(32), ir.IntType(32), ir.IntType(32)])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        i32 = ir.IntType(32)
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
 def load64(typingctx, arr, i):
     """The 8 bytes ``arr[i:i + 8]`` of a ``uint8`` array as one little-endian ``uint64``
     (an unaligned load; the caller keeps ``i + 8 <= arr.shape[0]``)."""

@@ -39,9 +39,10 @@ from numba import prange
 
 from ._intrinsics import ctz64 as _ctz64
 from ._intrinsics import load64 as _load64
+from ._intrinsics import prefetch1 as _prefetch1
 from ._intrinsics import prefetch3 as _prefetch3
 from .bpe_cpu import merge_piece
-from .hash_table import EMPTY, PAIR_CACHE_BITS, lookup, lookup2, lookup_cached, mix64, njit_cached, njit_noalloc
+from .hash_table import _GOLD, EMPTY, PAIR_CACHE_BITS, lookup, lookup2, lookup_cached, mix64, njit_cached, njit_noalloc
 
 _CACHE_IDS = 8
 _CACHE_MAX_LEN = 16
@@ -570,6 +571,13 @@ def short_key(data, a, n):
     return w0, w1, h ^ (h >> np.uint64(29))
 
 
+@njit_noalloc(inline="always")
+def _prefetch_pair(mtab, pc, key):
+    """Prefetch the pair cache's and the merge table's slots for ``key`` (``lookup_cached``)."""
+    _prefetch1(pc, np.int64((key * _GOLD) >> np.uint64(64 - PAIR_CACHE_BITS)) << 1)
+    _prefetch1(mtab, 2 * np.int64(mix64(key) & np.uint64((mtab.shape[0] >> 1) - 1)))
+
+
 @njit_noalloc
 def _merge_ids(ids, n, mtab, pc, rank):
     """BPE of the ``n`` symbols in ``ids`` by rescanning (for short pieces): the lowest-rank
@@ -594,6 +602,12 @@ def _merge_ranked(ids, n, mtab, pc, rank):
         if bv == EMPTY:
             break
         ids[best] = np.int32(bv & _M32)
+        # the two pairs to look up next are known now: start loading their table slots
+        # while the arrays shift (the lookups sit on the merge loop's dependency chain)
+        if best > 0:
+            _prefetch_pair(mtab, pc, (np.uint64(ids[best - 1]) << np.uint64(32)) | np.uint64(ids[best]))
+        if best + 2 < m:
+            _prefetch_pair(mtab, pc, (np.uint64(ids[best]) << np.uint64(32)) | np.uint64(ids[best + 2]))
         for k in range(best + 1, m - 1):
             ids[k] = ids[k + 1]
             rank[k] = rank[k + 1]
