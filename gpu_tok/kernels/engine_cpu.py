@@ -527,7 +527,9 @@ def add_template(ids, row_splits, prefix, suffix):
 #   lines when the array is 64-byte aligned): a new entry goes to 4k, the others move one
 #   way down and the oldest leaves. The set is prefetched as soon as the piece is cut.
 # * short pieces with 5..12 ids: ``wide: uint64[W, C2, 8]``, 64-byte entries ``[w0, w1 | n << 56
-#   | n_ids << 60, six words of ids]``, four-way sets as above (hash bits 32 and up).
+#   | n_ids << 60, six words of ids]``, four-way sets as above (hash bits 32 and up). A short
+#   piece with more ids leaves a mark there (``n_ids`` = 15: its ids are in the long cache),
+#   so a short piece missing both caches costs no probe of the long cache.
 # * long pieces (16..64 bytes) and short ones with more ids (at most 32): ``lmeta:
 #   uint64[W, L, 2]`` ``[hash, n | n_ids << 16]``, ``lbytes: uint8[W, L, 64]`` the
 #   piece (compared byte for byte on a hit), ``lids: int32[W, L, 32]``; direct-mapped.
@@ -651,6 +653,7 @@ _SHORT_KEY = 15  # longest piece the short cache holds
 _SHORT_IDS = 4  # ids a short-cache entry holds
 _WIDE_IDS = 12  # ids a wide-cache entry holds
 _WAYS = 4  # entries per set in the short and wide caches
+_IN_LONG = 15  # a wide entry's id count meaning "the ids are in the long cache"
 _KEY1 = np.uint64(0x0FFFFFFFFFFFFFFF)  # w1's key bits (bytes 8..14 and n; n_ids above)
 _LONG_MAX = 64  # pieces of 16.._LONG_MAX bytes use the long cache
 _LONG_IDS = 32
@@ -844,23 +847,29 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena,
     (``whole_first``), else BPE, and the result cached; returns the new ``o``, or -1 for a
     piece longer than ``_SHORT`` that needs the heap."""
     wslot = -1
-    if slot >= 0:  # the wide cache: short pieces with 5.._WIDE_IDS ids
+    in_long = False
+    if slot >= 0:  # the wide cache: short pieces with 5.._WIDE_IDS ids (or a mark: in the long cache)
         wslot = np.int64((ph >> np.uint64(32)) & np.uint64(wide.shape[1] - 1)) & ~np.int64(_WAYS - 1)
         for way in range(_WAYS):
             if wide[w, wslot + way, 0] == pw0 and (wide[w, wslot + way, 1] & _KEY1) == pw1:
                 c = np.int64(wide[w, wslot + way, 1] >> np.uint64(60))
+                if c == _IN_LONG:
+                    in_long = True
+                    break
                 for k in range(0, c, 2):
                     x = wide[w, wslot + way, 2 + (k >> 1)]
                     out[o + k] = np.int32(x & _M32)
                     if k + 1 < c:
                         out[o + k + 1] = np.int32(x >> np.uint64(32))
                 return o + c
-    # the long cache: pieces of 16.._LONG_MAX bytes, and short ones with more ids than a wide entry holds
+    # the long cache: pieces of 16.._LONG_MAX bytes, and short ones with more ids than a wide
+    # entry holds (probed only when the wide cache marks them so)
     lslot = -1
     lh = np.uint64(0)
     if n <= _LONG_MAX:
         lh = ph if slot >= 0 else bytes_hash(data, a, b)
         lslot = np.int64(lh & np.uint64(lmeta.shape[1] - 1))
+    if lslot >= 0 and (slot < 0 or in_long):
         if lmeta[w, lslot, 0] == lh and np.int64(lmeta[w, lslot, 1] & np.uint64(0xFFFF)) == n:
             same = True
             for k in range(n):
@@ -899,25 +908,34 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena,
             x1 |= (np.uint64(out[o + 3]) & _M32) << np.uint64(32)
         cache[w, slot, 2] = x0
         cache[w, slot, 3] = x1
-    elif slot >= 0 and c <= _WIDE_IDS:
+    elif slot >= 0 and (c <= _WIDE_IDS or (c <= _LONG_IDS and not in_long)):
+        # 5..12 ids: the ids; more: a mark sending the next lookup to the long cache
         for way in range(_WAYS - 1, 0, -1):
             for k in range(8):
                 wide[w, wslot + way, k] = wide[w, wslot + way - 1, k]
         wide[w, wslot, 0] = pw0
-        wide[w, wslot, 1] = pw1 | (np.uint64(c) << np.uint64(60))
+        wide[w, wslot, 1] = pw1 | (np.uint64(c if c <= _WIDE_IDS else _IN_LONG) << np.uint64(60))
+        if c > _WIDE_IDS:
+            _long_insert(data, a, n, c, lh, lslot, lmeta, lbytes, lids, w, out, o)
+            return o + c
         for k in range(0, c, 2):
             x = np.uint64(out[o + k]) & _M32
             if k + 1 < c:
                 x |= (np.uint64(out[o + k + 1]) & _M32) << np.uint64(32)
             wide[w, wslot, 2 + (k >> 1)] = x
     elif lslot >= 0 and c <= _LONG_IDS:
-        lmeta[w, lslot, 0] = lh
-        lmeta[w, lslot, 1] = np.uint64(n) | (np.uint64(c) << np.uint64(16))
-        for k in range(n):
-            lbytes[w, lslot, k] = data[a + k]
-        for k in range(c):
-            lids[w, lslot, k] = out[o + k]
+        _long_insert(data, a, n, c, lh, lslot, lmeta, lbytes, lids, w, out, o)
     return o + c
+
+
+@njit_noalloc(inline="always")
+def _long_insert(data, a, n, c, lh, lslot, lmeta, lbytes, lids, w, out, o):
+    lmeta[w, lslot, 0] = lh
+    lmeta[w, lslot, 1] = np.uint64(n) | (np.uint64(c) << np.uint64(16))
+    for k in range(n):
+        lbytes[w, lslot, k] = data[a + k]
+    for k in range(c):
+        lids[w, lslot, k] = out[o + k]
 
 
 @njit_cached
