@@ -156,6 +156,38 @@ def test_sentencepiece_word_cuts_and_cache(family):
         assert got == want
 
 
+@pytest.mark.parametrize("family", ["gpt2", "llama3", "gpt-4o"])
+def test_cached_pieces_of_every_length_and_id_count(family):
+    """Pieces of 2..70 bytes holding 1..n ids (rare letters take one id per byte), encoded
+    three times: the first pass fills the short, wide and long caches, the next ones are
+    served from them (including the short pieces with more than 12 ids, which the wide cache
+    marks as being in the long cache); all equal to the reference."""
+    rng = random.Random(11)
+    rare = [chr(c) for c in range(0x4E00, 0x9FA5) if c % 7 == 3][:400]
+    hangul = [chr(c) for c in range(0xAC00, 0xD7A3, 37)]
+    syriac = [chr(c) for c in range(0x0710, 0x072C)]  # one id per byte in all three
+    common = list("abcdefghij")
+    texts = []
+    for n in range(1, 24):
+        for pool in (rare, hangul, syriac, common, rare + common):
+            texts.append(" ".join(" " + "".join(rng.choice(pool) for _ in range(n)) for _ in range(6)))
+    t = tok(family)
+    t._cpu_engine().engine._wcache = None
+    want = t.encode_batch_ids(texts, add_special_tokens=False, device="ref").to_list()
+    data, off = fast_cpu.pack(texts, None)
+    be = t._cpu_engine().engine
+    starts, ends, special = be.pieces(data, off, None, False)
+    _ids, pts = be.encode_pieces(data, starts, ends, special, False, 1)
+    n_bytes, n_ids = ends - starts, np.diff(pts)
+    # the cases: short pieces with 1-4, 5-12 and more ids, and long ones
+    assert ((n_bytes <= 15) & (n_ids > 12)).any() and ((n_bytes <= 15) & (n_ids > 4) & (n_ids <= 12)).any()
+    assert ((n_bytes > 15) & (n_bytes <= 64)).any() and (n_bytes > 64).any()
+    t._cpu_engine().engine._wcache = None
+    for _ in range(3):
+        got = t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list()
+        assert got == want
+
+
 def test_nfc_check_equals_reference():
     from gpu_tok.config import UnicodeNormalizer
     from gpu_tok.cpu_ref.normalizers import normalize_str
