@@ -25,19 +25,10 @@ from gpu_tok._util import sha256_file
 from gpu_tok.megatron_idx import token_dtype
 from gpu_tok.resolve import TokenizerNotFound, default_tokenizer_path, resolve_tokenizer
 
+from _cli_texts import TEXTS
+
 REPO = Path(__file__).resolve().parents[1]
 SUMMARY = re.compile(r"^\d+ documents, \d+ tokens, \d+ bytes, [\d.]+ s, [\d.]+ MB/s$")
-
-TEXTS = [
-    "Hello world",
-    "",
-    "  leading and trailing spaces  ",
-    "tabs\tand\nnewlines\r\nand CRLF",
-    "café naïve Ünïcödé — 東京 русский العربية 🤗👍🏽",
-    "def f(x):\n    return x ** 2  # code\n",
-    "a literal <|endoftext|> special token",
-    "numbers 1234567 and 3.14159",
-]
 
 
 @pytest.fixture(scope="module")

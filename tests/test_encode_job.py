@@ -30,19 +30,10 @@ from gpu_tok import bulk, cli
 from gpu_tok.megatron_idx import IndexedDataset, index_bytes, read_index
 from gpu_tok.resolve import default_tokenizer_path
 
+from _cli_texts import TEXTS
 from _paths import corpora_dir, model_file, models_dir
 
 REPO = Path(__file__).resolve().parents[1]
-TEXTS = [
-    "Hello world",
-    "",
-    "  leading and trailing spaces  ",
-    "tabs\tand\nnewlines\r\nand CRLF",
-    "café naïve Ünïcödé — 東京 русский العربية 🤗👍🏽",
-    "def f(x):\n    return x ** 2  # code\n",
-    "a literal <|endoftext|> special token",
-    "numbers 1234567 and 3.14159",
-]
 
 
 # ---------------------------------------------------------------- helpers

@@ -9,6 +9,19 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 
+def _prefetch(context, builder, aryty, ary_value, idx_values, idx_types):
+    """Emit ``llvm.prefetch`` (read, high locality, data) of one array element's address."""
+    ary = context.make_array(aryty)(context, builder, ary_value)
+    idx = [context.cast(builder, a, t, types.intp) for a, t in zip(idx_values, idx_types)]
+    ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
+    i8p = ir.IntType(8).as_pointer()
+    fnty = ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(32), ir.IntType(32), ir.IntType(32)])
+    fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+    i32 = ir.IntType(32)
+    builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+    return context.get_dummy_value()
+
+
 @intrinsic
 def prefetch3(typingctx, arr, i, j, k):
     """Hint the processor to load ``arr[i, j, k]``'s cache line (LLVM ``llvm.prefetch``, read,
@@ -16,16 +29,7 @@ def prefetch3(typingctx, arr, i, j, k):
     sig = types.void(arr, i, j, k)
 
     def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        idx = [context.cast(builder, a, t, types.intp) for a, t in zip(args[1:], signature.args[1:])]
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
-        i8p = ir.IntType(8).as_pointer()
-        fnty = ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(32), ir.IntType(32), ir.IntType(32)])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
-        i32 = ir.IntType(32)
-        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
-        return context.get_dummy_value()
+        return _prefetch(context, builder, signature.args[0], args[0], args[1:], signature.args[1:])
 
     return sig, codegen
 
@@ -36,16 +40,7 @@ def prefetch1(typingctx, arr, i):
     sig = types.void(arr, i)
 
     def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        idx = context.cast(builder, args[1], signature.args[1], types.intp)
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
-        i8p = ir.IntType(8).as_pointer()
-        fnty = ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(32), ir.IntType(32), ir.IntType(32)])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
-        i32 = ir.IntType(32)
-        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
-        return context.get_dummy_value()
+        return _prefetch(context, builder, signature.args[0], args[0], args[1:], signature.args[1:])
 
     return sig, codegen
 

@@ -817,6 +817,51 @@ def _heap_piece(data, sc, q, init_ids, mtab, pc, out, o, cnt, c0):
 
 
 @njit_noalloc(inline="always")
+def _wide_slot(wide, h):
+    """The first entry of a short piece's set in the wide cache (hash bits 32 and up)."""
+    return np.int64((h >> np.uint64(32)) & np.uint64(wide.shape[1] - 1)) & ~np.int64(_WAYS - 1)
+
+
+@njit_noalloc(inline="always")
+def _set_find(tab, w, slot, pw0, pw1):
+    """The entry of the set at ``slot`` (short or wide cache) whose key is ``pw0, pw1``, or -1."""
+    for way in range(_WAYS):
+        if tab[w, slot + way, 0] == pw0 and (tab[w, slot + way, 1] & _KEY1) == pw1:
+            return slot + way
+    return -1
+
+
+@njit_noalloc(inline="always")
+def _entry_count(tab, w, e):
+    return np.int64(tab[w, e, 1] >> np.uint64(60))
+
+
+@njit_noalloc(inline="always")
+def _entry_ids(tab, w, e, out, o):
+    """Copy entry ``e``'s ids to ``out[o:]``; returns how many."""
+    c = _entry_count(tab, w, e)
+    for k in range(c):
+        out[o + k] = np.int32((tab[w, e, 2 + (k >> 1)] >> np.uint64(32 * (k & 1))) & _M32)
+    return c
+
+
+@njit_noalloc(inline="always")
+def _set_put(tab, w, slot, pw0, pw1, c, out, o, n_ids):
+    """Put a key first in its set (the others one way down, the oldest out) with the count
+    ``c`` and the ``n_ids`` ids ``out[o:o + n_ids]`` (none for a mark)."""
+    width = tab.shape[2]
+    for way in range(_WAYS - 1, 0, -1):
+        for k in range(width):
+            tab[w, slot + way, k] = tab[w, slot + way - 1, k]
+    tab[w, slot, 0] = pw0
+    tab[w, slot, 1] = pw1 | (np.uint64(c) << np.uint64(60))
+    for k in range(2, width):
+        tab[w, slot, k] = np.uint64(0)
+    for k in range(n_ids):
+        tab[w, slot, 2 + (k >> 1)] |= (np.uint64(out[o + k]) & _M32) << np.uint64(32 * (k & 1))
+
+
+@njit_noalloc(inline="always")
 def _encode_hit(data, a, n, slot, pw0, pw1, init_ids, cache, w, out, o):
     """The common cases, kept small so the loop over a batch stays tight: a piece of one
     byte, or a hit in the short cache. Returns the new ``o``, or -1 (``_encode_miss``)."""
@@ -849,19 +894,13 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena,
     wslot = -1
     in_long = False
     if slot >= 0:  # the wide cache: short pieces with 5.._WIDE_IDS ids (or a mark: in the long cache)
-        wslot = np.int64((ph >> np.uint64(32)) & np.uint64(wide.shape[1] - 1)) & ~np.int64(_WAYS - 1)
-        for way in range(_WAYS):
-            if wide[w, wslot + way, 0] == pw0 and (wide[w, wslot + way, 1] & _KEY1) == pw1:
-                c = np.int64(wide[w, wslot + way, 1] >> np.uint64(60))
-                if c == _IN_LONG:
-                    in_long = True
-                    break
-                for k in range(0, c, 2):
-                    x = wide[w, wslot + way, 2 + (k >> 1)]
-                    out[o + k] = np.int32(x & _M32)
-                    if k + 1 < c:
-                        out[o + k + 1] = np.int32(x >> np.uint64(32))
-                return o + c
+        wslot = _wide_slot(wide, ph)
+        e = _set_find(wide, w, wslot, pw0, pw1)
+        if e >= 0:
+            if _entry_count(wide, w, e) == _IN_LONG:
+                in_long = True
+            else:
+                return o + _entry_ids(wide, w, e, out, o)
     # the long cache: pieces of 16.._LONG_MAX bytes, and short ones with more ids than a wide
     # entry holds (probed only when the wide cache marks them so)
     lslot = -1
@@ -892,37 +931,13 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena,
             return -1  # the heap, by the caller (never cached: longer than _LONG_MAX)
         c = _merge_short(data, a, n, init_ids, grid, mtab, pc, sids, srank, out, o)
     if slot >= 0 and c <= _SHORT_IDS:
-        # the newest entry of a set goes first, the others move one way down, the oldest out
-        for way in range(_WAYS - 1, 0, -1):
-            for k in range(4):
-                cache[w, slot + way, k] = cache[w, slot + way - 1, k]
-        cache[w, slot, 0] = pw0
-        cache[w, slot, 1] = pw1 | (np.uint64(c) << np.uint64(60))
-        x0 = np.uint64(out[o]) & _M32
-        x1 = np.uint64(0)
-        if c > 1:
-            x0 |= (np.uint64(out[o + 1]) & _M32) << np.uint64(32)
-        if c > 2:
-            x1 = np.uint64(out[o + 2]) & _M32
-        if c > 3:
-            x1 |= (np.uint64(out[o + 3]) & _M32) << np.uint64(32)
-        cache[w, slot, 2] = x0
-        cache[w, slot, 3] = x1
-    elif slot >= 0 and (c <= _WIDE_IDS or (c <= _LONG_IDS and not in_long)):
-        # 5..12 ids: the ids; more: a mark sending the next lookup to the long cache
-        for way in range(_WAYS - 1, 0, -1):
-            for k in range(8):
-                wide[w, wslot + way, k] = wide[w, wslot + way - 1, k]
-        wide[w, wslot, 0] = pw0
-        wide[w, wslot, 1] = pw1 | (np.uint64(c if c <= _WIDE_IDS else _IN_LONG) << np.uint64(60))
-        if c > _WIDE_IDS:
-            _long_insert(data, a, n, c, lh, lslot, lmeta, lbytes, lids, w, out, o)
-            return o + c
-        for k in range(0, c, 2):
-            x = np.uint64(out[o + k]) & _M32
-            if k + 1 < c:
-                x |= (np.uint64(out[o + k + 1]) & _M32) << np.uint64(32)
-            wide[w, wslot, 2 + (k >> 1)] = x
+        _set_put(cache, w, slot, pw0, pw1, c, out, o, c)
+    elif slot >= 0 and c <= _WIDE_IDS:
+        _set_put(wide, w, wslot, pw0, pw1, c, out, o, c)
+    elif slot >= 0 and not in_long:
+        # more ids than a wide entry holds: a mark there, the ids in the long cache
+        _set_put(wide, w, wslot, pw0, pw1, _IN_LONG, out, o, 0)
+        _long_insert(data, a, n, c, lh, lslot, lmeta, lbytes, lids, w, out, o)
     elif lslot >= 0 and c <= _LONG_IDS:
         _long_insert(data, a, n, c, lh, lslot, lmeta, lbytes, lids, w, out, o)
     return o + c
@@ -1156,42 +1171,18 @@ def _sp_word_cached(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide
         return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
     pw0, pw1, h = short_key(buf, a, n)
     slot = np.int64(h & np.uint64(cache.shape[1] - 1)) & ~np.int64(_WAYS - 1)
-    for way in range(_WAYS):
-        if cache[w, slot + way, 0] == pw0 and (cache[w, slot + way, 1] & _KEY1) == pw1:
-            c = np.int64(cache[w, slot + way, 1] >> np.uint64(60))
-            for k in range(c):
-                x = cache[w, slot + way, 2 + (k >> 1)]
-                out[o + k] = np.int32((x >> np.uint64(32 * (k & 1))) & _M32)
-            return c
-    wslot = np.int64((h >> np.uint64(32)) & np.uint64(wide.shape[1] - 1)) & ~np.int64(_WAYS - 1)
-    for way in range(_WAYS):
-        if wide[w, wslot + way, 0] == pw0 and (wide[w, wslot + way, 1] & _KEY1) == pw1:
-            c = np.int64(wide[w, wslot + way, 1] >> np.uint64(60))
-            for k in range(c):
-                x = wide[w, wslot + way, 2 + (k >> 1)]
-                out[o + k] = np.int32((x >> np.uint64(32 * (k & 1))) & _M32)
-            return c
+    e = _set_find(cache, w, slot, pw0, pw1)
+    if e >= 0:
+        return _entry_ids(cache, w, e, out, o)
+    wslot = _wide_slot(wide, h)
+    e = _set_find(wide, w, wslot, pw0, pw1)
+    if e >= 0:
+        return _entry_ids(wide, w, e, out, o)
     c = _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
     if c <= _SHORT_IDS:
-        for way in range(_WAYS - 1, 0, -1):
-            for k in range(4):
-                cache[w, slot + way, k] = cache[w, slot + way - 1, k]
-        cache[w, slot, 0] = pw0
-        cache[w, slot, 1] = pw1 | (np.uint64(c) << np.uint64(60))
-        cache[w, slot, 2] = np.uint64(0)
-        cache[w, slot, 3] = np.uint64(0)
-        for k in range(c):
-            cache[w, slot, 2 + (k >> 1)] |= (np.uint64(out[o + k]) & _M32) << np.uint64(32 * (k & 1))
+        _set_put(cache, w, slot, pw0, pw1, c, out, o, c)
     elif c <= _WIDE_IDS:
-        for way in range(_WAYS - 1, 0, -1):
-            for k in range(8):
-                wide[w, wslot + way, k] = wide[w, wslot + way - 1, k]
-        wide[w, wslot, 0] = pw0
-        wide[w, wslot, 1] = pw1 | (np.uint64(c) << np.uint64(60))
-        for k in range(2, 8):
-            wide[w, wslot, k] = np.uint64(0)
-        for k in range(c):
-            wide[w, wslot, 2 + (k >> 1)] |= (np.uint64(out[o + k]) & _M32) << np.uint64(32 * (k & 1))
+        _set_put(wide, w, wslot, pw0, pw1, c, out, o, c)
     return c
 
 
