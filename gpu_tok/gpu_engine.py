@@ -296,32 +296,30 @@ def sentencepiece_tables(be: _Backend, sp) -> DeviceTables:
 @dataclass
 class HostPieces:
     buf: np.ndarray  # uint8[M]
-    starts: np.ndarray  # int64[P+1]
+    starts: np.ndarray  # int32[P+1]
     special: np.ndarray  # int32[P]
     first: np.ndarray  # int64[n+1]
     skip: Optional[np.ndarray]  # uint8[n]: documents the reference path encodes (rows left empty)
+    stats: Tuple[int, int, int]  # model pieces of >= 2 bytes, long ones, the long ones' bytes
 
 
 class ByteLevelHost:
-    """Pieces of a ``fast_cpu.ByteBPEEngine`` (its NFC check, added tokens, compiled scanner)."""
+    """Pieces of a ``fast_cpu.ByteBPEEngine`` (its NFC check, added tokens, compiled scanner),
+    cut in parallel by ``kernels.gpu_host``."""
 
     def __init__(self, eng):
         self.eng = eng
 
-    def pieces(self, data, offsets, num_threads) -> HostPieces:
+    def pieces(self, data, offsets, num_threads, alloc=None, scratch=None) -> HostPieces:
+        from .kernels.gpu_host import byte_level_pieces
+
         eng = self.eng
         threads, parallel = plan_threads(num_threads, data.shape[0])
         with numba_threads(threads if parallel else None):
             skip = eng._nfc_skip(data, offsets, None)
-            starts, _ends, special = eng.pieces(data, offsets, skip, parallel)
-        P = starts.shape[0]
-        st = np.empty(P + 1, np.int64)
-        st[:P] = starts
-        st[P] = data.shape[0]
-        first = np.empty(offsets.shape[0], np.int64)
-        first[:-1] = np.searchsorted(starts, offsets[:-1], side="left")
-        first[-1] = P
-        return HostPieces(data, st, special.astype(np.int32, copy=False), first, skip)
+            starts, special, first, stats = byte_level_pieces(eng, data, offsets, skip, parallel, threads, alloc,
+                                                              scratch)
+        return HostPieces(data, starts, special, first, skip, stats)
 
 
 class SentencePieceHost:
@@ -330,13 +328,24 @@ class SentencePieceHost:
     def __init__(self, sp):
         self.sp = sp
 
-    def pieces(self, data, offsets, num_threads) -> HostPieces:
+    def pieces(self, data, offsets, num_threads, alloc=None, scratch=None) -> HostPieces:
         from .kernels.sp_host import sp_pieces
 
         sp = self.sp
         buf, starts, special, first = sp_pieces(data, offsets, sp.rt, sp.nt, sp.cls, sp.prepend, *sp.bt,
                                                 sp.whole_first, sp.split_words)
-        return HostPieces(buf, starts, special, first, None)
+        if buf.shape[0] >= 2 ** 31:
+            raise ValueError("a batch's normalized text must stay below 2**31 bytes: lower GPU_TOK_CUDA_BATCH_MB")
+        return HostPieces(buf, starts.astype(np.int32), special, first, None, _stats(starts, special))
+
+
+def _stats(starts, special):
+    from .kernels.gpu_host import SHORT
+
+    lens = np.diff(starts)
+    model = (special == -1) & (lens >= 2)
+    long_ = model & (lens > SHORT)
+    return int(np.count_nonzero(model)), int(np.count_nonzero(long_)), int(lens[long_].sum())
 
 
 # ------------------------------------------------------------------ the engine
@@ -375,6 +384,7 @@ class GpuEngine:
         self._lock = threading.Lock()
         self._streams = [be.stream(), be.stream()]
         self._pools: List[dict] = [{}, {}]
+        self._hscratch = None
 
     # ----------------------------------------------------------- memory pools
     def _scratch(self, slot: int, name: str, n: int, dtype):
@@ -399,7 +409,8 @@ class GpuEngine:
         return have
 
     def _put(self, slot, name, host, stream):
-        """``host`` into the slot's device array ``name``, asynchronously through pinned memory."""
+        """``host`` into the slot's device array ``name``, asynchronously through pinned memory
+        (``host`` may already be the slot's staging buffer: ``_host_alloc``)."""
         host = np.ascontiguousarray(host)
         n = host.shape[0]
         if not isinstance(self.be, CudaBackend):
@@ -407,9 +418,23 @@ class GpuEngine:
         dev = self._scratch(slot, name, n, host.dtype)
         if n:
             stage = self._staging(slot, name, n, host.dtype)[:n]
-            stage[:] = host
+            if stage.ctypes.data != host.ctypes.data:
+                stage[:] = host
             dev.copy_to_device(stage, stream=stream)
         return dev
+
+    def _host_alloc(self, slot):
+        """``alloc(name, n, dtype)`` for the host side: the slot's pinned staging buffers on a
+        CUDA backend (the pieces are written where the copy reads them), else fresh arrays."""
+        if not isinstance(self.be, CudaBackend):
+            return None
+        return lambda name, n, dtype: self._staging(slot, name, n, dtype)[:n]
+
+    def _host_scratch(self, n: int):
+        """An ``int32`` host work array of at least ``n`` items, kept between batches."""
+        if self._hscratch is None or self._hscratch.shape[0] < n:
+            self._hscratch = np.empty(max(int(n * _POOL_GROWTH), 16), np.int32)
+        return self._hscratch[:n]
 
     def release(self):
         self._pools = [{}, {}]
@@ -423,18 +448,12 @@ class GpuEngine:
         t0 = time.perf_counter()
         P = hp.special.shape[0]
         M = hp.buf.shape[0]
-        if M >= 2 ** 31:
-            raise ValueError("a batch's buffer must stay below 2**31 bytes: lower GPU_TOK_CUDA_BATCH_MB")
         n = hp.first.shape[0] - 1
-        lens = np.diff(hp.starts)
-        model = hp.special == -1
-        long_mask = model & (lens > K.SHORT)
-        n_long = int(np.count_nonzero(long_mask))
-        lb = int(lens[long_mask].sum()) if n_long else 0
+        n_model, n_long, lb = hp.stats
         f = _Flight(d0, d1, slot, s, P, n, hp.skip)
         a = f.arrays
         a["data"] = self._put(slot, "data", hp.buf, s)
-        a["starts"] = self._put(slot, "starts", hp.starts.astype(np.int32), s)
+        a["starts"] = self._put(slot, "starts", hp.starts, s)
         a["special"] = self._put(slot, "special", hp.special, s)
         a["first"] = self._put(slot, "first", hp.first, s)
         self._tick("h2d_s", t0, s)
@@ -464,7 +483,7 @@ class GpuEngine:
         L(K.k_resolve, P, s, P, data, starts, special, ph, self.key_mask, tkeys, towner, rep, bcount)
         L(K.k_bounds, 1, s, 1, bcount, bounds, bcur)
         L(K.k_fill, P, s, P, starts, special, rep, bounds, bcur, work, loff, lcur)
-        n_short = int(np.count_nonzero(model & (lens >= 2))) - n_long  # at most this many distinct short pieces
+        n_short = n_model - n_long  # at most this many distinct short pieces
         L(K.k_short, n_short, s, n_short, work, bounds, data, starts, ph, T.mode, T.init_ids, T.grid, T.char_id,
           T.byte_id, T.mtab, T.whole_first, T.arena, T.tok_off, T.bkeys, T.bvals, out, cnt)
         L(K.k_long, n_long, s, n_long, work, bounds, data, starts, ph, loff, T.mode, T.init_ids, T.char_id,
@@ -565,7 +584,8 @@ class GpuEngine:
                     d0, d1 = current
                     t0 = time.perf_counter()
                     a, b = int(offsets[d0]), int(offsets[d1])
-                    hp = host.pieces(data[a:b], offsets[d0:d1 + 1] - a, num_threads)
+                    hp = host.pieces(data[a:b], offsets[d0:d1 + 1] - a, num_threads, self._host_alloc(k % 2),
+                                     self._host_scratch)
                     self.stats["host_s"] += time.perf_counter() - t0
                     flights.append(self._launch(hp, d0, d1, k % 2))
                     queue.popleft()

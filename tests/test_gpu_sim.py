@@ -450,6 +450,41 @@ def test_twin_collisions_and_long_pieces():
 
 
 @twin_only
+@pytest.mark.parametrize("family", ["gpt2", "roberta-base", "qwen3", "gpt-oss", "cl100k_base"])
+def test_host_pieces_equal_cpu_engine(family, monkeypatch):
+    """``kernels.gpu_host`` (parallel cut, records merged in text order) gives the pieces of
+    ``ByteBPEEngine.pieces``: with added tokens between segments, documents left to the
+    reference path (qwen3's NFC), long lines cut between workers at sync points."""
+    from gpu_tok import fast_cpu
+    from gpu_tok.kernels import gpu_host
+
+    if family == "cl100k_base":
+        enc = tiktoken_enc(family)
+        eng = enc._cpu()._engine(frozenset(enc.special_tokens_set))
+    else:
+        eng = tok(family)._cpu_engine().engine
+    added = [c.decode() for c, _i, _f in eng.spec.raw_tokens + eng.spec.norm_tokens][:4]
+    texts = bench_texts(40_000)
+    texts += [" ".join(texts).replace("\n", " ")[:150_000], "", "x", "e\u0301 not NFC", "A" * 3000]
+    texts += [f"{a}word{a} {a}" for a in added] + ["".join(added) * 3, "plain"]
+    data, off = fast_cpu.pack(texts, None)
+    monkeypatch.setattr(eng._pretok, "_MIN_CHUNK", 1 << 10)
+    monkeypatch.setattr(gpu_host, "_MATCH_MIN_THREADS", 1)
+    skip = eng._nfc_skip(data, off, None)
+    st, _en, sp = eng.pieces(data, off, skip, False)
+    for parallel in (False, True):
+        starts, special, first, stats = gpu_host.byte_level_pieces(eng, data, off, skip, parallel, 2)
+        assert np.array_equal(starts[:-1], st) and starts[-1] == data.shape[0], parallel
+        assert np.array_equal(special, sp), parallel
+        assert np.array_equal(first[:-1], np.searchsorted(st, off[:-1])) and first[-1] == st.shape[0]
+        lens = np.diff(starts)
+        model = (special == -1) & (lens >= 2)
+        assert stats == (model.sum(), (model & (lens > 64)).sum(), lens[model & (lens > 64)].sum())
+    if family == "qwen3":
+        assert skip is not None and skip.any()
+
+
+@twin_only
 def test_twin_bytes_hash_is_the_cpu_engines():
     """The device's piece hash is ``engine_cpu.bytes_hash`` (the vocabulary table's key)."""
     from gpu_tok.kernels import engine_cpu

@@ -1,0 +1,315 @@
+"""Host side of the GPU path for byte-level files: the pieces of packed text as the arrays
+the device takes, in parallel (Numba ``prange``), with no pass over the text but the scan.
+
+``fast_cpu.ByteBPEEngine.pieces`` marks piece starts in a byte mask and collects them with
+``np.flatnonzero`` (one thread, a pass over every byte) into ``int64`` arrays; here each work
+unit of ``pretok_cpu._plan`` (whole segments, or cuts of a long one at sync points, as the
+fused CPU path) writes the starts of its pieces straight into ``out: int32[N]`` at its own
+first byte (a piece has at least one byte, so units never overlap), and one parallel gather
+merges them with the added-token matches and the skipped documents, in text order:
+
+* ``starts: int32[P+1]``: piece ``p`` is ``data[starts[p]:starts[p+1]]``, ``starts[P] = N``;
+* ``special: int32[P]``: an added token's id, -1 for a piece to encode, -2 for a document
+  left to the reference path (``ByteBPEEngine._nfc_skip``);
+* ``first: int64[n+1]``: the first piece of each document (``P`` at the end);
+Records (per segment, per cut of a long segment, per added token, per skipped document)
+are put in text order by their first byte before the gather.
+
+* ``stats``: ``(model pieces of 2 bytes or more, long ones (> SHORT bytes), their bytes)``,
+  which size the device's work lists and heap scratch.
+
+The same pieces as ``ByteBPEEngine.pieces`` (the tests compare them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from .engine_cpu import _match_segment, match_added
+from .hash_table import njit_cached
+from .pretok_cpu import _F_GPT2, _F_O200K, _F_QWEN, _piece_cl100k, _piece_gpt2, _piece_o200k, _plan, unit_stop, unit_sync
+
+SHORT = 64  # bpe_cuda.SHORT
+# the added-token pass runs in parallel from this many threads on (on 2 busy cores waking the
+# workers cost more than the pass, about 1 GB/s on one; not measured on a 16-core host yet)
+_MATCH_MIN_THREADS = 4
+
+
+@njit_cached
+def _cut_range(data, start, stop, end, fam, end_whole, tab, fold, out, o):
+    """Starts of the pieces that start in ``[start, stop)`` of the segment ending at ``end``
+    into ``out[o:]`` (``pretok_cpu._scan_range``); returns the new ``o``."""
+    i = start
+    if fam == _F_GPT2:
+        while i < stop:
+            out[o] = i
+            o += 1
+            i = _piece_gpt2(data, i, end, tab, fold)
+    elif fam == _F_O200K:
+        while i < stop:
+            out[o] = i
+            o += 1
+            i = _piece_o200k(data, i, end, tab, fold)
+    else:
+        md = 1 if fam == _F_QWEN else 3
+        while i < stop:
+            out[o] = i
+            o += 1
+            i = _piece_cl100k(data, i, end, tab, fold, md, end_whole)
+    return o
+
+
+@njit_cached(parallel=True)
+def cut_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, out):
+    """``(seg_count, ustart, ucount)``: the pieces of segment ``s`` start at
+    ``out[seg_s[s]:seg_s[s] + seg_count[s]]`` (0 for a segment cut between units); those of
+    the cut unit ``u`` at ``out[ustart[u]:ustart[u] + ucount[u]]`` (``ustart = -1`` for a cut
+    with no sync point, which the previous cut runs through). Records per segment, not per
+    unit: added tokens and skipped documents may lie between the segments of a unit."""
+    ua, ub, uc = _plan(seg_s, seg_e, chunk)
+    U = ua.shape[0]
+    sync = np.empty(U, np.int64)
+    for u in prange(U):
+        sync[u] = unit_sync(data, seg_s, seg_e, ua, ub, uc, chunk, tab, u)
+    seg_count = np.zeros(seg_s.shape[0], np.int64)
+    ustart = np.full(U, -1, np.int64)
+    ucount = np.zeros(U, np.int64)
+    for u in prange(U):
+        if uc[u] < 0:
+            for s in range(ua[u], ub[u]):
+                a = seg_s[s]
+                seg_count[s] = _cut_range(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, out, a) - a
+        elif sync[u] >= 0:
+            a = sync[u]
+            o = _cut_range(data, a, unit_stop(seg_e, ua, uc, sync, u), seg_e[ua[u]], fam, end_whole, tab, fold,
+                           out, a)
+            ustart[u] = a
+            ucount[u] = o - a
+    return seg_count, ustart, ucount
+
+
+@njit_cached
+def cut_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, out):
+    """``seg_count`` (``cut_parallel``) on one thread."""
+    S = seg_s.shape[0]
+    seg_count = np.zeros(S, np.int64)
+    for s in range(S):
+        seg_count[s] = _cut_range(data, seg_s[s], seg_e[s], seg_e[s], fam, end_whole, tab, fold, out, seg_s[s]) - seg_s[s]
+    return seg_count
+
+
+@njit_cached
+def _gather_one(r, rec_start, rec_count, rec_id, pos, out, starts, special):
+    o = pos[r]
+    if rec_id[r] == -1:
+        a = rec_start[r]
+        for k in range(rec_count[r]):
+            starts[o + k] = out[a + k]
+            special[o + k] = -1
+    else:
+        starts[o] = np.int32(rec_start[r])
+        special[o] = rec_id[r]
+
+
+@njit_cached
+def _stats_one(p, starts, special):
+    n = starts[p + 1] - starts[p]
+    if special[p] != -1 or n < 2:
+        return 0, 0, 0
+    if n > SHORT:
+        return 1, 1, n
+    return 1, 0, 0
+
+
+@njit_cached(parallel=True)
+def assemble_parallel(rec_start, rec_count, rec_id, pos, out, N, doc_offsets, starts, special, first):
+    """Fill ``starts: int32[P+1]``, ``special: int32[P]``, ``first: int64[n+1]`` from the records
+    (``rec_id`` -1: pieces cut into ``out``; else one piece with that id) in text order;
+    returns ``(n_model, n_long, long_bytes)``."""
+    R = rec_start.shape[0]
+    P = pos[R]
+    for r in prange(R):
+        _gather_one(r, rec_start, rec_count, rec_id, pos, out, starts, special)
+    starts[P] = N
+    n_model = 0
+    n_long = 0
+    lb = 0
+    for p in prange(P):
+        a, b, c = _stats_one(p, starts, special)
+        n_model += a
+        n_long += b
+        lb += c
+    n = doc_offsets.shape[0] - 1
+    for d in prange(n):
+        first[d] = np.searchsorted(starts[:P], doc_offsets[d])
+    first[n] = P
+    return n_model, n_long, lb
+
+
+@njit_cached
+def assemble_serial(rec_start, rec_count, rec_id, pos, out, N, doc_offsets, starts, special, first):
+    R = rec_start.shape[0]
+    P = pos[R]
+    for r in range(R):
+        _gather_one(r, rec_start, rec_count, rec_id, pos, out, starts, special)
+    starts[P] = N
+    n_model = 0
+    n_long = 0
+    lb = 0
+    for p in range(P):
+        a, b, c = _stats_one(p, starts, special)
+        n_model += a
+        n_long += b
+        lb += c
+    n = doc_offsets.shape[0] - 1
+    for d in range(n):
+        first[d] = np.searchsorted(starts[:P], doc_offsets[d])
+    first[n] = P
+    return n_model, n_long, lb
+
+
+# ------------------------------------------------------------ added tokens
+@njit_cached(parallel=True)
+def match_added_parallel(data, in_s, in_e, blocks, tkeys, tvals, term, first, tflags, id_base, cls):
+    """``engine_cpu.match_added`` with the segments shared out in ``blocks`` (bounds into the
+    segment list), each block matched by one worker into its own region, then compacted."""
+    B = blocks.shape[0] - 1
+    cap = np.zeros(B + 1, np.int64)
+    for b in range(B):
+        total = 0
+        for k in range(blocks[b], blocks[b + 1]):
+            total += in_e[k] - in_s[k]
+        cap[b + 1] = cap[b] + total + (blocks[b + 1] - blocks[b]) + 1
+    C = cap[B]
+    seg_s = np.empty(C, np.int64)
+    seg_e = np.empty(C, np.int64)
+    m_s = np.empty(C, np.int64)
+    m_e = np.empty(C, np.int64)
+    m_id = np.empty(C, np.int32)
+    ns = np.zeros(B, np.int64)
+    nm = np.zeros(B, np.int64)
+    for b in prange(B):
+        g = cap[b]
+        a_s = g
+        a_m = g
+        for k in range(blocks[b], blocks[b + 1]):
+            a_s, a_m = _match_segment(data, in_s[k], in_e[k], tkeys, tvals, term, first, tflags, id_base, cls,
+                                      seg_s, seg_e, m_s, m_e, m_id, a_s, a_m)
+        ns[b] = a_s - g
+        nm[b] = a_m - g
+    ps = np.zeros(B + 1, np.int64)
+    pm = np.zeros(B + 1, np.int64)
+    for b in range(B):
+        ps[b + 1] = ps[b] + ns[b]
+        pm[b + 1] = pm[b] + nm[b]
+    o_s = np.empty(ps[B], np.int64)
+    o_e = np.empty(ps[B], np.int64)
+    o_ms = np.empty(pm[B], np.int64)
+    o_mid = np.empty(pm[B], np.int32)
+    for b in prange(B):
+        g = cap[b]
+        for k in range(ns[b]):
+            o_s[ps[b] + k] = seg_s[g + k]
+            o_e[ps[b] + k] = seg_e[g + k]
+        for k in range(nm[b]):
+            o_ms[pm[b] + k] = m_s[g + k]
+            o_mid[pm[b] + k] = m_id[g + k]
+    return o_s, o_e, o_ms, o_mid
+
+
+def segments(eng, data, doc_offsets, skip, parallel: bool, threads: int):
+    """``ByteBPEEngine._segments`` (the raw then the normalized added-token pass), the
+    segments shared between the workers when ``parallel``: ``(seg_s, seg_e, m_s, m_id)``."""
+    seg_s = doc_offsets[:-1]
+    seg_e = doc_offsets[1:]
+    keep = seg_e > seg_s
+    if skip is not None:
+        keep &= skip == 0
+    seg_s = np.ascontiguousarray(seg_s[keep])
+    seg_e = np.ascontiguousarray(seg_e[keep])
+    ms, mi = [], []
+    for trie in eng._tries:
+        if trie is None or seg_s.shape[0] == 0:
+            continue
+        tkeys, tvals, term, first, flags, base = trie
+        if parallel and threads >= _MATCH_MIN_THREADS and seg_s.shape[0] > 1:
+            cum = np.cumsum(seg_e - seg_s)
+            blocks = np.searchsorted(cum, np.linspace(0, cum[-1], 8 * threads + 1)[1:-1], side="right")
+            blocks = np.unique(np.concatenate(([0], blocks, [seg_s.shape[0]]))).astype(np.int64)
+            seg_s, seg_e, m_s, m_id = match_added_parallel(data, seg_s, seg_e, blocks, tkeys, tvals, term, first,
+                                                           flags, base, eng.cls)
+        else:
+            seg_s, seg_e, m_s, _m_e, m_id = match_added(data, seg_s, seg_e, tkeys, tvals, term, first, flags, base,
+                                                        eng.cls)
+        ms.append(m_s)
+        mi.append(m_id)
+    m_s = np.concatenate(ms) if ms else np.zeros(0, np.int64)
+    m_id = np.concatenate(mi) if mi else np.zeros(0, np.int32)
+    if len(ms) > 1:
+        order = np.argsort(m_s, kind="stable")
+        m_s, m_id = m_s[order], m_id[order]
+    return seg_s, seg_e, m_s, m_id
+
+
+def byte_level_pieces(eng, data, doc_offsets, skip, parallel: bool, threads: int, alloc=None, scratch=None):
+    """``(starts, special, first, (n_model, n_long, long_bytes))`` for a ``ByteBPEEngine``
+    (module docstring); ``skip``: documents left to the reference path, or None.
+    ``alloc(name, n, dtype)`` gives the output arrays (the GPU engine's pinned staging
+    buffers, so nothing is copied again before the transfer); ``scratch(n)`` an ``int32``
+    work array of at least ``n`` items kept between calls (fresh arrays by default)."""
+    if data.shape[0] >= 2 ** 31:
+        raise ValueError("a batch must stay below 2**31 bytes")
+    if alloc is None:
+        alloc = _alloc
+    seg_s, seg_e, m_s, m_id = segments(eng, data, doc_offsets, skip, parallel, threads)
+    fam, end_whole, tab, fold = eng._pretok._prepare(eng.spec.family, eng.spec.dialect)
+    out = scratch(max(data.shape[0], 1)) if scratch is not None else np.empty(max(data.shape[0], 1), np.int32)
+    if parallel:
+        total = int((seg_e - seg_s).sum())
+        chunk = max(eng._pretok._MIN_CHUNK, total // (8 * threads))
+        seg_count, ustart, ucount = cut_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, out)
+        keep = ucount > 0
+        ustart, ucount = ustart[keep], ucount[keep]
+    else:
+        seg_count = cut_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, out)
+        ustart = np.zeros(0, np.int64)
+        ucount = ustart
+    keep = seg_count > 0
+    rec_start = [seg_s[keep]]
+    rec_count = [seg_count[keep]]
+    rec_id = [np.full(rec_start[0].shape[0], -1, np.int32)]
+    if ustart.shape[0]:
+        rec_start.append(ustart)
+        rec_count.append(ucount)
+        rec_id.append(np.full(ustart.shape[0], -1, np.int32))
+    if m_s.shape[0]:
+        rec_start.append(m_s)
+        rec_count.append(np.ones(m_s.shape[0], np.int64))
+        rec_id.append(m_id.astype(np.int32))
+    if skip is not None:
+        sk = np.flatnonzero((skip != 0) & (doc_offsets[1:] > doc_offsets[:-1]))
+        if sk.shape[0]:
+            rec_start.append(doc_offsets[:-1][sk])
+            rec_count.append(np.ones(sk.shape[0], np.int64))
+            rec_id.append(np.full(sk.shape[0], -2, np.int32))
+    if len(rec_start) > 1:
+        rs = np.concatenate(rec_start)
+        order = np.argsort(rs, kind="stable")
+        rec_start, rec_count, rec_id = rs[order], np.concatenate(rec_count)[order], np.concatenate(rec_id)[order]
+    else:
+        rec_start, rec_count, rec_id = rec_start[0], rec_count[0], rec_id[0]
+    pos = np.zeros(rec_start.shape[0] + 1, np.int64)
+    np.cumsum(rec_count, out=pos[1:])
+    P = int(pos[-1])
+    n = doc_offsets.shape[0] - 1
+    starts = alloc("starts", P + 1, np.int32)
+    special = alloc("special", P, np.int32)
+    first = alloc("first", n + 1, np.int64)
+    fn = assemble_parallel if parallel else assemble_serial
+    stats = fn(rec_start, rec_count, rec_id, pos, out, data.shape[0], doc_offsets, starts, special, first)
+    return starts, special, first, tuple(int(x) for x in stats)
+
+
+def _alloc(name, n, dtype):
+    return np.empty(n, dtype)
