@@ -231,7 +231,9 @@ class CudaBackend(_Backend):
         return dev.copy_to_host(stream=stream if stream is not None else 0)
 
     def read_scalar(self, dev, i, stream=None):
-        return self.to_host(dev[i:i + 1], stream)[0]
+        v = self.to_host(dev[i:i + 1], stream)
+        self.sync(stream)
+        return v[0]
 
     def sync(self, stream):
         if stream is None:

@@ -66,6 +66,7 @@ _S31 = np.uint64(31)
 _S32 = np.uint64(32)
 
 SHORT = 64  # pieces of at most this many bytes: one thread, rescanning in local arrays
+LOCAL_N = 65  # SHORT + 1: the per-thread local arrays (a plain constant, as cuda.local.array needs)
 MODE_BYTE = 0  # byte-level BPE (tokenizer.json ByteLevel, tiktoken)
 MODE_SP = 1  # SentencePiece-style BPE with byte_fallback
 
@@ -420,8 +421,8 @@ if _KIND == "cuda":
                 arena, tok_off, bkeys, bvals, out, cnt):
         i = cuda.grid(1)
         if i < n_items:
-            ids = cuda.local.array(SHORT + 1, np.int32)
-            rank = cuda.local.array(SHORT + 1, np.uint64)
+            ids = cuda.local.array(LOCAL_N, np.int32)
+            rank = cuda.local.array(LOCAL_N, np.uint64)
             short_one(i, work, bounds, data, starts, ph, mode, init_ids, grid, char_id, byte_id, mtab, whole_first,
                       arena, tok_off, bkeys, bvals, ids, rank, out, cnt)
 
@@ -436,8 +437,8 @@ else:
     @njit_cached
     def k_short(n_items, work, bounds, data, starts, ph, mode, init_ids, grid, char_id, byte_id, mtab, whole_first,
                 arena, tok_off, bkeys, bvals, out, cnt):
-        ids = np.empty(SHORT + 1, np.int32)
-        rank = np.empty(SHORT + 1, np.uint64)
+        ids = np.empty(LOCAL_N, np.int32)
+        rank = np.empty(LOCAL_N, np.uint64)
         for i in range(n_items):
             short_one(i, work, bounds, data, starts, ph, mode, init_ids, grid, char_id, byte_id, mtab, whole_first,
                       arena, tok_off, bkeys, bvals, ids, rank, out, cnt)
