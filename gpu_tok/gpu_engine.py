@@ -38,7 +38,9 @@ import numpy as np
 
 from .fast_cpu import numba_threads, plan_threads
 
-_BATCH_BYTES = 64 << 20  # bytes of input text per batch (GPU_TOK_CUDA_BATCH_MB overrides)
+_BATCH_BYTES = 64 << 20  # bytes of input text per batch at most (GPU_TOK_CUDA_BATCH_MB overrides)
+_MIN_BATCH_BYTES = 4 << 20  # an input is cut into at least _SPLIT batches of at least this much,
+_SPLIT = 4  # so the host's work on one batch overlaps the device's on the previous one
 _CUDA_ERROR_OUT_OF_MEMORY = 2
 
 
@@ -189,6 +191,12 @@ class CudaBackend(_Backend):
         self.sim = twins.simulator_enabled()
         self.K = twins.load("cuda")
         self.tpb = 32 if self.sim else 256
+        try:  # one-thread kernels (bounds, scan tails) are small on purpose
+            import numba
+
+            numba.config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
+        except Exception:  # noqa: BLE001
+            pass
 
     def stream(self):
         return self.cuda.stream()
@@ -439,6 +447,12 @@ class GpuEngine:
         return self._hscratch[:n]
 
     def release(self):
+        """Drop the pooled buffers (after the streams are idle) and give cached memory back."""
+        for st in self._streams:
+            try:
+                self.be.sync(st)
+            except Exception:  # noqa: BLE001 - a failed stream has nothing left to wait for
+                pass
         self._pools = [{}, {}]
         self.be.release()
 
@@ -550,12 +564,16 @@ class GpuEngine:
 
     # ---------------------------------------------------------------- the loop
     def plan(self, offsets: np.ndarray) -> List[Tuple[int, int]]:
-        """Document ranges of at most ``batch_bytes`` bytes each (at least one document)."""
+        """Document ranges of at most ``batch_bytes`` bytes each (at least one document); an
+        input of more than ``_MIN_BATCH_BYTES`` is cut into at least ``_SPLIT`` batches of at
+        least that size, so host and device work overlap."""
         n = offsets.shape[0] - 1
+        total = int(offsets[-1]) if n else 0
+        size = min(self.batch_bytes, max(_MIN_BATCH_BYTES, -(-total // _SPLIT)))
         out = []
         d0 = 0
         while d0 < n:
-            d1 = int(np.searchsorted(offsets, offsets[d0] + self.batch_bytes, side="right")) - 1
+            d1 = int(np.searchsorted(offsets, offsets[d0] + size, side="right")) - 1
             d1 = min(max(d1, d0 + 1), n)
             out.append((d0, d1))
             d0 = d1
@@ -649,7 +667,7 @@ def _byte_mid(offsets, d0, d1) -> int:
 
 
 def _new_stats() -> dict:
-    return {"host_s": 0.0, "h2d_s": 0.0, "kernel_s": 0.0, "d2h_s": 0.0, "batches": 0, "bytes": 0, "pieces": 0,
+    return {"pack_s": 0.0, "host_s": 0.0, "h2d_s": 0.0, "kernel_s": 0.0, "d2h_s": 0.0, "batches": 0, "bytes": 0, "pieces": 0,
             "distinct": 0, "oom_splits": 0}
 # ------------------------------------------------------------------ front ends
 _BACKENDS: dict = {}
@@ -703,7 +721,9 @@ class GpuTokenizer:
         from .cpu_ref.pipeline import check_text
         from .fast_cpu import pack, splice_rows
 
+        t0 = time.perf_counter()
         data, offsets = pack(texts, check_text)
+        self.engine.stats["pack_s"] += time.perf_counter() - t0
         device_out = not return_numpy and self.engine.be.name == "cuda" and _cupy() is not None
         pre = suf = None
         if add_special_tokens:
@@ -799,7 +819,9 @@ def tiktoken_batch_ids(enc, texts: List[str], allowed_special, disallowed_specia
     from .fast_cpu import pack
     from .tiktoken_encoding import _valid_text
 
+    t0 = time.perf_counter()
     data, offsets = pack(texts, _valid_text)
+    g.engine.stats["pack_s"] += time.perf_counter() - t0
     if disallowed_special and g.cpu.contains_any(data, offsets, frozenset(disallowed_special)).any():
         return None
     allowed = frozenset(allowed_special) & frozenset(enc._special_tokens) if allowed_special else frozenset()

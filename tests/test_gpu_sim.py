@@ -584,6 +584,25 @@ def test_import_needs_neither_cupy_nor_numba_cuda():
     assert proc.returncode == 0, proc.stderr
 
 
+def test_batch_plan():
+    """Batches cover every document once, in order; at most ``batch_bytes`` unless one document
+    is larger; a mid-sized input is cut in at least four so host and device work overlap."""
+    from gpu_tok import gpu_engine as G
+
+    eng = G.GpuEngine.__new__(G.GpuEngine)
+    rng = np.random.default_rng(1)
+    for sizes in ([], [0], [5, 0, 0, 7], list(rng.integers(0, 3 << 20, 40)), [100 << 20, 1, 1]):
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        eng.batch_bytes = 16 << 20
+        plan = eng.plan(offsets)
+        assert [a for a, _b in plan] == ([0] + [b for _a, b in plan[:-1]] if plan else [])
+        assert (plan[-1][1] if plan else 0) == len(sizes)
+        for a, b in plan:
+            assert b - a == 1 or offsets[b] - offsets[a] <= eng.batch_bytes
+        if int(offsets[-1]) > 4 * G._MIN_BATCH_BYTES and max(sizes) < G._MIN_BATCH_BYTES:
+            assert len(plan) >= 4
+
+
 def test_oom_is_recognised():
     from gpu_tok.gpu_engine import is_oom
 
