@@ -41,6 +41,7 @@ from .fast_cpu import numba_threads, plan_threads
 _BATCH_BYTES = 64 << 20  # bytes of input text per batch at most (GPU_TOK_CUDA_BATCH_MB overrides)
 _MIN_BATCH_BYTES = 4 << 20  # an input is cut into at least _SPLIT batches of at least this much,
 _SPLIT = 4  # so the host's work on one batch overlaps the device's on the previous one
+_HUGE_BYTES = 8 << 10  # pieces longer than this are encoded on the host (GPU_TOK_CUDA_HOST_PIECE overrides)
 _CUDA_ERROR_OUT_OF_MEMORY = 2
 
 
@@ -172,6 +173,9 @@ class TwinBackend(_Backend):
     def read_scalar(self, dev, i, stream=None):
         return dev[i]
 
+    def copy_into(self, dev, at, host, stream=None):
+        dev[at:at + host.shape[0]] = host
+
     def sync(self, stream):
         pass
 
@@ -243,6 +247,11 @@ class CudaBackend(_Backend):
         self.sync(stream)
         return v[0]
 
+    def copy_into(self, dev, at, host, stream=None):
+        if host.shape[0]:
+            dev[at:at + host.shape[0]].copy_to_device(np.ascontiguousarray(host), stream=stream if stream is not None
+                                                      else 0)
+
     def sync(self, stream):
         if stream is None:
             self.cuda.synchronize()
@@ -310,7 +319,8 @@ class HostPieces:
     special: np.ndarray  # int32[P]
     first: np.ndarray  # int64[n+1]
     skip: Optional[np.ndarray]  # uint8[n]: documents the reference path encodes (rows left empty)
-    stats: Tuple[int, int, int]  # model pieces of >= 2 bytes, long ones, the long ones' bytes
+    stats: Tuple[int, int, int]  # model pieces of >= 2 bytes, long ones, the long ones' bytes (huge excluded)
+    huge: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None  # (pieces, ids, offsets) encoded on the host
 
 
 class ByteLevelHost:
@@ -320,16 +330,21 @@ class ByteLevelHost:
     def __init__(self, eng):
         self.eng = eng
 
-    def pieces(self, data, offsets, num_threads, alloc=None, scratch=None) -> HostPieces:
-        from .kernels.gpu_host import byte_level_pieces
+    def pieces(self, data, offsets, num_threads, alloc=None, scratch=None, huge_bytes=_HUGE_BYTES) -> HostPieces:
+        from .kernels import gpu_host as H
 
         eng = self.eng
         threads, parallel = plan_threads(num_threads, data.shape[0])
         with numba_threads(threads if parallel else None):
             skip = eng._nfc_skip(data, offsets, None)
-            starts, special, first, stats = byte_level_pieces(eng, data, offsets, skip, parallel, threads, alloc,
-                                                              scratch)
-        return HostPieces(data, starts, special, first, skip, stats)
+            starts, special, first, stats = H.byte_level_pieces(eng, data, offsets, skip, parallel, threads, alloc,
+                                                                scratch, huge_bytes)
+            huge = None
+            if stats[3]:
+                idx = H.huge_pieces(starts, special, huge_bytes)
+                huge = (idx,) + H.huge_byte_level(data, starts, special, idx, eng.init_ids, eng.mtab, eng.arena,
+                                                  eng.tok_off, eng.bkeys, eng.bvals, eng.spec.whole_first)
+        return HostPieces(data, starts, special, first, skip, stats[:3], huge)
 
 
 class SentencePieceHost:
@@ -338,7 +353,8 @@ class SentencePieceHost:
     def __init__(self, sp):
         self.sp = sp
 
-    def pieces(self, data, offsets, num_threads, alloc=None, scratch=None) -> HostPieces:
+    def pieces(self, data, offsets, num_threads, alloc=None, scratch=None, huge_bytes=_HUGE_BYTES) -> HostPieces:
+        from .kernels import gpu_host as H
         from .kernels.sp_host import sp_pieces
 
         sp = self.sp
@@ -346,10 +362,17 @@ class SentencePieceHost:
                                                 sp.whole_first, sp.split_words)
         if buf.shape[0] >= 2 ** 31:
             raise ValueError("a batch's normalized text must stay below 2**31 bytes: lower GPU_TOK_CUDA_BATCH_MB")
-        return HostPieces(buf, starts.astype(np.int32), special, first, None, _stats(starts, special))
+        huge = None
+        idx = H.huge_pieces(starts, special, huge_bytes)
+        if idx.shape[0]:
+            threads, parallel = plan_threads(num_threads, data.shape[0])
+            with numba_threads(threads if parallel else None):
+                huge = (idx,) + H.huge_sentencepiece(buf, starts, special, idx, sp.char_id, sp.byte_id, sp.mtab)
+        return HostPieces(buf, starts.astype(np.int32), special, first, None, _stats(starts, special), huge)
 
 
 def _stats(starts, special):
+    """``(model pieces of >= 2 bytes, long ones, their bytes)`` (pieces the host encoded excluded)."""
     from .kernels.gpu_host import SHORT
 
     lens = np.diff(starts)
@@ -387,6 +410,8 @@ class GpuEngine:
         self.tables = tables
         env = os.environ.get("GPU_TOK_CUDA_BATCH_MB")
         self.batch_bytes = int(batch_bytes or (float(env) * (1 << 20) if env else _BATCH_BYTES))
+        env = os.environ.get("GPU_TOK_CUDA_HOST_PIECE")
+        self.huge_bytes = int(env) if env else _HUGE_BYTES  # longer pieces: BPE on the host
         self.key_mask = np.uint64(0xFFFFFFFFFFFFFFFF)  # dedupe key bits (tests narrow it to force collisions)
         self.profile = False  # synchronize after each phase and time it (stats); no overlap
         self.stats = _new_stats()
@@ -490,6 +515,13 @@ class GpuEngine:
         hkey, hnew = sc("hkey", max(3 * lb, 1), np.uint64), sc("hnew", max(3 * lb, 1), np.int32)
         pos = sc("pos", P + 1, np.int64)
         data, starts, special = a["data"], a["starts"], a["special"]
+        if hp.huge is not None:  # ids the host computed, at each huge piece's first byte
+            idx, ids, off = hp.huge
+            a["huge_ids"] = ids  # alive until the copies are done
+            for k in range(idx.shape[0]):
+                s0 = int(hp.starts[idx[k]])
+                be.copy_into(out, s0, ids[off[k]:off[k + 1]], s)
+            self.stats["host_pieces"] += int(idx.shape[0])
         L = be.launch
         L(K.k_fill_u64, C, s, C, tkeys, K.EMPTY)
         L(K.k_fill_i32, C, s, C, towner, K.INT32_MAX)
@@ -605,7 +637,7 @@ class GpuEngine:
                     t0 = time.perf_counter()
                     a, b = int(offsets[d0]), int(offsets[d1])
                     hp = host.pieces(data[a:b], offsets[d0:d1 + 1] - a, num_threads, self._host_alloc(k % 2),
-                                     self._host_scratch)
+                                     self._host_scratch, self.huge_bytes)
                     self.stats["host_s"] += time.perf_counter() - t0
                     flights.append(self._launch(hp, d0, d1, k % 2))
                     queue.popleft()
@@ -668,7 +700,7 @@ def _byte_mid(offsets, d0, d1) -> int:
 
 def _new_stats() -> dict:
     return {"pack_s": 0.0, "host_s": 0.0, "h2d_s": 0.0, "kernel_s": 0.0, "d2h_s": 0.0, "batches": 0, "bytes": 0, "pieces": 0,
-            "distinct": 0, "oom_splits": 0}
+            "distinct": 0, "host_pieces": 0, "oom_splits": 0}
 # ------------------------------------------------------------------ front ends
 _BACKENDS: dict = {}
 

@@ -298,6 +298,26 @@ def test_device_many_batches_and_collisions():
 
 
 @on_device
+@pytest.mark.parametrize("family", ["llama3", "gemma3"])
+def test_device_huge_pieces_on_the_host(family):
+    """Pieces over ``huge_bytes`` are encoded on the host and their ids copied into the
+    device's scratch; shorter long ones stay on the device's heap."""
+    from gpu_tok import gpu_engine as G
+
+    t = tok(family)
+    texts = ["q" * 150 + " tail", "short one", "\u4e2d" * 60, "z" * 90, "q" * 150 + " tail", "", "w " * 80]
+    want = t.encode_batch_ids(texts, device="cpu")
+    g = G._engine_for(t, "cuda", lambda be: G.GpuTokenizer(t, be))
+    g.engine.huge_bytes = 100
+    g.engine.stats["host_pieces"] = 0
+    try:
+        same(t.encode_batch_ids(texts, device="cuda", return_numpy=True), want, family)
+    finally:
+        g.engine.huge_bytes = G._HUGE_BYTES
+    assert g.engine.stats["host_pieces"] >= 2
+
+
+@on_device
 def test_device_oom_halves_the_batch(monkeypatch):
     _check_oom_halving("cuda", monkeypatch)
 
@@ -431,22 +451,28 @@ def test_twin_oom_halves_the_batch(monkeypatch):
 
 
 @twin_only
-def test_twin_collisions_and_long_pieces():
-    """Every dedupe key collides (two bits): still exact; long pieces (the heap) of many sizes."""
+@pytest.mark.parametrize("huge", [100, 2 ** 62])
+def test_twin_collisions_and_long_pieces(huge):
+    """Every dedupe key collides (two bits): still exact; long pieces of many sizes, on the
+    device's heap (``huge`` = never) or encoded on the host (over 100 bytes)."""
     from gpu_tok import gpu_engine as G
 
-    for family in ("llama3", "gemma3"):
+    for family in ("llama3", "gpt-oss", "gemma3", "llama2"):
         t = tok(family)
-        texts = bench_texts(30_000) + ["q" * n for n in (63, 64, 65, 127, 128, 129, 1000, 20000)] + \
-            ["\u4e2d\u6587" * 700, ("abc" * 30 + " ") * 20]
+        texts = bench_texts(30_000) + ["q" * n for n in (63, 64, 65, 100, 101, 127, 128, 129, 1000, 20000)] + \
+            ["\u4e2d\u6587" * 700, ("abc" * 30 + " ") * 20, "x" * 101 + " " + "x" * 101]
         g = G._engine_for(t, "twin", lambda be: G.GpuTokenizer(t, be))
         want = t.encode_batch_ids(texts, device="cpu")
         g.engine.key_mask = np.uint64(3)
+        g.engine.huge_bytes = huge
+        g.engine.stats["host_pieces"] = 0
         try:
             ids, rs = g.encode_ids(texts, True, None, True)
         finally:
             g.engine.key_mask = np.uint64(0xFFFFFFFFFFFFFFFF)
+            g.engine.huge_bytes = G._HUGE_BYTES
         assert np.array_equal(rs, want.row_splits) and np.array_equal(ids, want.ids), family
+        assert (g.engine.stats["host_pieces"] > 0) == (huge == 100), family
 
 
 @twin_only
@@ -479,7 +505,11 @@ def test_host_pieces_equal_cpu_engine(family, monkeypatch):
         assert np.array_equal(first[:-1], np.searchsorted(st, off[:-1])) and first[-1] == st.shape[0]
         lens = np.diff(starts)
         model = (special == -1) & (lens >= 2)
-        assert stats == (model.sum(), (model & (lens > 64)).sum(), lens[model & (lens > 64)].sum())
+        assert stats == (model.sum(), (model & (lens > 64)).sum(), lens[model & (lens > 64)].sum(), 0)
+        *_s, stats2 = gpu_host.byte_level_pieces(eng, data, off, skip, parallel, 2, huge=1000)
+        big = model & (lens > 1000)
+        assert stats2 == (model.sum() - big.sum(), (model & (lens > 64)).sum() - big.sum(),
+                          lens[model & (lens > 64)].sum() - lens[big].sum(), big.sum())
     if family == "qwen3":
         assert skip is not None and skip.any()
 

@@ -16,7 +16,9 @@ Array layouts (all on the device; ``P`` pieces, ``N`` bytes of one batch)
   buffer; an added token's piece may be empty).
 * ``special: int32[P]``: ``>= 0`` a fixed id (an added token, or a whole SentencePiece piece
   found in the vocabulary), ``-1`` a piece the model encodes, ``-2`` a piece that yields
-  nothing (a document the reference path encodes, ``fast_cpu.ByteBPEEngine.pieces``).
+  nothing (a document the reference path encodes, ``fast_cpu.ByteBPEEngine.pieces``),
+  ``-3 - c`` a huge piece whose ``c`` ids the host computed and copied to ``out``
+  (``gpu_host.huge_byte_level``).
 * merge table ``mtab: uint64[2C]``: ``hash_table.interleave`` of the open-addressing table
   keyed ``(left << 32) | right`` with values ``(rank << 32) | merged`` (DESIGN.md section 3).
 * byte-level first round ``grid: uint64[65536]`` (``engine_cpu.byte_pair_grid``),

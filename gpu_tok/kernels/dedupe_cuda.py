@@ -21,8 +21,9 @@ free), ``C`` a power of two at least ``2 P``; the key of a piece is its ``bytes_
 3. ``k_bounds`` turns the bucket counts into ``bounds`` (one thread), ``k_fill`` lists the
    distinct pieces bucket by bucket in ``work`` and gives each long one its scratch offset
    ``loff`` (the order inside a bucket depends on the threads; the ids do not).
-4. BPE (``k_short``, ``k_long``), then ``k_counts``: pieces of one byte, fixed ids, and
-   every duplicate take their count (``cnt[rep[p]]``); ``scan`` gives ``pos: int64[P+1]``;
+4. BPE (``k_short``, ``k_long``), then ``k_counts``: pieces of one byte, fixed ids, pieces
+   the host encoded (``special = -3 - count``, ids copied to ``out``), and every duplicate
+   take their count (``cnt[rep[p]]``); ``scan`` gives ``pos: int64[P+1]``;
    ``k_scatter`` copies each piece's ids from its representative's scratch to ``ids[pos[p]:]``;
    ``k_rows`` gives ``row_splits[d] = pos[first[d]]`` (``first``: the first piece of each
    document, ``P`` at the end).
@@ -158,6 +159,9 @@ def counts_one(p, data, starts, special, rep, mode, init_ids, char_id, byte_id, 
     sp = special[p]
     if sp >= 0:
         cnt[p] = 1
+        return
+    if sp <= -3:  # encoded on the host (a huge piece): its ids are in out already
+        cnt[p] = -3 - sp
         return
     s = np.int64(starts[p])
     n = np.int64(starts[p + 1]) - s
