@@ -813,12 +813,10 @@ def _engine_for(obj, device: str, make):
         return None
     cache = obj.__dict__.setdefault("_gpu_engines", {})
     key = be.name
-    if key in cache:
-        g = cache[key]
-        if g is None and device != "auto":
-            return make(be)  # raise the reason again
+    g = cache.get(key)
+    if g is not None or (key in cache and device == "auto"):
         return g
-    if device != "auto":
+    if device != "auto":  # built here, or the reason it cannot be raised (again)
         g = cache[key] = make(be)
         return g
     try:
