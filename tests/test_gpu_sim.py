@@ -498,7 +498,6 @@ def test_host_pieces_equal_cpu_engine(family, monkeypatch):
     texts += [f"{a}word{a} {a}" for a in added] + ["".join(added) * 3, "plain"]
     data, off = fast_cpu.pack(texts, None)
     monkeypatch.setattr(eng._pretok, "_MIN_CHUNK", 1 << 10)
-    monkeypatch.setattr(gpu_host, "_MATCH_MIN_THREADS", 1)
     skip = eng._nfc_skip(data, off, None)
     st, _en, sp = eng.pieces(data, off, skip, False)
     for parallel in (False, True):

@@ -25,14 +25,11 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .engine_cpu import _SHORT, _bpe_long, _heap_scratch, _match_segment, _sp_word, bytes_lookup, match_added
+from .engine_cpu import _SHORT, _bpe_long, _heap_scratch, _sp_word, bytes_lookup
 from .hash_table import EMPTY, PAIR_CACHE_BITS, njit_cached
 from .pretok_cpu import _F_GPT2, _F_O200K, _F_QWEN, _piece_cl100k, _piece_gpt2, _piece_o200k, _plan, unit_stop, unit_sync
 
 SHORT = 64  # bpe_cuda.SHORT
-# the added-token pass runs in parallel from this many threads on (on 2 busy cores waking the
-# workers cost more than the pass, about 1 GB/s on one; not measured on a 16-core host yet)
-_MATCH_MIN_THREADS = 4
 
 
 @njit_cached
@@ -175,89 +172,6 @@ def assemble_serial(rec_start, rec_count, rec_id, pos, out, N, doc_offsets, star
     return n_model, n_long, lb, nh
 
 
-# ------------------------------------------------------------ added tokens
-@njit_cached(parallel=True)
-def match_added_parallel(data, in_s, in_e, blocks, tkeys, tvals, term, first, tflags, id_base, cls):
-    """``engine_cpu.match_added`` with the segments shared out in ``blocks`` (bounds into the
-    segment list), each block matched by one worker into its own region, then compacted."""
-    B = blocks.shape[0] - 1
-    cap = np.zeros(B + 1, np.int64)
-    for b in range(B):
-        total = 0
-        for k in range(blocks[b], blocks[b + 1]):
-            total += in_e[k] - in_s[k]
-        cap[b + 1] = cap[b] + total + (blocks[b + 1] - blocks[b]) + 1
-    C = cap[B]
-    seg_s = np.empty(C, np.int64)
-    seg_e = np.empty(C, np.int64)
-    m_s = np.empty(C, np.int64)
-    m_e = np.empty(C, np.int64)
-    m_id = np.empty(C, np.int32)
-    ns = np.zeros(B, np.int64)
-    nm = np.zeros(B, np.int64)
-    for b in prange(B):
-        g = cap[b]
-        a_s = g
-        a_m = g
-        for k in range(blocks[b], blocks[b + 1]):
-            a_s, a_m = _match_segment(data, in_s[k], in_e[k], tkeys, tvals, term, first, tflags, id_base, cls,
-                                      seg_s, seg_e, m_s, m_e, m_id, a_s, a_m)
-        ns[b] = a_s - g
-        nm[b] = a_m - g
-    ps = np.zeros(B + 1, np.int64)
-    pm = np.zeros(B + 1, np.int64)
-    for b in range(B):
-        ps[b + 1] = ps[b] + ns[b]
-        pm[b + 1] = pm[b] + nm[b]
-    o_s = np.empty(ps[B], np.int64)
-    o_e = np.empty(ps[B], np.int64)
-    o_ms = np.empty(pm[B], np.int64)
-    o_mid = np.empty(pm[B], np.int32)
-    for b in prange(B):
-        g = cap[b]
-        for k in range(ns[b]):
-            o_s[ps[b] + k] = seg_s[g + k]
-            o_e[ps[b] + k] = seg_e[g + k]
-        for k in range(nm[b]):
-            o_ms[pm[b] + k] = m_s[g + k]
-            o_mid[pm[b] + k] = m_id[g + k]
-    return o_s, o_e, o_ms, o_mid
-
-
-def segments(eng, data, doc_offsets, skip, parallel: bool, threads: int):
-    """``ByteBPEEngine._segments`` (the raw then the normalized added-token pass), the
-    segments shared between the workers when ``parallel``: ``(seg_s, seg_e, m_s, m_id)``."""
-    seg_s = doc_offsets[:-1]
-    seg_e = doc_offsets[1:]
-    keep = seg_e > seg_s
-    if skip is not None:
-        keep &= skip == 0
-    seg_s = np.ascontiguousarray(seg_s[keep])
-    seg_e = np.ascontiguousarray(seg_e[keep])
-    ms, mi = [], []
-    for trie in eng._tries:
-        if trie is None or seg_s.shape[0] == 0:
-            continue
-        tkeys, tvals, term, first, flags, base = trie
-        if parallel and threads >= _MATCH_MIN_THREADS and seg_s.shape[0] > 1:
-            cum = np.cumsum(seg_e - seg_s)
-            blocks = np.searchsorted(cum, np.linspace(0, cum[-1], 8 * threads + 1)[1:-1], side="right")
-            blocks = np.unique(np.concatenate(([0], blocks, [seg_s.shape[0]]))).astype(np.int64)
-            seg_s, seg_e, m_s, m_id = match_added_parallel(data, seg_s, seg_e, blocks, tkeys, tvals, term, first,
-                                                           flags, base, eng.cls)
-        else:
-            seg_s, seg_e, m_s, _m_e, m_id = match_added(data, seg_s, seg_e, tkeys, tvals, term, first, flags, base,
-                                                        eng.cls)
-        ms.append(m_s)
-        mi.append(m_id)
-    m_s = np.concatenate(ms) if ms else np.zeros(0, np.int64)
-    m_id = np.concatenate(mi) if mi else np.zeros(0, np.int32)
-    if len(ms) > 1:
-        order = np.argsort(m_s, kind="stable")
-        m_s, m_id = m_s[order], m_id[order]
-    return seg_s, seg_e, m_s, m_id
-
-
 def byte_level_pieces(eng, data, doc_offsets, skip, parallel: bool, threads: int, alloc=None, scratch=None,
                       huge: int = 2 ** 62):
     """``(starts, special, first, (n_model, n_long, long_bytes, n_huge))`` for a
@@ -270,7 +184,7 @@ def byte_level_pieces(eng, data, doc_offsets, skip, parallel: bool, threads: int
         raise ValueError("a batch must stay below 2**31 bytes")
     if alloc is None:
         alloc = _alloc
-    seg_s, seg_e, m_s, m_id = segments(eng, data, doc_offsets, skip, parallel, threads)
+    seg_s, seg_e, m_s, m_id = eng._segments(data, doc_offsets, skip)  # the added-token passes
     fam, end_whole, tab, fold = eng._pretok._prepare(eng.spec.family, eng.spec.dialect)
     out = scratch(max(data.shape[0], 1)) if scratch is not None else np.empty(max(data.shape[0], 1), np.int32)
     if parallel:

@@ -6,10 +6,10 @@ Per document (``engine_cpu._sp_doc``): the raw added-token pass; each gap normal
 (``prepend`` 1: "▁" before a non-empty gap; 0/1: every " " becomes "▁"); the normalized
 added-token pass on it; each remaining piece (2/3, ``Metaspace``: spaces replaced and "▁"
 in front unless it starts with one, "first" only at the start of the text) is one piece,
-or with ``split_words`` (no vocabulary token holds a "▁" after another character) one
-piece per word, cut before each "▁" that follows another character (``_sp_piece``; gemma3
-keeps whole gaps). ``whole_first`` (``ignore_merges``) looks the whole piece up first: a hit
-becomes a fixed id, as an added token.
+cut into words before every "▁" whose previous character no vocabulary token holds right
+before a "▁" (``nocut_table``: no merge can cross such a place; ``_sp_piece``).
+``whole_first`` (``ignore_merges``) looks the whole piece up first: a hit becomes a fixed
+id, as an added token.
 
 Output (``sp_pieces``): ``buf: uint8[M]`` the model pieces' bytes back to back;
 ``starts: int64[P+1]`` piece ``p`` is ``buf[starts[p]:starts[p+1]]`` (fixed ids take no
@@ -27,8 +27,11 @@ from .hash_table import njit_cached
 
 
 @njit_cached
-def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, split_words, arena, tok_off, bkeys, bvals):
-    """Append the piece ``src[x:y]`` (``engine_cpu._sp_piece``); returns ``(m, p)``."""
+def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, nocut, arena, tok_off, bkeys, bvals):
+    """Append the piece ``src[x:y]`` (``engine_cpu._sp_piece``); returns ``(m, p)``.
+
+    ``nocut``: empty, or ``uint8[129]`` (``nocut[x]`` for an ASCII byte, ``nocut[128]`` for
+    "▁"): the piece is then cut before every "▁" whose previous character is not in it."""
     if y <= x:
         return m, p
     if whole_first:
@@ -37,15 +40,17 @@ def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, split_words,
             starts[p] = m
             special[p] = t
             return m, p + 1
+    cutting = nocut.shape[0] > 0
     w0 = x
-    prev_sp = False
+    prev_bad = False
     i = x
     while i <= y:
         cut = i == y
         is_sp = False
         if not cut:
-            is_sp = i + 2 < y and src[i] == 0xE2 and src[i + 1] == 0x96 and src[i + 2] == 0x81
-            cut = split_words and is_sp and i > w0 and not prev_sp
+            c = src[i]
+            is_sp = i + 2 < y and c == 0xE2 and src[i + 1] == 0x96 and src[i + 2] == 0x81
+            cut = cutting and is_sp and i > w0 and not prev_bad
         if cut:
             starts[p] = m
             special[p] = -1
@@ -56,13 +61,31 @@ def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, split_words,
             w0 = i
             if i == y:
                 break
-        prev_sp = is_sp
-        i += 3 if is_sp else _next_char(src, i)
+        if is_sp:
+            prev_bad = cutting and nocut[128] != 0
+            i += 3
+        else:
+            prev_bad = cutting and src[i] < 0x80 and nocut[src[i]] != 0
+            i += _next_char(src, i)
     return m, p
 
 
+def nocut_table(sp) -> np.ndarray:
+    """The word-cut table of a ``CpuSentencePieceEngine``: its ``nocut`` where it has one; an
+    engine with the older ``split_words`` flag cuts before every "▁" that follows another
+    character (the table holding "▁" alone), or nowhere."""
+    nocut = getattr(sp, "nocut", None)
+    if nocut is not None:
+        return np.ascontiguousarray(nocut, np.uint8)
+    if getattr(sp, "split_words", False):
+        t = np.zeros(129, np.uint8)
+        t[128] = 1
+        return t
+    return np.zeros(0, np.uint8)
+
+
 @njit_cached
-def sp_pieces(data, doc_offsets, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, split_words):
+def sp_pieces(data, doc_offsets, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, nocut):
     """``(buf, starts, special, first)`` for the packed documents (module docstring)."""
     n = doc_offsets.shape[0] - 1
     N = data.shape[0]
@@ -137,7 +160,7 @@ def sp_pieces(data, doc_offsets, rt, nt, cls, prepend, arena, tok_off, bkeys, bv
                 p1 = e2[g2]
                 g2 += 1
                 if prepend < 2:
-                    m, p = _emit_piece(nbuf, p0, p1, buf, m, starts, special, p, whole_first, split_words, arena,
+                    m, p = _emit_piece(nbuf, p0, p1, buf, m, starts, special, p, whole_first, nocut, arena,
                                        tok_off, bkeys, bvals)
                     continue
                 q = 0
@@ -157,7 +180,7 @@ def sp_pieces(data, doc_offsets, rt, nt, cls, prepend, arena, tok_off, bkeys, bv
                     else:
                         pbuf[q] = nbuf[k]
                         q += 1
-                m, p = _emit_piece(pbuf, 0, q, buf, m, starts, special, p, whole_first, split_words, arena,
+                m, p = _emit_piece(pbuf, 0, q, buf, m, starts, special, p, whole_first, nocut, arena,
                                    tok_off, bkeys, bvals)
     first[n] = p
     starts[p] = m
