@@ -2,9 +2,11 @@
 
 Flow of one batch of documents (decision record 0020):
 
-1. **host**: the CPU engine packs the texts, matches added tokens and pre-tokenizes them
-   (``fast_cpu.ByteBPEEngine.pieces``; SentencePiece-style files: ``kernels.sp_host``, which
-   also writes the normalized buffer), giving the buffer, piece bounds and fixed ids;
+1. **host**: the texts are packed, and the CPU engine's added-token passes, NFC check and
+   compiled scanners cut them into pieces (``kernels.gpu_host``, in parallel, into the
+   pinned staging buffers; SentencePiece-style files: ``kernels.sp_host``, which also writes
+   the normalized buffer), giving the buffer, piece bounds and fixed ids; pieces over
+   8 KiB are encoded here with the CPU engine's BPE (one GPU thread would be far slower);
 2. **to the device**: the buffer once, ``starts: int32[P+1]``, ``special: int32[P]`` and
    each document's first piece, staged in pinned host buffers and copied asynchronously
    on the batch's CUDA stream;
@@ -32,7 +34,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -164,7 +166,7 @@ class TwinBackend(_Backend):
     def empty(self, n, dtype):
         return np.empty(max(int(n), 0), dtype)
 
-    def upload(self, host, stream=None, staging=None):
+    def upload(self, host, stream=None):
         return np.ascontiguousarray(host)
 
     def to_host(self, dev, stream=None):
@@ -221,19 +223,13 @@ class CudaBackend(_Backend):
     def pinned(self, n, dtype):
         return self.cuda.pinned_array(max(int(n), 1), dtype)
 
-    def upload(self, host, stream=None, staging=None):
-        """``host`` on the device; through ``staging`` (a pinned array at least as large)
-        when given, so the copy is asynchronous on ``stream``."""
+    def upload(self, host, stream=None):
+        """A new device array holding ``host`` (tables, small arrays; the batches' data goes
+        through ``GpuEngine._put`` and pinned staging)."""
         host = np.ascontiguousarray(host)
         n = host.shape[0]
         dev = self.empty(n, host.dtype)
-        if n == 0:
-            return dev
-        if staging is not None:
-            stage = staging[:n]
-            stage[:] = host
-            dev.copy_to_device(stage, stream=stream if stream is not None else 0)
-        else:
+        if n:
             dev.copy_to_device(host, stream=stream if stream is not None else 0)
         return dev
 
