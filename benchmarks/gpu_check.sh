@@ -57,8 +57,14 @@ step() {  # step NAME LIMIT_S LOG CMD...
 
 # ---------------------------------------------------------------- data
 if [ -z "${GPU_TOK_MODELS:-}" ] && [ -f build/gpu_stage/stage.tar.xz ]; then
-  mkdir -p /tmp/gpu_tok_stage && tar -xJf build/gpu_stage/stage.tar.xz -C /tmp/gpu_tok_stage \
-    && export GPU_TOK_MODELS=/tmp/gpu_tok_stage/models GPU_TOK_CORPORA=/tmp/gpu_tok_stage/corpora
+  $PY - <<'EOF' && export GPU_TOK_MODELS=/tmp/gpu_tok_stage/models GPU_TOK_CORPORA=/tmp/gpu_tok_stage/corpora
+import sys, tarfile
+with tarfile.open("build/gpu_stage/stage.tar.xz") as t:
+    if sys.version_info >= (3, 12):
+        t.extractall("/tmp/gpu_tok_stage", filter="data")
+    else:
+        t.extractall("/tmp/gpu_tok_stage")
+EOF
 fi
 export GPU_TOK_MODELS=${GPU_TOK_MODELS:-$ROOT/../shared/models}
 export GPU_TOK_CORPORA=${GPU_TOK_CORPORA:-$ROOT/../shared/corpora}
