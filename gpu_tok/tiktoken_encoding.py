@@ -413,17 +413,27 @@ class TiktokenEncoding:
         return [self._encode_checked(t, allowed_special, disallowed_special) for t in text]
 
     def encode_batch_ids(self, texts: Iterable[str], *, allowed_special=frozenset(),
-                         disallowed_special="all", num_threads: Optional[int] = None, device: str = "cpu"):
+                         disallowed_special="all", num_threads: Optional[int] = None, device: str = "cpu",
+                         return_numpy: bool = False):
         """All ids flat plus row splits (``gpu_tok.TokenBatch``), the bulk form.
 
-        ``device="ref"`` runs the plain-Python reference path; ``"cpu"``/``"auto"`` the
-        compiled engine (``num_threads`` workers, default all cores).
+        ``device="ref"`` runs the plain-Python reference path; ``"cpu"`` the compiled
+        engine (``num_threads`` workers, default all cores); ``"cuda"`` the GPU engine
+        (CuPy arrays unless ``return_numpy``, as ``Tokenizer.encode_batch_ids``); ``"auto"``
+        the GPU engine where a device is usable, else the compiled engine.
         """
         from .tokenizer import TokenBatch, _check_device
 
         _check_device(device)
         texts = list(texts)
         allowed_special, disallowed_special = self._resolve_special(allowed_special, disallowed_special)
+        if device in ("cuda", "auto"):
+            from .gpu_engine import tiktoken_batch_ids
+
+            got = tiktoken_batch_ids(self, texts, allowed_special, disallowed_special, device, num_threads,
+                                     return_numpy)
+            if got is not None:
+                return TokenBatch(*got)
         if device != "ref":
             got = self._fast_batch(texts, allowed_special, disallowed_special, num_threads)
             if got is not None:

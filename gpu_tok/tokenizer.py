@@ -61,8 +61,6 @@ class TokenBatch:
 def _check_device(device: str) -> str:
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
-    if device == "cuda":
-        raise NotImplementedError("device='cuda' is not available yet (the GPU engine is a later issue)")
     return device
 
 
@@ -141,7 +139,9 @@ class Tokenizer:
         ``"auto"`` the compiled CPU engine (``gpu_tok/fast_cpu.py``) where it serves
         the tokenizer (``cpu_engine_reason`` says why not; then the reference path
         runs), with ``num_threads`` workers (default: all cores). Results are
-        identical on every device. ``"cuda"`` raises ``NotImplementedError`` for now.
+        identical on every device. ``"cuda"`` runs the CPU engine here too: ``Encoding``
+        objects need offsets, which the GPU engine does not compute (``encode_batch_ids``
+        is the GPU's form).
         """
         _check_device(device)
         if is_pretokenized:
@@ -162,12 +162,25 @@ class Tokenizer:
         return out
 
     def encode_batch_ids(self, texts: Iterable[str], add_special_tokens: bool = True,
-                         device: str = "auto", num_threads: Optional[int] = None) -> TokenBatch:
+                         device: str = "auto", num_threads: Optional[int] = None,
+                         return_numpy: bool = False) -> TokenBatch:
         """Encode many texts into one flat ``TokenBatch`` (ids + row_splits).
 
-        ``device`` and ``num_threads`` as in ``encode_batch``.
+        ``device`` and ``num_threads`` as in ``encode_batch``, except ``"cuda"``: the GPU
+        engine (``gpu_tok/gpu_engine.py``; ``DeviceNotAvailable`` without a usable device,
+        ``NotServedOnDevice`` for a tokenizer it does not serve), and ``"auto"``: the GPU
+        engine when a CUDA device is usable and serves this tokenizer, else the CPU
+        engine. On the GPU the arrays are CuPy arrays (DLPack-convertible) unless
+        ``return_numpy`` (or CuPy is not installed, or under the Numba simulator).
         """
         _check_device(device)
+        if device in ("cuda", "auto"):
+            from .gpu_engine import tokenizer_batch_ids
+
+            texts = texts if isinstance(texts, list) else list(texts)
+            got = tokenizer_batch_ids(self, texts, add_special_tokens, device, num_threads, return_numpy)
+            if got is not None:
+                return TokenBatch(*got)
         if device != "ref":
             eng = self._cpu_engine()
             if eng is not None:

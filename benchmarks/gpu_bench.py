@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""GPU engine check and timing on the bench corpus (used by ``benchmarks/gpu_check.sh``).
+
+For every model and bench file (the first ``--max-mb`` MB, as ``benchmarks/bench.py``):
+
+* **equality**: ``device="cuda"`` ids and row splits equal ``device="cpu"`` (the compiled
+  CPU engine), every document, exactly;
+* **end-to-end MB/s**: texts in, ids out, best of ``--repeat`` after a warm-up: with the ids
+  copied back to the host (``return_numpy=True``) and, where CuPy is installed, left on the
+  device (CuPy arrays, synchronized); the CPU engine on all ``--threads`` cores beside it;
+* **where the time goes**: one more run with the engine's ``profile`` switch (it waits for
+  the device after every phase, so nothing overlaps): packing the texts, host
+  pre-tokenization (pieces), copies to the device, kernels, copies back, plus pieces,
+  distinct pieces and batches.
+
+Writes ``gpu_bench.json`` and ``gpu_bench.md`` to ``--out``. ``--device twin`` runs the same
+pipeline on the CPU twins (no GPU: a dry run of this script). Models and texts come from
+``$GPU_TOK_MODELS`` / ``$GPU_TOK_CORPORA`` like bench.py; nothing is downloaded.
+Exit status 1 when any ids differ or a run fails.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", default="gpt2,llama3,o200k_base")
+    p.add_argument("--files", default="code,english_prose,multilingual")
+    p.add_argument("--max-mb", type=float, default=8.0)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--device", choices=["cuda", "twin"], default="cuda")
+    p.add_argument("--batch-mb", type=float, default=None, help="GPU batch size (GPU_TOK_CUDA_BATCH_MB)")
+    p.add_argument("--out", default=os.environ.get("OUT", "."))
+    p.add_argument("--budget-s", type=float, default=0, help="stop starting new cases after this many seconds")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.batch_mb:
+        os.environ["GPU_TOK_CUDA_BATCH_MB"] = str(args.batch_mb)
+    import numpy as np
+
+    import gpu_tok
+    from gpu_tok import gpu_engine as G
+    from gpu_tok.bench import bench_file, load_texts, resolve_model, utf8_len
+
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cp = G._cupy() if args.device == "cuda" else None
+    t_start = time.perf_counter()
+    results, failed = [], False
+    for name in [m for m in args.models.split(",") if m]:
+        model = resolve_model(name)
+        if model.error:
+            print(f"skip model {name}: {model.error}", flush=True)
+            results.append({"model": name, "error": model.error})
+            continue
+        if model.kind == "hf":
+            obj = gpu_tok.Tokenizer.from_file(str(model.path))
+
+            def cpu(texts, obj=obj):
+                b = obj.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=args.threads)
+                return b.ids, b.row_splits
+
+            def gpu(texts, numpy_out, obj=obj):
+                return G.tokenizer_batch_ids(obj, texts, False, args.device, args.threads, numpy_out)
+        else:
+            obj = gpu_tok.Tokenizer.from_tiktoken(name, path=str(model.path))
+
+            def cpu(texts, obj=obj):
+                b = obj.encode_batch_ids(texts, disallowed_special=(), device="cpu", num_threads=args.threads)
+                return b.ids, b.row_splits
+
+            def gpu(texts, numpy_out, obj=obj):
+                return G.tiktoken_batch_ids(obj, texts, frozenset(), frozenset(), args.device, args.threads,
+                                            numpy_out)
+        for fname in [f for f in args.files.split(",") if f]:
+            if args.budget_s and time.perf_counter() - t_start > args.budget_s:
+                print(f"time budget of {args.budget_s:g} s spent: {name} {fname} not run", flush=True)
+                results.append({"model": name, "file": fname, "error": "time budget spent"})
+                continue
+            path = bench_file(fname)
+            if not path.is_file():
+                print(f"skip file {fname}: {path} not found", flush=True)
+                results.append({"model": name, "file": fname, "error": f"{path} not found"})
+                continue
+            try:
+                texts = load_texts(path, args.max_mb * 1e6)
+                r = run_case(name, fname, texts, utf8_len(texts) / 1e6, cpu, gpu, obj, args, cp, np, G)
+            except Exception as e:  # noqa: BLE001
+                traceback.print_exc()
+                r = {"model": name, "file": fname, "error": f"{type(e).__name__}: {e}"}
+            failed |= bool(r.get("error")) or not r.get("equal", False)
+            results.append(r)
+            print(json.dumps(r), flush=True)
+    meta = {"date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": args.device,
+            "card": card_name(args.device), "host": platform.platform(), "cores": os.cpu_count(),
+            "threads": args.threads, "python": platform.python_version(), "versions": versions(),
+            "git": git_rev(), "max_mb": args.max_mb, "repeat": args.repeat}
+    (out_dir / "gpu_bench.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+    md = render(meta, results)
+    (out_dir / "gpu_bench.md").write_text(md)
+    print(md)
+    return 1 if failed else 0
+
+
+def best_of(fn, repeat, sync=None):
+    best = float("inf")
+    out = None
+    for _ in range(max(1, repeat)):
+        t0 = time.perf_counter()
+        out = fn()
+        if sync is not None:
+            sync()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def run_case(name, fname, texts, mb, cpu, gpu, obj, args, cp, np, G):
+    r = {"model": name, "file": fname, "docs": len(texts), "mb": round(mb, 3)}
+    cpu(texts[:50])  # compile and build the engine
+    cpu_s, (c_ids, c_rs) = best_of(lambda: cpu(texts), args.repeat)
+    gpu(texts[:50], True)  # compile and build the engine
+    gpu(texts, True)  # warm-up on the whole input (buffers grown once)
+    e2e_s, (g_ids, g_rs) = best_of(lambda: gpu(texts, True), args.repeat)
+    r["equal"] = bool(np.array_equal(g_rs, c_rs) and np.array_equal(g_ids, c_ids))
+    if not r["equal"]:
+        rows = [i for i in range(len(texts)) if not np.array_equal(g_ids[g_rs[i]:g_rs[i + 1]],
+                                                                     c_ids[c_rs[i]:c_rs[i + 1]])]
+        r["differing_docs"] = rows[:20]
+        r["n_differing_docs"] = len(rows)
+    r.update(tokens=int(c_ids.shape[0]), cpu_s=round(cpu_s, 4), cpu_mbps=round(mb / cpu_s, 1),
+             gpu_e2e_s=round(e2e_s, 4), gpu_e2e_mbps=round(mb / e2e_s, 1))
+    if cp is not None:
+        sync = cp.cuda.Device().synchronize
+        dev_s, _ = best_of(lambda: gpu(texts, False), args.repeat, sync)
+        r.update(gpu_dev_s=round(dev_s, 4), gpu_dev_mbps=round(mb / dev_s, 1))
+    eng = obj.__dict__["_gpu_engines"]["cuda" if args.device == "cuda" else "twin"].engine
+    eng.stats = G._new_stats()
+    eng.profile = True
+    try:
+        t0 = time.perf_counter()
+        gpu(texts, True)
+        prof_s = time.perf_counter() - t0
+    finally:
+        eng.profile = False
+    st = eng.stats
+    r["profile"] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in st.items()}
+    r["profile"]["total_s"] = round(prof_s, 4)
+    r["profile"]["other_s"] = round(prof_s - st["pack_s"] - st["host_s"] - st["h2d_s"] - st["kernel_s"]
+                                    - st["d2h_s"], 4)
+    r["kernel_mbps"] = round(mb / st["kernel_s"], 1) if st["kernel_s"] > 0 else None
+    return r
+
+
+def render(meta, results) -> str:
+    lines = [f"## {meta['date_utc']}: GPU engine ({meta['device']}) on {meta['card']}", "",
+             f"- host: `{meta['host']}`, {meta['cores']} cores, threads {meta['threads']}; git {meta['git']}",
+             f"- versions: {', '.join(f'{k} {v}' for k, v in meta['versions'].items())}",
+             f"- first {meta['max_mb']:g} MB of each bench file; best of {meta['repeat']} after a warm-up; "
+             "MB = 10^6 bytes of UTF-8 input; e2e = texts in, ids out (host: NumPy ids; device: CuPy ids); "
+             "split = one profiled run that waits after each phase (no overlap)", "",
+             "| model | file | MB | ids == cpu | cpu MB/s | gpu e2e MB/s (host) | gpu e2e MB/s (device) | "
+             "pack s | pieces s (host) | h2d s | kernel s | d2h s | kernel-only MB/s | pieces | distinct | batches |",
+             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        if r.get("error"):
+            lines.append(f"| {r['model']} | {r.get('file', '')} | | FAILED: {r['error'][:120]} |" + " |" * 12)
+            continue
+        p = r["profile"]
+        eq = "yes" if r["equal"] else f"NO ({r.get('n_differing_docs')} docs)"
+        lines.append(f"| {r['model']} | {r['file']} | {r['mb']:.2f} | {eq} | {r['cpu_mbps']} | {r['gpu_e2e_mbps']} | "
+                     f"{r.get('gpu_dev_mbps', '-')} | {p['pack_s']} | {p['host_s']} | {p['h2d_s']} | {p['kernel_s']} | {p['d2h_s']} | "
+                     f"{r['kernel_mbps']} | {p['pieces']} | {p['distinct']} | {p['batches']} |")
+    return "\n".join(lines) + "\n"
+
+
+def card_name(device) -> str:
+    if device != "cuda":
+        return "no GPU (CPU twins)"
+    try:
+        from numba import cuda
+
+        d = cuda.get_current_device()
+        name = d.name.decode() if isinstance(d.name, bytes) else str(d.name)
+        return f"{name} (cc {d.compute_capability[0]}.{d.compute_capability[1]})"
+    except Exception as e:  # noqa: BLE001
+        return f"unknown ({type(e).__name__})"
+
+
+def versions() -> dict:
+    out = {}
+    for mod in ("numpy", "numba", "cupy", "tokenizers", "tiktoken", "gigatoken"):
+        try:
+            m = __import__(mod)
+            out[mod] = getattr(m, "__version__", "?")
+        except Exception:  # noqa: BLE001
+            pass
+    return out
+
+
+def git_rev() -> str:
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10).stdout.strip() or "?"
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

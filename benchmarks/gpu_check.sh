@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# The GPU check of the GPU engine (device="cuda"), for one machine with a CUDA GPU and no network
+# (an H200 with 16 host cores, CuPy, Numba, PyTorch, tokenizers and tiktoken installed).
+#
+#   1. the card, the driver and the Python packages;
+#   2. tests/test_gpu_sim.py on the real GPU (GPU_TOK_REAL_CUDA=1: every golden record of every
+#      family whose model is there, tiktoken encodings, edge cases, OOM halving, twins);
+#   3. benchmarks/gpu_bench.py: device="cuda" == device="cpu" on the whole bench corpus (the first
+#      8 MB of each bench file), end-to-end MB/s (ids back on the host, and left on the device),
+#      and the split host / copies / kernels;
+#   4. benchmarks/bench.py: our CPU engine, HF tokenizers, tiktoken and gigatoken (when installed
+#      or carried as a wheel) on all host cores, same texts;
+#   5. summary.md.
+#
+# Everything goes to $OUT (default build/gpu_check_out): at most 8 files. Each step has a time
+# limit and its exit status is recorded; the script goes on after a failing step and exits 1 if
+# any failed. About 3-5 minutes (the worst case is the sum of the limits, 7 minutes), so it can
+# run twice in a 15-minute lease.
+#
+# Data: GPU_TOK_MODELS / GPU_TOK_CORPORA if set; else build/gpu_stage/stage.tar.xz (made by
+# benchmarks/gpu_stage.py, carried as build/gpu_stage) unpacked to /tmp; else ../shared.
+# Wheels (gigatoken, say): put them in .whl/ and carry it; they are installed with --no-index.
+# Nothing is downloaded.
+#
+# GPU_CHECK_DRY=1: a dry run without a GPU (the tests under the simulator, gpu_bench on the CPU
+# twins), to check the script itself.
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 2
+OUT=${OUT:-$ROOT/build/gpu_check_out}
+mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+THREADS=${GPU_CHECK_THREADS:-$(nproc)}
+MODELS=${GPU_CHECK_MODELS:-gpt2,llama3,o200k_base}
+MAX_MB=${GPU_CHECK_MAX_MB:-8}
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+unset NUMBA_ENABLE_CUDASIM
+FAILED=0
+: > "$OUT/steps.txt"
+
+step() {  # step NAME LIMIT_S LOG CMD...
+  local name=$1 limit=$2 log=$3
+  shift 3
+  local t0 rc
+  t0=$(date +%s)
+  echo "== $name (limit ${limit}s)"
+  timeout -k 15 "$limit" "$@" > >(tee -a "$log") 2>&1
+  rc=$?
+  local dt=$(( $(date +%s) - t0 ))
+  [ "$rc" -eq 124 ] && echo "== $name: TIMED OUT after ${limit}s" | tee -a "$log"
+  echo "== $name: exit $rc after ${dt}s"
+  echo "$name: exit $rc after ${dt}s (limit ${limit}s)" >> "$OUT/steps.txt"
+  [ "$rc" -eq 0 ] || FAILED=1
+  return 0
+}
+
+# ---------------------------------------------------------------- data
+if [ -z "${GPU_TOK_MODELS:-}" ] && [ -f build/gpu_stage/stage.tar.xz ]; then
+  $PY - <<'EOF' && export GPU_TOK_MODELS=/tmp/gpu_tok_stage/models GPU_TOK_CORPORA=/tmp/gpu_tok_stage/corpora
+import sys, tarfile
+with tarfile.open("build/gpu_stage/stage.tar.xz") as t:
+    if sys.version_info >= (3, 12):
+        t.extractall("/tmp/gpu_tok_stage", filter="data")
+    else:
+        t.extractall("/tmp/gpu_tok_stage")
+EOF
+fi
+export GPU_TOK_MODELS=${GPU_TOK_MODELS:-$ROOT/../shared/models}
+export GPU_TOK_CORPORA=${GPU_TOK_CORPORA:-$ROOT/../shared/corpora}
+if [ -d .whl ] && ls .whl/*.whl > /dev/null 2>&1; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/gpu_tok_site \
+    .whl/*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/gpu_tok_site"
+fi
+
+# ---------------------------------------------------------------- 1. card
+{
+  date -u '+%Y-%m-%d %H:%M UTC'
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>&1 || echo "nvidia-smi failed"
+  echo "host: $(uname -srm), $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2)"
+  echo "models: $GPU_TOK_MODELS ($(ls "$GPU_TOK_MODELS" 2>/dev/null | tr '\n' ' '))"
+  echo "corpora: $GPU_TOK_CORPORA ($(ls "$GPU_TOK_CORPORA/bench" 2>/dev/null | tr '\n' ' '))"
+  $PY - <<'EOF'
+import importlib, platform
+print("python", platform.python_version())
+for m in ("numpy", "numba", "numba_cuda", "cupy", "torch", "tokenizers", "tiktoken", "gigatoken"):
+    try:
+        print(m, getattr(importlib.import_module(m), "__version__", "?"))
+    except Exception as e:
+        print(m, "not available:", type(e).__name__)
+try:
+    from numba import cuda
+    d = cuda.get_current_device()
+    print("numba.cuda device:", d.name, "cc", d.compute_capability)
+except Exception as e:
+    print("numba.cuda: not usable:", type(e).__name__, e)
+EOF
+} > "$OUT/card.txt" 2>&1
+cat "$OUT/card.txt"
+
+# ---------------------------------------------------------------- 2. tests on the GPU
+if [ "${GPU_CHECK_DRY:-0}" = 1 ]; then REAL=0; DEVICE=twin; else REAL=1; DEVICE=cuda; fi
+step "tests on the GPU" 150 "$OUT/pytest.log" \
+  env GPU_TOK_REAL_CUDA=$REAL $PY -m pytest -q -p no:cacheprovider -rs tests/test_gpu_sim.py
+
+# ---------------------------------------------------------------- 3. equality and GPU timing
+step "gpu_bench" 170 "$OUT/gpu_bench.log" \
+  $PY benchmarks/gpu_bench.py --device $DEVICE --models "$MODELS" --files code,english_prose,multilingual \
+    --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" --out "$OUT" --budget-s 140
+
+# ---------------------------------------------------------------- 4. CPU engines, same texts
+ENGINES=ours,hf,tiktoken
+if $PY -c "import gigatoken" > /dev/null 2>&1; then
+  ENGINES=$ENGINES,gigatoken
+else
+  echo "gigatoken: not installed and no wheel carried in .whl/: skipped" | tee -a "$OUT/cpu_bench.log"
+fi
+step "cpu engines" 110 "$OUT/cpu_bench.log" \
+  $PY benchmarks/bench.py --models "$MODELS" --engines "$ENGINES" --threads "$THREADS" --repeat 2 \
+    --check-docs 50 --max-mb "$MAX_MB"
+
+# ---------------------------------------------------------------- 5. summary
+{
+  echo "# GPU check $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo
+  echo '```'
+  cat "$OUT/card.txt"
+  echo
+  cat "$OUT/steps.txt"
+  echo '```'
+  echo
+  [ -f "$OUT/gpu_bench.md" ] && cat "$OUT/gpu_bench.md"
+  echo
+  echo "CPU engines on $THREADS threads (benchmarks/bench.py):"
+  echo
+  echo '```'
+  tail -n 45 "$OUT/cpu_bench.log" 2>/dev/null
+  echo '```'
+  echo
+  echo "pytest: $(grep -E '(passed|failed|error)' "$OUT/pytest.log" 2>/dev/null | tail -n 1)"
+} > "$OUT/summary.md"
+cat "$OUT/summary.md"
+exit $FAILED

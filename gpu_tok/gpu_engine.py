@@ -1,0 +1,857 @@
+"""The GPU engine (``device="cuda"``): host pre-tokenization, device dedupe and BPE.
+
+Flow of one batch of documents (decision record 0020):
+
+1. **host**: the texts are packed, and the CPU engine's added-token passes, NFC check and
+   compiled scanners cut them into pieces (``kernels.gpu_host``, in parallel, into the
+   pinned staging buffers; SentencePiece-style files: ``kernels.sp_host``, which also writes
+   the normalized buffer), giving the buffer, piece bounds and fixed ids; pieces over
+   8 KiB are encoded here with the CPU engine's BPE (one GPU thread would be far slower);
+2. **to the device**: the buffer once, ``starts: int32[P+1]``, ``special: int32[P]`` and
+   each document's first piece, staged in pinned host buffers and copied asynchronously
+   on the batch's CUDA stream;
+3. **kernels** (``kernels/bpe_cuda.py``, ``kernels/dedupe_cuda.py``): hash every piece,
+   dedupe through a device hash table (a collision is caught by comparing bytes), BPE once
+   per distinct piece (one thread per short piece; a heap per long one), counts, an
+   exclusive scan, the scatter into the flat ``ids`` and ``row_splits``;
+4. **back**: CuPy arrays that stay on the device (``return_numpy=False`` where CuPy is
+   installed), or NumPy arrays.
+
+Batches alternate between two streams and two sets of pinned/device buffers, so batch
+``k + 1``'s host work runs while batch ``k``'s copies and kernels do. A CUDA out-of-memory
+error halves the failing batch (by bytes) and goes on, never losing or reordering texts.
+
+The same pipeline runs on the CPU twins (``backend="twin"``: the kernels compiled with
+``numba.njit``, serial), which the tests compare with the simulator and ``device="cpu"``.
+Under ``NUMBA_ENABLE_CUDASIM=1`` the ``cuda`` backend is the simulator: slow, for tests,
+and its arrays are NumPy (CuPy needs a real device).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+from .fast_cpu import numba_threads, plan_threads
+
+_BATCH_BYTES = 64 << 20  # bytes of input text per batch at most (GPU_TOK_CUDA_BATCH_MB overrides)
+_MIN_BATCH_BYTES = 4 << 20  # an input is cut into at least _SPLIT batches of at least this much,
+_SPLIT = 4  # so the host's work on one batch overlaps the device's on the previous one
+_HUGE_BYTES = 8 << 10  # pieces longer than this are encoded on the host (GPU_TOK_CUDA_HOST_PIECE overrides)
+_CUDA_ERROR_OUT_OF_MEMORY = 2
+
+
+class DeviceNotAvailable(RuntimeError):
+    """``device="cuda"`` was asked for where no CUDA device is usable (the message says why)."""
+
+
+class NotServedOnDevice(ValueError):
+    """``device="cuda"`` was asked for a tokenizer the GPU engine does not serve exactly."""
+
+
+# ------------------------------------------------------------------ detection
+_USABLE: Optional[Tuple[bool, str]] = None
+_USABLE_LOCK = threading.Lock()
+
+
+def simulator_requested() -> bool:
+    """``NUMBA_ENABLE_CUDASIM`` is on (then ``numba.cuda`` is the simulator)."""
+    from .kernels.twins import simulator_enabled
+
+    return simulator_enabled()
+
+
+def cuda_usable() -> Tuple[bool, str]:
+    """``(usable, reason)``: a real CUDA device that Numba can use (never the simulator).
+
+    Cheap where there is obviously no GPU (no NVIDIA driver files): ``numba.cuda`` is then
+    not even imported. The answer is kept for the process."""
+    global _USABLE
+    with _USABLE_LOCK:
+        if _USABLE is None:
+            _USABLE = _probe()
+        return _USABLE
+
+
+def _probe() -> Tuple[bool, str]:
+    try:
+        if simulator_requested():
+            return False, "NUMBA_ENABLE_CUDASIM=1 (the simulator is for tests; device='cuda' uses it explicitly)"
+        if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
+            return False, "CUDA_VISIBLE_DEVICES hides every device"
+        if os.name == "posix" and not any(os.path.exists(p) for p in ("/proc/driver/nvidia", "/dev/nvidia0",
+                                                                       "/dev/nvidiactl", "/dev/dxg")):
+            return False, "no NVIDIA driver found (/proc/driver/nvidia, /dev/nvidia*)"
+        from numba import cuda
+
+        if not cuda.is_available():
+            return False, "numba.cuda.is_available() is False"
+        cuda.current_context()
+        return True, ""
+    except Exception as e:  # noqa: BLE001 - any failure means "not usable"
+        return False, f"{type(e).__name__}: {e}"
+
+
+def is_oom(e: BaseException) -> bool:
+    """A CUDA out-of-memory error from Numba (``CudaAPIError`` code 2) or CuPy."""
+    name = type(e).__name__
+    if name == "OutOfMemoryError":  # cupy.cuda.memory.OutOfMemoryError
+        return True
+    if name == "CudaAPIError":
+        code = getattr(e, "code", None)
+        return code == _CUDA_ERROR_OUT_OF_MEMORY or "OUT_OF_MEMORY" in str(e)
+    return False
+
+
+def _cupy():
+    """CuPy when it is installed and a real device is in use, else None."""
+    if simulator_requested():
+        return None
+    try:
+        import cupy
+    except Exception:  # noqa: BLE001
+        return None
+    return cupy
+
+
+# ------------------------------------------------------------------- backends
+class _Backend:
+    """Where the kernels run: ``CudaBackend`` (numba.cuda, real or simulated) or
+    ``TwinBackend`` (the njit twins on NumPy arrays)."""
+
+    name = "?"
+    K = None
+
+    def scan(self, x, n: int, out, stream):
+        """``out[:n+1]`` = exclusive prefix sums of ``x[:n]`` (``out[n]`` the total), by chunks
+        of ``SCAN_CHUNK`` items per thread, recursively over the chunk sums."""
+        K = self.K
+        if n == 0:
+            self.launch(K.k_fill_i64, 1, stream, 1, out, np.int64(0))
+            return
+        ch = K.SCAN_CHUNK
+        nc = (n + ch - 1) // ch
+        if nc == 1:
+            base = self.empty(1, np.int64)
+            self.launch(K.k_fill_i64, 1, stream, 1, base, np.int64(0))
+        else:
+            sums = self.empty(nc, np.int64)
+            self.launch(K.k_chunk_sums, nc, stream, nc, n, x, sums)
+            base = self.empty(nc + 1, np.int64)
+            self.scan(sums, nc, base, stream)
+        self.launch(K.k_chunk_scan, nc, stream, nc, n, x, base, out)
+
+
+class TwinBackend(_Backend):
+    name = "twin"
+
+    def __init__(self):
+        from .kernels import twins
+
+        self.K = twins.load("cpu")
+
+    def stream(self):
+        return None
+
+    def launch(self, kernel, n, stream, *args):
+        if n > 0:
+            kernel(*args)
+
+    def empty(self, n, dtype):
+        return np.empty(max(int(n), 0), dtype)
+
+    def upload(self, host, stream=None):
+        return np.ascontiguousarray(host)
+
+    def to_host(self, dev, stream=None):
+        return np.asarray(dev)
+
+    def read_scalar(self, dev, i, stream=None):
+        return dev[i]
+
+    def copy_into(self, dev, at, host, stream=None):
+        dev[at:at + host.shape[0]] = host
+
+    def sync(self, stream):
+        pass
+
+    def release(self):
+        pass
+
+
+class CudaBackend(_Backend):
+    name = "cuda"
+
+    def __init__(self):
+        from numba import cuda
+
+        from .kernels import twins
+
+        self.cuda = cuda
+        self.sim = twins.simulator_enabled()
+        self.K = twins.load("cuda")
+        self.tpb = 32 if self.sim else 256
+        try:  # one-thread kernels (bounds, scan tails) are small on purpose
+            import numba
+
+            numba.config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
+        except Exception:  # noqa: BLE001
+            pass
+
+    def stream(self):
+        return self.cuda.stream()
+
+    def launch(self, kernel, n, stream, *args):
+        n = int(n)
+        if n <= 0:
+            return
+        blocks = (n + self.tpb - 1) // self.tpb
+        if stream is None:
+            kernel[blocks, self.tpb](*args)
+        else:
+            kernel[blocks, self.tpb, stream](*args)
+
+    def empty(self, n, dtype):
+        return self.cuda.device_array(max(int(n), 1), dtype)[:max(int(n), 0)]
+
+    def pinned(self, n, dtype):
+        return self.cuda.pinned_array(max(int(n), 1), dtype)
+
+    def upload(self, host, stream=None):
+        """A new device array holding ``host`` (tables, small arrays; the batches' data goes
+        through ``GpuEngine._put`` and pinned staging)."""
+        host = np.ascontiguousarray(host)
+        n = host.shape[0]
+        dev = self.empty(n, host.dtype)
+        if n:
+            dev.copy_to_device(host, stream=stream if stream is not None else 0)
+        return dev
+
+    def to_host(self, dev, stream=None):
+        if dev.shape[0] == 0:
+            return np.zeros(0, dev.dtype)
+        return dev.copy_to_host(stream=stream if stream is not None else 0)
+
+    def read_scalar(self, dev, i, stream=None):
+        v = self.to_host(dev[i:i + 1], stream)
+        self.sync(stream)
+        return v[0]
+
+    def copy_into(self, dev, at, host, stream=None):
+        if host.shape[0]:
+            dev[at:at + host.shape[0]].copy_to_device(np.ascontiguousarray(host), stream=stream if stream is not None
+                                                      else 0)
+
+    def sync(self, stream):
+        if stream is None:
+            self.cuda.synchronize()
+        else:
+            stream.synchronize()
+
+    def release(self):
+        """Give cached device memory back after an out-of-memory error."""
+        try:
+            self.cuda.current_context().deallocations.clear()
+        except Exception:  # noqa: BLE001
+            pass
+        cp = _cupy()
+        if cp is not None:
+            try:
+                cp.get_default_memory_pool().free_all_blocks()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+# ------------------------------------------------------------------ tables
+class DeviceTables:
+    """One vocabulary's tables on the backend (``bpe_cuda`` layouts)."""
+
+    def __init__(self, be: _Backend, mode: int, mtab, arena, tok_off, bkeys, bvals, whole_first: bool,
+                 init_ids=None, grid=None, char_id=None, byte_id=None):
+        def up(a, dtype, min_len=1):
+            a = np.ascontiguousarray(a, dtype)
+            if a.shape[0] < min_len:
+                a = np.concatenate([a, np.zeros(min_len - a.shape[0], dtype)])
+            return be.upload(a)
+
+        self.mode = mode
+        self.whole_first = bool(whole_first)
+        self.mtab = up(mtab, np.uint64)
+        self.arena = up(arena, np.uint8)
+        self.tok_off = up(tok_off, np.int64)
+        self.bkeys = up(bkeys, np.uint64)
+        self.bvals = up(bvals, np.int32)
+        self.init_ids = up(init_ids if init_ids is not None else np.zeros(256), np.int32, 256)
+        self.grid = up(grid if grid is not None else np.zeros(1), np.uint64)
+        self.char_id = up(char_id if char_id is not None else np.full(1, -1), np.int32)
+        self.byte_id = up(byte_id if byte_id is not None else np.zeros(256), np.int32, 256)
+
+
+def byte_level_tables(be: _Backend, eng) -> DeviceTables:
+    """Tables of a ``fast_cpu.ByteBPEEngine`` (tokenizer.json ByteLevel or tiktoken)."""
+    return DeviceTables(be, be.K.MODE_BYTE, eng.mtab, eng.arena, eng.tok_off, eng.bkeys, eng.bvals,
+                        eng.spec.whole_first, init_ids=eng.init_ids, grid=eng.grid)
+
+
+def sentencepiece_tables(be: _Backend, sp) -> DeviceTables:
+    """Tables of a ``fast_cpu.CpuSentencePieceEngine``: ``whole_first`` is applied on the host
+    (``sp_host``: to whole pieces, before they are cut into words), so the kernels do not."""
+    arena, tok_off, bkeys, bvals = sp.bt
+    return DeviceTables(be, be.K.MODE_SP, sp.mtab, arena, tok_off, bkeys, bvals, False,
+                        char_id=sp.char_id, byte_id=sp.byte_id)
+
+
+# ------------------------------------------------------------------ host sides
+@dataclass
+class HostPieces:
+    buf: np.ndarray  # uint8[M]
+    starts: np.ndarray  # int32[P+1]
+    special: np.ndarray  # int32[P]
+    first: np.ndarray  # int64[n+1]
+    skip: Optional[np.ndarray]  # uint8[n]: documents the reference path encodes (rows left empty)
+    stats: Tuple[int, int, int]  # model pieces of >= 2 bytes, long ones, the long ones' bytes (huge excluded)
+    huge: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None  # (pieces, ids, offsets) encoded on the host
+
+
+class ByteLevelHost:
+    """Pieces of a ``fast_cpu.ByteBPEEngine`` (its NFC check, added tokens, compiled scanner),
+    cut in parallel by ``kernels.gpu_host``."""
+
+    def __init__(self, eng):
+        self.eng = eng
+
+    def pieces(self, data, offsets, num_threads, alloc=None, scratch=None, huge_bytes=_HUGE_BYTES) -> HostPieces:
+        from .kernels import gpu_host as H
+
+        eng = self.eng
+        threads, parallel = plan_threads(num_threads, data.shape[0])
+        with numba_threads(threads if parallel else None):
+            skip = eng._nfc_skip(data, offsets, None)
+            starts, special, first, stats = H.byte_level_pieces(eng, data, offsets, skip, parallel, threads, alloc,
+                                                                scratch, huge_bytes)
+            huge = None
+            if stats[3]:
+                idx = H.huge_pieces(starts, special, huge_bytes)
+                huge = (idx,) + H.huge_byte_level(data, starts, special, idx, eng.init_ids, eng.mtab, eng.arena,
+                                                  eng.tok_off, eng.bkeys, eng.bvals, eng.spec.whole_first)
+        return HostPieces(data, starts, special, first, skip, stats[:3], huge)
+
+
+class SentencePieceHost:
+    """Pieces of a ``fast_cpu.CpuSentencePieceEngine`` (``kernels.sp_host``)."""
+
+    def __init__(self, sp):
+        from .kernels.sp_host import nocut_table
+
+        self.sp = sp
+        self.nocut = nocut_table(sp)
+
+    def pieces(self, data, offsets, num_threads, alloc=None, scratch=None, huge_bytes=_HUGE_BYTES) -> HostPieces:
+        from .kernels import gpu_host as H
+        from .kernels.sp_host import sp_pieces
+
+        sp = self.sp
+        buf, starts, special, first = sp_pieces(data, offsets, sp.rt, sp.nt, sp.cls, sp.prepend, *sp.bt,
+                                                sp.whole_first, self.nocut)
+        if buf.shape[0] >= 2 ** 31:
+            raise ValueError("a batch's normalized text must stay below 2**31 bytes: lower GPU_TOK_CUDA_BATCH_MB")
+        huge = None
+        idx = H.huge_pieces(starts, special, huge_bytes)
+        if idx.shape[0]:
+            threads, parallel = plan_threads(num_threads, data.shape[0])
+            with numba_threads(threads if parallel else None):
+                huge = (idx,) + H.huge_sentencepiece(buf, starts, special, idx, sp.char_id, sp.byte_id, sp.mtab)
+        return HostPieces(buf, starts.astype(np.int32), special, first, None, _stats(starts, special), huge)
+
+
+def _stats(starts, special):
+    """``(model pieces of >= 2 bytes, long ones, their bytes)`` (pieces the host encoded excluded)."""
+    from .kernels.gpu_host import SHORT
+
+    lens = np.diff(starts)
+    model = (special == -1) & (lens >= 2)
+    long_ = model & (lens > SHORT)
+    return int(np.count_nonzero(model)), int(np.count_nonzero(long_)), int(lens[long_].sum())
+
+
+# ------------------------------------------------------------------ the engine
+_POOL_GROWTH = 1.25
+
+
+@dataclass
+class _Flight:
+    """A batch whose kernels were launched and whose ids are not collected yet."""
+
+    d0: int
+    d1: int
+    slot: int
+    stream: object
+    P: int
+    n: int
+    skip: Optional[np.ndarray]
+    arrays: dict = field(default_factory=dict)
+    total: object = None
+
+
+class GpuEngine:
+    """The batch loop for one vocabulary's ``DeviceTables`` on one backend (thread-safe: one
+    caller at a time runs on the device; others wait)."""
+
+    def __init__(self, be: _Backend, tables: DeviceTables, batch_bytes: Optional[int] = None):
+        self.be = be
+        self.K = be.K
+        self.tables = tables
+        env = os.environ.get("GPU_TOK_CUDA_BATCH_MB")
+        self.batch_bytes = int(batch_bytes or (float(env) * (1 << 20) if env else _BATCH_BYTES))
+        env = os.environ.get("GPU_TOK_CUDA_HOST_PIECE")
+        self.huge_bytes = int(env) if env else _HUGE_BYTES  # longer pieces: BPE on the host
+        self.key_mask = np.uint64(0xFFFFFFFFFFFFFFFF)  # dedupe key bits (tests narrow it to force collisions)
+        self.profile = False  # synchronize after each phase and time it (stats); no overlap
+        self.stats = _new_stats()
+        self.batch_log: List[Tuple[int, int]] = []  # (d0, d1) of every batch collected, in order
+        self._lock = threading.Lock()
+        self._streams = [be.stream(), be.stream()]
+        self._pools: List[dict] = [{}, {}]
+        self._hscratch = None
+
+    # ----------------------------------------------------------- memory pools
+    def _scratch(self, slot: int, name: str, n: int, dtype):
+        """A device array of at least ``n`` items kept for ``slot`` (grown when too small)."""
+        pool = self._pools[slot]
+        have = pool.get(name)
+        if have is None or have.shape[0] < n or have.dtype != np.dtype(dtype):
+            size = max(int(n * _POOL_GROWTH), 16)
+            have = self.be.empty(size, dtype)
+            pool[name] = have
+        return have[:n]
+
+    def _staging(self, slot: int, name: str, n: int, dtype):
+        if not isinstance(self.be, CudaBackend):
+            return None
+        pool = self._pools[slot]
+        key = "pin:" + name
+        have = pool.get(key)
+        if have is None or have.shape[0] < n or have.dtype != np.dtype(dtype):
+            have = self.be.pinned(max(int(n * _POOL_GROWTH), 16), dtype)
+            pool[key] = have
+        return have
+
+    def _put(self, slot, name, host, stream):
+        """``host`` into the slot's device array ``name``, asynchronously through pinned memory
+        (``host`` may already be the slot's staging buffer: ``_host_alloc``)."""
+        host = np.ascontiguousarray(host)
+        n = host.shape[0]
+        if not isinstance(self.be, CudaBackend):
+            return host
+        dev = self._scratch(slot, name, n, host.dtype)
+        if n:
+            stage = self._staging(slot, name, n, host.dtype)[:n]
+            if stage.ctypes.data != host.ctypes.data:
+                stage[:] = host
+            dev.copy_to_device(stage, stream=stream)
+        return dev
+
+    def _host_alloc(self, slot):
+        """``alloc(name, n, dtype)`` for the host side: the slot's pinned staging buffers on a
+        CUDA backend (the pieces are written where the copy reads them), else fresh arrays."""
+        if not isinstance(self.be, CudaBackend):
+            return None
+        return lambda name, n, dtype: self._staging(slot, name, n, dtype)[:n]
+
+    def _host_scratch(self, n: int):
+        """An ``int32`` host work array of at least ``n`` items, kept between batches."""
+        if self._hscratch is None or self._hscratch.shape[0] < n:
+            self._hscratch = np.empty(max(int(n * _POOL_GROWTH), 16), np.int32)
+        return self._hscratch[:n]
+
+    def release(self):
+        """Drop the pooled buffers (after the streams are idle) and give cached memory back."""
+        for st in self._streams:
+            try:
+                self.be.sync(st)
+            except Exception:  # noqa: BLE001 - a failed stream has nothing left to wait for
+                pass
+        self._pools = [{}, {}]
+        self.be.release()
+
+    # ----------------------------------------------------------------- phases
+    def _launch(self, hp: HostPieces, d0: int, d1: int, slot: int) -> _Flight:
+        """Copies and kernels up to the scan, asynchronously on the slot's stream."""
+        be, K, T = self.be, self.K, self.tables
+        s = self._streams[slot]
+        t0 = time.perf_counter()
+        P = hp.special.shape[0]
+        M = hp.buf.shape[0]
+        n = hp.first.shape[0] - 1
+        n_model, n_long, lb = hp.stats
+        f = _Flight(d0, d1, slot, s, P, n, hp.skip)
+        a = f.arrays
+        a["data"] = self._put(slot, "data", hp.buf, s)
+        a["starts"] = self._put(slot, "starts", hp.starts, s)
+        a["special"] = self._put(slot, "special", hp.special, s)
+        a["first"] = self._put(slot, "first", hp.first, s)
+        self._tick("h2d_s", t0, s)
+        t0 = time.perf_counter()
+        C = 16
+        while C < 2 * P:
+            C *= 2
+        sc = lambda name, k, dt: self._scratch(slot, name, k, dt)  # noqa: E731
+        tkeys, towner = sc("tkeys", C, np.uint64), sc("towner", C, np.int32)
+        ph, rep, cnt = sc("ph", P, np.uint64), sc("rep", P, np.int32), sc("cnt", P, np.int32)
+        work, loff = sc("work", P, np.int32), sc("loff", P, np.int64)
+        bcount, bounds, bcur = sc("bcount", K.NBUCKETS, np.int64), sc("bounds", K.NBUCKETS + 1, np.int64), \
+            sc("bcur", K.NBUCKETS, np.int64)
+        lcur = sc("lcur", 1, np.int64)
+        out = sc("out", max(M, 1), np.int32)
+        lsym, llen = sc("lsym", max(lb, 1), np.int32), sc("llen", max(lb, 1), np.int32)
+        lprv, lnxt = sc("lprv", max(lb, 1), np.int32), sc("lnxt", max(lb, 1), np.int32)
+        hkey, hnew = sc("hkey", max(3 * lb, 1), np.uint64), sc("hnew", max(3 * lb, 1), np.int32)
+        pos = sc("pos", P + 1, np.int64)
+        data, starts, special = a["data"], a["starts"], a["special"]
+        if hp.huge is not None:  # ids the host computed, at each huge piece's first byte
+            idx, ids, off = hp.huge
+            a["huge_ids"] = ids  # alive until the copies are done
+            for k in range(idx.shape[0]):
+                s0 = int(hp.starts[idx[k]])
+                be.copy_into(out, s0, ids[off[k]:off[k + 1]], s)
+            self.stats["host_pieces"] += int(idx.shape[0])
+        L = be.launch
+        L(K.k_fill_u64, C, s, C, tkeys, K.EMPTY)
+        L(K.k_fill_i32, C, s, C, towner, K.INT32_MAX)
+        L(K.k_fill_i64, K.NBUCKETS, s, K.NBUCKETS, bcount, np.int64(0))
+        L(K.k_fill_i64, 1, s, 1, lcur, np.int64(0))
+        L(K.k_insert, P, s, P, data, starts, special, ph, self.key_mask, tkeys, towner)
+        L(K.k_resolve, P, s, P, data, starts, special, ph, self.key_mask, tkeys, towner, rep, bcount)
+        L(K.k_bounds, 1, s, 1, bcount, bounds, bcur)
+        L(K.k_fill, P, s, P, starts, special, rep, bounds, bcur, work, loff, lcur)
+        n_short = n_model - n_long  # at most this many distinct short pieces
+        L(K.k_short, n_short, s, n_short, work, bounds, data, starts, ph, T.mode, T.init_ids, T.grid, T.char_id,
+          T.byte_id, T.mtab, T.whole_first, T.arena, T.tok_off, T.bkeys, T.bvals, out, cnt)
+        L(K.k_long, n_long, s, n_long, work, bounds, data, starts, ph, loff, T.mode, T.init_ids, T.char_id,
+          T.byte_id, T.mtab, T.whole_first, T.arena, T.tok_off, T.bkeys, T.bvals, lsym, llen, lprv, lnxt, hkey, hnew,
+          out, cnt)
+        L(K.k_counts, P, s, P, data, starts, special, rep, T.mode, T.init_ids, T.char_id, T.byte_id, out, cnt)
+        be.scan(cnt, P, pos, s)
+        a.update(out=out, rep=rep, cnt=cnt, pos=pos, bounds=bounds)
+        self._tick("kernel_s", t0, s)
+        self.stats["pieces"] += P
+        self.stats["bytes"] += M
+        if self.profile:
+            self.stats["distinct"] += int(be.to_host(bounds, s)[-1])
+        return f
+
+    def _collect(self, f: _Flight, device_out: bool, prefix, suffix):
+        """Wait for the batch and scatter its ids (the template's ids around each row when
+        ``prefix``/``suffix`` are given); returns ``(ids, row_splits)``: CuPy arrays when
+        ``device_out``, else NumPy."""
+        be, K = self.be, self.K
+        s = f.stream
+        a = f.arrays
+        t0 = time.perf_counter()
+        total = int(be.read_scalar(a["pos"], f.P, s))
+        self._tick("d2h_s", t0, s)
+        t0 = time.perf_counter()
+        ids = be.empty(total, np.int32)
+        rs = be.empty(f.n + 1, np.int64)
+        be.launch(K.k_scatter, f.P, s, f.P, a["starts"], a["special"], a["rep"], a["cnt"], a["pos"], a["out"], ids)
+        be.launch(K.k_rows, f.n + 1, s, f.n + 1, a["first"], a["pos"], rs)
+        if prefix is not None and (prefix.shape[0] or suffix.shape[0]):
+            ids, rs = self._template(ids, rs, total, f.n, prefix, suffix, s)
+        self._tick("kernel_s", t0, s)
+        t0 = time.perf_counter()
+        if device_out:
+            be.sync(s)
+            cp = _cupy()
+            ids, rs = cp.asarray(ids), cp.asarray(rs)
+        else:
+            ids, rs = be.to_host(ids, s), be.to_host(rs, s)
+            be.sync(s)
+        self._tick("d2h_s", t0, s)
+        return ids, rs
+
+    def _template(self, ids, rs, T, n, prefix, suffix, s):
+        """``engine_cpu.add_template`` on the backend: the post-processor's ids around every row."""
+        be, K = self.be, self.K
+        a, b = int(prefix.shape[0]), int(suffix.shape[0])
+        d_pre = be.upload(np.append(prefix, 0).astype(np.int32))
+        d_suf = be.upload(np.append(suffix, 0).astype(np.int32))
+        ids2 = be.empty(T + n * (a + b), np.int32)
+        rs2 = be.empty(n + 1, np.int64)
+        be.launch(K.k_template_rows, n + 1, s, n + 1, rs, a, b, rs2)
+        be.launch(K.k_template_docs, n, s, n, rs, rs2, d_pre[:a], d_suf[:b], ids2)
+        be.launch(K.k_template_toks, T, s, T, ids, rs, n, a, b, ids2)
+        return ids2, rs2
+
+    def _tick(self, key: str, t0: float, stream):
+        if self.profile:
+            self.be.sync(stream)
+        self.stats[key] += time.perf_counter() - t0
+
+    # ---------------------------------------------------------------- the loop
+    def plan(self, offsets: np.ndarray) -> List[Tuple[int, int]]:
+        """Document ranges of at most ``batch_bytes`` bytes each (at least one document); an
+        input of more than ``_MIN_BATCH_BYTES`` is cut into at least ``_SPLIT`` batches of at
+        least that size, so host and device work overlap."""
+        n = offsets.shape[0] - 1
+        total = int(offsets[-1]) if n else 0
+        size = min(self.batch_bytes, max(_MIN_BATCH_BYTES, -(-total // _SPLIT)))
+        out = []
+        d0 = 0
+        while d0 < n:
+            d1 = int(np.searchsorted(offsets, offsets[d0] + size, side="right")) - 1
+            d1 = min(max(d1, d0 + 1), n)
+            out.append((d0, d1))
+            d0 = d1
+        return out
+
+    def encode_packed(self, host, data: np.ndarray, offsets: np.ndarray, num_threads: Optional[int] = None,
+                      device_out: bool = False, prefix: Optional[np.ndarray] = None,
+                      suffix: Optional[np.ndarray] = None):
+        """``(ids, row_splits, skip)`` of packed documents; ``host`` makes the pieces
+        (``ByteLevelHost``/``SentencePieceHost``); ``prefix``/``suffix``: the template's ids
+        around every row. ``skip``: documents whose rows hold only the template, left for
+        the reference path (None when there are none). CuPy arrays when ``device_out``."""
+        with self._lock:
+            return self._encode_packed(host, data, offsets, num_threads, device_out, prefix, suffix)
+
+    def _encode_packed(self, host, data, offsets, num_threads, device_out, prefix, suffix):
+        n = offsets.shape[0] - 1
+        queue = deque(self.plan(offsets))
+        flights: deque = deque()
+        parts = []
+        skips = []
+        k = 0
+        while queue or flights:
+            current = None
+            try:
+                if queue:
+                    current = queue[0]
+                    d0, d1 = current
+                    t0 = time.perf_counter()
+                    a, b = int(offsets[d0]), int(offsets[d1])
+                    hp = host.pieces(data[a:b], offsets[d0:d1 + 1] - a, num_threads, self._host_alloc(k % 2),
+                                     self._host_scratch, self.huge_bytes)
+                    self.stats["host_s"] += time.perf_counter() - t0
+                    flights.append(self._launch(hp, d0, d1, k % 2))
+                    queue.popleft()
+                    k += 1
+                # one batch stays in flight while the next one's host work runs
+                while flights and (len(flights) > 1 or not queue or self.profile):
+                    f = flights[0]
+                    current = (f.d0, f.d1)
+                    parts.append(self._collect(f, device_out, prefix, suffix))
+                    skips.append(f.skip)
+                    flights.popleft()
+                    self.batch_log.append(current)
+                    self.stats["batches"] += 1
+                current = None
+            except Exception as e:  # noqa: BLE001
+                if current is None or not is_oom(e) or current[1] - current[0] <= 1:
+                    raise
+                # halve the failing batch; the batches in flight are launched again, in order
+                d0, d1 = current
+                redo = [(f.d0, f.d1) for f in flights if (f.d0, f.d1) != current]
+                flights.clear()
+                if queue and queue[0] == current:
+                    queue.popleft()
+                mid = _byte_mid(offsets, d0, d1)
+                for r in sorted(redo + [(d0, mid), (mid, d1)], reverse=True):
+                    queue.appendleft(r)
+                self.stats["oom_splits"] += 1
+                self.release()
+                k = 0
+        return self._join(parts, skips, n, device_out, prefix, suffix)
+
+    def _join(self, parts, skips, n, device_out, prefix, suffix):
+        skip = None
+        if any(s is not None for s in skips):
+            rows = [np.zeros(r.shape[0] - 1, np.uint8) if s is None else s for s, (_i, r) in zip(skips, parts)]
+            skip = np.concatenate(rows)
+        if not parts:
+            ids = np.zeros(0, np.int32)
+            rs = np.zeros(n + 1, np.int64)
+            if device_out:
+                cp = _cupy()
+                ids, rs = cp.asarray(ids), cp.asarray(rs)
+            return ids, rs, skip
+        if len(parts) == 1:
+            return parts[0][0], parts[0][1], skip
+        xp = _cupy() if device_out else np
+        totals = [int(r[-1]) for _i, r in parts]
+        base = np.concatenate([[0], np.cumsum(totals)]).astype(np.int64)
+        ids = xp.concatenate([i for i, _r in parts])
+        rs = xp.concatenate([r[:-1] + int(base[j]) for j, (_i, r) in enumerate(parts)]
+                            + [xp.asarray(base[-1:])])
+        return ids, rs, skip
+
+
+def _byte_mid(offsets, d0, d1) -> int:
+    half = (int(offsets[d0]) + int(offsets[d1])) / 2
+    mid = int(np.searchsorted(offsets, half, side="left"))
+    return min(max(mid, d0 + 1), d1 - 1)
+
+
+def _new_stats() -> dict:
+    return {"pack_s": 0.0, "host_s": 0.0, "h2d_s": 0.0, "kernel_s": 0.0, "d2h_s": 0.0, "batches": 0, "bytes": 0, "pieces": 0,
+            "distinct": 0, "host_pieces": 0, "oom_splits": 0}
+# ------------------------------------------------------------------ front ends
+_BACKENDS: dict = {}
+
+
+def backend(device: str) -> Optional[_Backend]:
+    """The backend for ``device``: ``"cuda"`` a ``CudaBackend`` (the simulator under
+    ``NUMBA_ENABLE_CUDASIM=1``) or ``DeviceNotAvailable``; ``"auto"`` a ``CudaBackend`` on a
+    usable real device, else None; ``"twin"`` the CPU twins (tests)."""
+    if device == "twin":
+        key = "twin"
+    elif device in ("cuda", "auto"):
+        if simulator_requested():
+            if device == "auto":
+                return None
+        else:
+            ok, why = cuda_usable()
+            if not ok:
+                if device == "auto":
+                    return None
+                raise DeviceNotAvailable(f"device='cuda' is not usable here ({why}); use device='cpu' or 'auto'")
+        key = "cuda"
+    else:
+        raise ValueError(f"no GPU backend for device {device!r}")
+    be = _BACKENDS.get(key)
+    if be is None:
+        be = _BACKENDS[key] = TwinBackend() if key == "twin" else CudaBackend()
+    return be
+
+
+class GpuTokenizer:
+    """``device="cuda"`` for a ``Tokenizer``: the CPU engine's host side, the device kernels."""
+
+    def __init__(self, tok, be: _Backend):
+        from .fast_cpu import CpuTokenizerEngine
+
+        cpu = tok._cpu_engine()
+        if cpu is None:
+            raise NotServedOnDevice(f"device='cuda' does not serve this tokenizer: {tok.cpu_engine_reason}")
+        self.cpu = cpu
+        if isinstance(cpu, CpuTokenizerEngine):
+            self.host = ByteLevelHost(cpu.engine)
+            tables = byte_level_tables(be, cpu.engine)
+        else:
+            self.host = SentencePieceHost(cpu)
+            tables = sentencepiece_tables(be, cpu)
+        self.engine = GpuEngine(be, tables)
+
+    def encode_ids(self, texts: List[str], add_special_tokens: bool, num_threads: Optional[int],
+                   return_numpy: bool):
+        from .cpu_ref.pipeline import check_text
+        from .fast_cpu import pack, splice_rows
+
+        t0 = time.perf_counter()
+        data, offsets = pack(texts, check_text)
+        self.engine.stats["pack_s"] += time.perf_counter() - t0
+        device_out = not return_numpy and self.engine.be.name == "cuda" and _cupy() is not None
+        pre = suf = None
+        if add_special_tokens:
+            pre, suf = self.cpu.prefix, self.cpu.suffix
+        ids, rs, skip = self.engine.encode_packed(self.host, data, offsets, num_threads, device_out, pre, suf)
+        if skip is not None and skip.any():  # documents NFC changes: the reference path (fast_cpu)
+            if device_out:
+                ids, rs = ids.get(), rs.get()
+            wrap = (list(pre), list(suf)) if pre is not None else ([], [])
+            rows = {int(i): wrap[0] + self.cpu.ref.encode(texts[i], None, False).ids + wrap[1]
+                    for i in np.flatnonzero(skip)}
+            ids, rs = splice_rows(ids, rs, rows)
+            if device_out:
+                cp = _cupy()
+                ids, rs = cp.asarray(ids), cp.asarray(rs)
+        return ids, rs
+
+    def warm_up(self):
+        """Compile the kernels now (``device="auto"`` falls back to the CPU engine if they do not)."""
+        self.encode_ids(["gpu_tok warm-up \u00e9 x"], False, None, True)
+
+
+class GpuTiktoken:
+    """``device="cuda"`` for a ``TiktokenEncoding`` (``fast_cpu.CpuTiktokenEngine``'s host side)."""
+
+    def __init__(self, enc, be: _Backend):
+        cpu = enc._cpu()
+        if cpu is None:
+            raise NotServedOnDevice(f"device='cuda' does not serve this encoding: {enc.cpu_engine_reason}")
+        self.cpu = cpu
+        self.engine = GpuEngine(be, byte_level_tables(be, cpu.engine))
+        self._hosts: dict = {}
+
+    def encode_ids(self, data, offsets, allowed: frozenset, num_threads: Optional[int], return_numpy: bool):
+        host = self._hosts.get(allowed)
+        if host is None:
+            host = self._hosts[allowed] = ByteLevelHost(self.cpu._engine(allowed))
+        device_out = not return_numpy and self.engine.be.name == "cuda" and _cupy() is not None
+        ids, rs, _skip = self.engine.encode_packed(host, data, offsets, num_threads, device_out)
+        return ids, rs
+
+    def warm_up(self):
+        from .fast_cpu import pack
+
+        data, offsets = pack(["gpu_tok warm-up \u00e9 x"], None)
+        self.encode_ids(data, offsets, frozenset(), None, True)
+
+
+def _engine_for(obj, device: str, make):
+    """The GPU front end kept on ``obj`` for ``device`` (``make(backend)`` builds it), or None
+    for ``device="auto"`` where it cannot run (no device, not served, kernels that do not
+    compile): then the caller uses the CPU engine."""
+    be = backend(device)
+    if be is None:
+        return None
+    cache = obj.__dict__.setdefault("_gpu_engines", {})
+    key = be.name
+    g = cache.get(key)
+    if g is not None or (key in cache and device == "auto"):
+        return g
+    if device != "auto":  # built here, or the reason it cannot be raised (again)
+        g = cache[key] = make(be)
+        return g
+    try:
+        g = make(be)
+        g.warm_up()
+    except Exception:  # noqa: BLE001 - "auto" falls back to the CPU engine, silently
+        g = None
+    cache[key] = g
+    return g
+
+
+def tokenizer_batch_ids(tok, texts: List[str], add_special_tokens: bool, device: str,
+                        num_threads: Optional[int] = None, return_numpy: bool = False):
+    """``Tokenizer.encode_batch_ids`` on the GPU engine: ``(ids, row_splits)``, or None for
+    ``device="auto"`` where the GPU engine does not run (then the CPU engine does)."""
+    g = _engine_for(tok, device, lambda be: GpuTokenizer(tok, be))
+    if g is None:
+        return None
+    return g.encode_ids(texts, add_special_tokens, num_threads, return_numpy)
+
+
+def tiktoken_batch_ids(enc, texts: List[str], allowed_special, disallowed_special, device: str,
+                       num_threads: Optional[int] = None, return_numpy: bool = False):
+    """``TiktokenEncoding.encode_batch_ids`` on the GPU engine, or None (then the CPU engine or
+    the reference path runs: ``device="auto"`` without a device, or a text holding a
+    disallowed special token, for which the reference path raises tiktoken's error)."""
+    g = _engine_for(enc, device, lambda be: GpuTiktoken(enc, be))
+    if g is None:
+        return None
+    from .fast_cpu import pack
+    from .tiktoken_encoding import _valid_text
+
+    t0 = time.perf_counter()
+    data, offsets = pack(texts, _valid_text)
+    g.engine.stats["pack_s"] += time.perf_counter() - t0
+    if disallowed_special and g.cpu.contains_any(data, offsets, frozenset(disallowed_special)).any():
+        return None
+    allowed = frozenset(allowed_special) & frozenset(enc._special_tokens) if allowed_special else frozenset()
+    return g.encode_ids(data, offsets, allowed, num_threads, return_numpy)

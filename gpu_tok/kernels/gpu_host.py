@@ -1,0 +1,315 @@
+"""Host side of the GPU path for byte-level files: the pieces of packed text as the arrays
+the device takes, in parallel (Numba ``prange``), with no pass over the text but the scan.
+
+``fast_cpu.ByteBPEEngine.pieces`` marks piece starts in a byte mask and collects them with
+``np.flatnonzero`` (one thread, a pass over every byte) into ``int64`` arrays; here each work
+unit of ``pretok_cpu._plan`` (whole segments, or cuts of a long one at sync points, as the
+fused CPU path) writes the starts of its pieces straight into ``out: int32[N]`` from the
+first byte of each segment or cut (a piece has at least one byte, so they never overlap).
+Records (per segment, per cut of a long segment, per added token, per skipped document;
+not per unit, since added tokens and skipped documents lie between a unit's segments) are
+put in text order by their first byte, and one parallel gather writes:
+
+* ``starts: int32[P+1]``: piece ``p`` is ``data[starts[p]:starts[p+1]]``, ``starts[P] = N``;
+* ``special: int32[P]``: an added token's id, -1 for a piece to encode, -2 for a document
+  left to the reference path (``ByteBPEEngine._nfc_skip``);
+* ``first: int64[n+1]``: the first piece of each document (``P`` at the end);
+* ``stats``: ``(model pieces of 2 bytes or more, long ones (> SHORT bytes), their bytes,
+  huge ones)``, which size the device's work lists and heap scratch (huge pieces: below).
+
+The same pieces as ``ByteBPEEngine.pieces`` (the tests compare them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from .engine_cpu import _SHORT, _bpe_long, _heap_scratch, _sp_word, bytes_lookup
+from .hash_table import EMPTY, PAIR_CACHE_BITS, njit_cached
+from .pretok_cpu import _F_GPT2, _F_O200K, _F_QWEN, _piece_cl100k, _piece_gpt2, _piece_o200k, _plan, unit_stop, unit_sync
+
+SHORT = 64  # bpe_cuda.SHORT
+
+
+@njit_cached
+def _cut_range(data, start, stop, end, fam, end_whole, tab, fold, out, o):
+    """Starts of the pieces that start in ``[start, stop)`` of the segment ending at ``end``
+    into ``out[o:]`` (``pretok_cpu._scan_range``); returns the new ``o``."""
+    i = start
+    if fam == _F_GPT2:
+        while i < stop:
+            out[o] = i
+            o += 1
+            i = _piece_gpt2(data, i, end, tab, fold)
+    elif fam == _F_O200K:
+        while i < stop:
+            out[o] = i
+            o += 1
+            i = _piece_o200k(data, i, end, tab, fold)
+    else:
+        md = 1 if fam == _F_QWEN else 3
+        while i < stop:
+            out[o] = i
+            o += 1
+            i = _piece_cl100k(data, i, end, tab, fold, md, end_whole)
+    return o
+
+
+@njit_cached(parallel=True)
+def cut_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, out):
+    """``(seg_count, ustart, ucount)``: the pieces of segment ``s`` start at
+    ``out[seg_s[s]:seg_s[s] + seg_count[s]]`` (0 for a segment cut between units); those of
+    the cut unit ``u`` at ``out[ustart[u]:ustart[u] + ucount[u]]`` (``ustart = -1`` for a cut
+    with no sync point, which the previous cut runs through). Records per segment, not per
+    unit: added tokens and skipped documents may lie between the segments of a unit."""
+    ua, ub, uc = _plan(seg_s, seg_e, chunk)
+    U = ua.shape[0]
+    sync = np.empty(U, np.int64)
+    for u in prange(U):
+        sync[u] = unit_sync(data, seg_s, seg_e, ua, ub, uc, chunk, tab, u)
+    seg_count = np.zeros(seg_s.shape[0], np.int64)
+    ustart = np.full(U, -1, np.int64)
+    ucount = np.zeros(U, np.int64)
+    for u in prange(U):
+        if uc[u] < 0:
+            for s in range(ua[u], ub[u]):
+                a = seg_s[s]
+                seg_count[s] = _cut_range(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, out, a) - a
+        elif sync[u] >= 0:
+            a = sync[u]
+            o = _cut_range(data, a, unit_stop(seg_e, ua, uc, sync, u), seg_e[ua[u]], fam, end_whole, tab, fold,
+                           out, a)
+            ustart[u] = a
+            ucount[u] = o - a
+    return seg_count, ustart, ucount
+
+
+@njit_cached
+def cut_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, out):
+    """``seg_count`` (``cut_parallel``) on one thread."""
+    S = seg_s.shape[0]
+    seg_count = np.zeros(S, np.int64)
+    for s in range(S):
+        seg_count[s] = _cut_range(data, seg_s[s], seg_e[s], seg_e[s], fam, end_whole, tab, fold, out, seg_s[s]) - seg_s[s]
+    return seg_count
+
+
+@njit_cached
+def _gather_one(r, rec_start, rec_count, rec_id, pos, out, starts, special):
+    o = pos[r]
+    if rec_id[r] == -1:
+        a = rec_start[r]
+        for k in range(rec_count[r]):
+            starts[o + k] = out[a + k]
+            special[o + k] = -1
+    else:
+        starts[o] = np.int32(rec_start[r])
+        special[o] = rec_id[r]
+
+
+@njit_cached
+def _stats_one(p, starts, special, huge):
+    n = starts[p + 1] - starts[p]
+    if special[p] != -1 or n < 2:
+        return 0, 0, 0, 0
+    if n > huge:
+        return 0, 0, 0, 1
+    if n > SHORT:
+        return 1, 1, n, 0
+    return 1, 0, 0, 0
+
+
+@njit_cached(parallel=True)
+def assemble_parallel(rec_start, rec_count, rec_id, pos, out, N, doc_offsets, starts, special, first, huge):
+    """Fill ``starts: int32[P+1]``, ``special: int32[P]``, ``first: int64[n+1]`` from the records
+    (``rec_id`` -1: pieces cut into ``out``; else one piece with that id) in text order;
+    returns ``(n_model, n_long, long_bytes, n_huge)``: model pieces of ``huge`` bytes or less
+    (2 bytes or more), the long ones among them and their bytes, and the pieces over ``huge``."""
+    R = rec_start.shape[0]
+    P = pos[R]
+    for r in prange(R):
+        _gather_one(r, rec_start, rec_count, rec_id, pos, out, starts, special)
+    starts[P] = N
+    n_model = 0
+    n_long = 0
+    lb = 0
+    nh = 0
+    for p in prange(P):
+        a, b, c, h = _stats_one(p, starts, special, huge)
+        n_model += a
+        n_long += b
+        lb += c
+        nh += h
+    n = doc_offsets.shape[0] - 1
+    for d in prange(n):
+        first[d] = np.searchsorted(starts[:P], doc_offsets[d])
+    first[n] = P
+    return n_model, n_long, lb, nh
+
+
+@njit_cached
+def assemble_serial(rec_start, rec_count, rec_id, pos, out, N, doc_offsets, starts, special, first, huge):
+    R = rec_start.shape[0]
+    P = pos[R]
+    for r in range(R):
+        _gather_one(r, rec_start, rec_count, rec_id, pos, out, starts, special)
+    starts[P] = N
+    n_model = 0
+    n_long = 0
+    lb = 0
+    nh = 0
+    for p in range(P):
+        a, b, c, h = _stats_one(p, starts, special, huge)
+        n_model += a
+        n_long += b
+        lb += c
+        nh += h
+    n = doc_offsets.shape[0] - 1
+    for d in range(n):
+        first[d] = np.searchsorted(starts[:P], doc_offsets[d])
+    first[n] = P
+    return n_model, n_long, lb, nh
+
+
+def byte_level_pieces(eng, data, doc_offsets, skip, parallel: bool, threads: int, alloc=None, scratch=None,
+                      huge: int = 2 ** 62):
+    """``(starts, special, first, (n_model, n_long, long_bytes, n_huge))`` for a
+    ``ByteBPEEngine`` (module docstring; ``huge``: see ``huge_byte_level``); ``skip``:
+    documents left to the reference path, or None.
+    ``alloc(name, n, dtype)`` gives the output arrays (the GPU engine's pinned staging
+    buffers, so nothing is copied again before the transfer); ``scratch(n)`` an ``int32``
+    work array of at least ``n`` items kept between calls (fresh arrays by default)."""
+    if data.shape[0] >= 2 ** 31:
+        raise ValueError("a batch must stay below 2**31 bytes")
+    if alloc is None:
+        alloc = _alloc
+    seg_s, seg_e, m_s, m_id = eng._segments(data, doc_offsets, skip)  # the added-token passes
+    fam, end_whole, tab, fold = eng._pretok._prepare(eng.spec.family, eng.spec.dialect)
+    out = scratch(max(data.shape[0], 1)) if scratch is not None else np.empty(max(data.shape[0], 1), np.int32)
+    if parallel:
+        total = int((seg_e - seg_s).sum())
+        chunk = max(eng._pretok._MIN_CHUNK, total // (8 * threads))
+        seg_count, ustart, ucount = cut_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, out)
+        keep = ucount > 0
+        ustart, ucount = ustart[keep], ucount[keep]
+    else:
+        seg_count = cut_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, out)
+        ustart = np.zeros(0, np.int64)
+        ucount = ustart
+    keep = seg_count > 0
+    rec_start = [seg_s[keep]]
+    rec_count = [seg_count[keep]]
+    rec_id = [np.full(rec_start[0].shape[0], -1, np.int32)]
+    if ustart.shape[0]:
+        rec_start.append(ustart)
+        rec_count.append(ucount)
+        rec_id.append(np.full(ustart.shape[0], -1, np.int32))
+    if m_s.shape[0]:
+        rec_start.append(m_s)
+        rec_count.append(np.ones(m_s.shape[0], np.int64))
+        rec_id.append(m_id.astype(np.int32))
+    if skip is not None:
+        sk = np.flatnonzero((skip != 0) & (doc_offsets[1:] > doc_offsets[:-1]))
+        if sk.shape[0]:
+            rec_start.append(doc_offsets[:-1][sk])
+            rec_count.append(np.ones(sk.shape[0], np.int64))
+            rec_id.append(np.full(sk.shape[0], -2, np.int32))
+    if len(rec_start) > 1:
+        rs = np.concatenate(rec_start)
+        order = np.argsort(rs, kind="stable")
+        rec_start, rec_count, rec_id = rs[order], np.concatenate(rec_count)[order], np.concatenate(rec_id)[order]
+    else:
+        rec_start, rec_count, rec_id = rec_start[0], rec_count[0], rec_id[0]
+    pos = np.zeros(rec_start.shape[0] + 1, np.int64)
+    np.cumsum(rec_count, out=pos[1:])
+    P = int(pos[-1])
+    n = doc_offsets.shape[0] - 1
+    starts = alloc("starts", P + 1, np.int32)
+    special = alloc("special", P, np.int32)
+    first = alloc("first", n + 1, np.int64)
+    fn = assemble_parallel if parallel else assemble_serial
+    stats = fn(rec_start, rec_count, rec_id, pos, out, data.shape[0], doc_offsets, starts, special, first,
+               np.int64(huge))
+    return starts, special, first, tuple(int(x) for x in stats)
+
+
+def _alloc(name, n, dtype):
+    return np.empty(n, dtype)
+
+
+# ------------------------------------------------------------ huge pieces
+# A piece of more than ``huge`` bytes (8 KiB by default; one ``\p{L}+`` run of a megabyte,
+# gemma3's whole gaps) would run as one GPU thread's heap, thousands of times slower than a
+# CPU core on such serial work: the host encodes it with the CPU engine's own BPE
+# (``engine_cpu._bpe_long`` / ``_sp_word``), workers in parallel, and the device copies the
+# ids in. Such a piece is marked ``special = -3 - count`` (its ``count`` ids are put in the
+# device's scratch at the piece's first byte).
+
+@njit_cached(parallel=True)
+def huge_byte_level(data, starts, special, huge, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first):
+    """Ids of the pieces ``huge`` (indices): ``(ids, off)``, piece ``huge[k]``'s ids at
+    ``ids[off[k]:off[k+1]]``; marks them in ``special``."""
+    K = huge.shape[0]
+    room = np.zeros(K + 1, np.int64)
+    for k in range(K):
+        room[k + 1] = room[k] + starts[huge[k] + 1] - starts[huge[k]]
+    buf = np.empty(max(room[K], 1), np.int32)
+    cnt = np.zeros(K, np.int64)
+    for k in prange(K):
+        p = huge[k]
+        a = np.int64(starts[p])
+        b = np.int64(starts[p + 1])
+        c = -1
+        if whole_first:
+            t = bytes_lookup(data, a, b, arena, tok_off, bkeys, bvals)
+            if t >= 0:
+                buf[room[k]] = t
+                c = 1
+        if c < 0:
+            pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
+            c = _bpe_long(data, a, b, init_ids, mtab, pc, buf, room[k])
+        cnt[k] = c
+    return _pack_huge(starts, special, huge, buf, room, cnt)
+
+
+@njit_cached(parallel=True)
+def huge_sentencepiece(data, starts, special, huge, char_id, byte_id, mtab):
+    """``huge_byte_level`` for SentencePiece-style pieces (``engine_cpu._sp_word``: initial
+    symbols per character, else ``<0xXX>`` per byte; ``whole_first`` was applied on the host
+    to the whole piece before words were cut)."""
+    K = huge.shape[0]
+    room = np.zeros(K + 1, np.int64)
+    for k in range(K):
+        room[k + 1] = room[k] + starts[huge[k] + 1] - starts[huge[k]]
+    buf = np.empty(max(room[K], 1), np.int32)
+    cnt = np.zeros(K, np.int64)
+    for k in prange(K):
+        p = huge[k]
+        a = np.int64(starts[p])
+        b = np.int64(starts[p + 1])
+        pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
+        hs = _heap_scratch(b - a + 8)
+        rank = np.empty(_SHORT + 1, np.uint64)
+        cnt[k] = _sp_word(data, a, b, char_id, byte_id, mtab, pc, hs, rank, buf, room[k])
+    return _pack_huge(starts, special, huge, buf, room, cnt)
+
+
+@njit_cached
+def _pack_huge(starts, special, huge, buf, room, cnt):
+    K = huge.shape[0]
+    off = np.zeros(K + 1, np.int64)
+    for k in range(K):
+        off[k + 1] = off[k] + cnt[k]
+        special[huge[k]] = np.int32(-3 - cnt[k])
+    ids = np.empty(off[K], np.int32)
+    for k in range(K):
+        for j in range(cnt[k]):
+            ids[off[k] + j] = buf[room[k] + j]
+    return ids, off
+
+
+def huge_pieces(starts, special, threshold: int):
+    """Indices of the model pieces longer than ``threshold`` bytes."""
+    lens = np.diff(starts)
+    return np.flatnonzero((special == -1) & (lens > threshold)).astype(np.int64)

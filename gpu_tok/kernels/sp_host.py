@@ -1,0 +1,187 @@
+"""Host side of the GPU path for SentencePiece-style BPE files (``byte_fallback``): the
+normalized buffer and the pieces the model sees, as ``kernels.engine_cpu._sp_doc`` walks
+them, without encoding them.
+
+Per document (``engine_cpu._sp_doc``): the raw added-token pass; each gap normalized
+(``prepend`` 1: "▁" before a non-empty gap; 0/1: every " " becomes "▁"); the normalized
+added-token pass on it; each remaining piece (2/3, ``Metaspace``: spaces replaced and "▁"
+in front unless it starts with one, "first" only at the start of the text) is one piece,
+cut into words before every "▁" whose previous character no vocabulary token holds right
+before a "▁" (``nocut_table``: no merge can cross such a place; ``_sp_piece``).
+``whole_first`` (``ignore_merges``) looks the whole piece up first: a hit becomes a fixed
+id, as an added token.
+
+Output (``sp_pieces``): ``buf: uint8[M]`` the model pieces' bytes back to back;
+``starts: int64[P+1]`` piece ``p`` is ``buf[starts[p]:starts[p+1]]`` (fixed ids take no
+bytes); ``special: int32[P]`` a fixed id or -1; ``first: int64[n+1]`` the first piece of each
+document (``P`` at the end). The device encodes each ``-1`` piece with SentencePiece initial
+symbols (``bpe_cuda.sp_symbols``) and BPE; the ids equal ``CpuSentencePieceEngine``'s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .engine_cpu import _next_char, _split_added, bytes_lookup
+from .hash_table import njit_cached
+
+
+@njit_cached
+def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, nocut, arena, tok_off, bkeys, bvals):
+    """Append the piece ``src[x:y]`` (``engine_cpu._sp_piece``); returns ``(m, p)``.
+
+    ``nocut``: empty, or ``uint8[129]`` (``nocut[x]`` for an ASCII byte, ``nocut[128]`` for
+    "▁"): the piece is then cut before every "▁" whose previous character is not in it."""
+    if y <= x:
+        return m, p
+    if whole_first:
+        t = bytes_lookup(src, x, y, arena, tok_off, bkeys, bvals)
+        if t >= 0:
+            starts[p] = m
+            special[p] = t
+            return m, p + 1
+    cutting = nocut.shape[0] > 0
+    w0 = x
+    prev_bad = False
+    i = x
+    while i <= y:
+        cut = i == y
+        is_sp = False
+        if not cut:
+            c = src[i]
+            is_sp = i + 2 < y and c == 0xE2 and src[i + 1] == 0x96 and src[i + 2] == 0x81
+            cut = cutting and is_sp and i > w0 and not prev_bad
+        if cut:
+            starts[p] = m
+            special[p] = -1
+            for k in range(w0, i):
+                buf[m] = src[k]
+                m += 1
+            p += 1
+            w0 = i
+            if i == y:
+                break
+        if is_sp:
+            prev_bad = cutting and nocut[128] != 0
+            i += 3
+        else:
+            prev_bad = cutting and src[i] < 0x80 and nocut[src[i]] != 0
+            i += _next_char(src, i)
+    return m, p
+
+
+def nocut_table(sp) -> np.ndarray:
+    """The word-cut table of a ``CpuSentencePieceEngine``: its ``nocut`` where it has one; an
+    engine with the older ``split_words`` flag cuts before every "▁" that follows another
+    character (the table holding "▁" alone), or nowhere."""
+    nocut = getattr(sp, "nocut", None)
+    if nocut is not None:
+        return np.ascontiguousarray(nocut, np.uint8)
+    if getattr(sp, "split_words", False):
+        t = np.zeros(129, np.uint8)
+        t[128] = 1
+        return t
+    return np.zeros(0, np.uint8)
+
+
+@njit_cached
+def sp_pieces(data, doc_offsets, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, nocut):
+    """``(buf, starts, special, first)`` for the packed documents (module docstring)."""
+    n = doc_offsets.shape[0] - 1
+    N = data.shape[0]
+    buf = np.empty(6 * N + 8 * n + 8, np.uint8)
+    starts = np.empty(2 * N + 2 * n + 3, np.int64)
+    special = np.empty(2 * N + 2 * n + 2, np.int32)
+    first = np.empty(n + 1, np.int64)
+    big = 1
+    for d in range(n):
+        ln = doc_offsets[d + 1] - doc_offsets[d]
+        if ln > big:
+            big = ln
+    cap = big + 2
+    gs = np.empty(cap, np.int64)
+    ge = np.empty(cap, np.int64)
+    ms = np.empty(cap, np.int64)
+    me = np.empty(cap, np.int64)
+    mi = np.empty(cap, np.int32)
+    ncap = 3 * big + 8
+    nbuf = np.empty(ncap, np.uint8)
+    pbuf = np.empty(ncap + 3, np.uint8)
+    s2 = np.empty(ncap, np.int64)
+    e2 = np.empty(ncap, np.int64)
+    ms2 = np.empty(ncap, np.int64)
+    me2 = np.empty(ncap, np.int64)
+    mi2 = np.empty(ncap, np.int32)
+    m = 0
+    p = 0
+    for d in range(n):
+        first[d] = p
+        a = doc_offsets[d]
+        b = doc_offsets[d + 1]
+        ng, nm = _split_added(data, a, b, rt, cls, gs, ge, ms, me, mi)
+        gi = 0
+        mk = 0
+        while gi < ng or mk < nm:
+            if mk < nm and (gi >= ng or ms[mk] < gs[gi]):
+                starts[p] = m
+                special[p] = mi[mk]
+                p += 1
+                mk += 1
+                continue
+            x = gs[gi]
+            y = ge[gi]
+            gi += 1
+            ln = 0
+            if prepend == 1 and y > x:
+                nbuf[0] = 0xE2
+                nbuf[1] = 0x96
+                nbuf[2] = 0x81
+                ln = 3
+            for k in range(x, y):
+                if data[k] == 32 and prepend < 2:
+                    nbuf[ln] = 0xE2
+                    nbuf[ln + 1] = 0x96
+                    nbuf[ln + 2] = 0x81
+                    ln += 3
+                else:
+                    nbuf[ln] = data[k]
+                    ln += 1
+            n2, nm2 = _split_added(nbuf, 0, ln, nt, cls, s2, e2, ms2, me2, mi2)
+            g2 = 0
+            k2 = 0
+            while g2 < n2 or k2 < nm2:
+                if k2 < nm2 and (g2 >= n2 or ms2[k2] < s2[g2]):
+                    starts[p] = m
+                    special[p] = mi2[k2]
+                    p += 1
+                    k2 += 1
+                    continue
+                p0 = s2[g2]
+                p1 = e2[g2]
+                g2 += 1
+                if prepend < 2:
+                    m, p = _emit_piece(nbuf, p0, p1, buf, m, starts, special, p, whole_first, nocut, arena,
+                                       tok_off, bkeys, bvals)
+                    continue
+                q = 0
+                starts_sp = nbuf[p0] == 32 or (p1 - p0 >= 3 and nbuf[p0] == 0xE2 and nbuf[p0 + 1] == 0x96
+                                               and nbuf[p0 + 2] == 0x81)
+                if not starts_sp and (prepend == 3 or x + p0 == a):
+                    pbuf[0] = 0xE2
+                    pbuf[1] = 0x96
+                    pbuf[2] = 0x81
+                    q = 3
+                for k in range(p0, p1):
+                    if nbuf[k] == 32:
+                        pbuf[q] = 0xE2
+                        pbuf[q + 1] = 0x96
+                        pbuf[q + 2] = 0x81
+                        q += 3
+                    else:
+                        pbuf[q] = nbuf[k]
+                        q += 1
+                m, p = _emit_piece(pbuf, 0, q, buf, m, starts, special, p, whole_first, nocut, arena,
+                                   tok_off, bkeys, bvals)
+    first[n] = p
+    starts[p] = m
+    return buf[:m], starts[:p + 1], special[:p], first

@@ -1,0 +1,652 @@
+"""The GPU engine (``device="cuda"``, ``gpu_tok/gpu_engine.py``) against ``device="cpu"`` and the
+oracles, without a GPU: the CUDA kernels under Numba's simulator, and their ``njit`` twins.
+
+Three modes, chosen by the environment:
+
+* **parent** (the normal run, no GPU needed): tests marked ``@on_device`` are not run in this
+  process. The simulator must be switched on before ``numba.cuda`` is first imported, which
+  the rest of the suite may already have done (``device="auto"`` probes for a GPU), and it
+  must not leak into the other tests; so one child ``pytest`` of the selected device tests
+  runs with ``NUMBA_ENABLE_CUDASIM=1`` (once per session, on first use) and each device test
+  here reports its child's outcome (passed, failed with the child's message, skipped).
+  The twin tests (kernels compiled with ``njit``, same source) and the CPU-only checks run
+  here directly.
+* **sim** (``NUMBA_ENABLE_CUDASIM=1`` in the environment, as in the child): the device tests
+  run in-process on the simulator; the twin tests are left to the parent.
+* **real** (``GPU_TOK_REAL_CUDA=1``, ``benchmarks/gpu_check.sh``): the device tests run on the
+  real GPU, with every golden record instead of a sample.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gpu_tok
+from _oracle_io import TextSource, golden_path, is_long, iter_golden
+from _paths import REPO_ROOT, corpora_dir, model_path, models_dir, parity_dir
+
+REAL = os.environ.get("GPU_TOK_REAL_CUDA") == "1"
+SIM = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" and not REAL
+PARENT = not (REAL or SIM)
+
+BYTE_LEVEL = ["gpt2", "roberta-base", "llama3", "qwen3", "gpt-4o", "gpt-oss"]
+SENTENCEPIECE = ["llama2", "mistral-v0.1", "phi-3-mini", "gemma3", "mistral-v0.3-metaspace"]
+FAMILIES = BYTE_LEVEL + SENTENCEPIECE
+TIKTOKEN = ["r50k_base", "p50k_base", "cl100k_base", "o200k_base", "o200k_harmony"]
+SIM_SAMPLE = 40  # golden records per family and flag under the simulator (all of them on a real GPU)
+
+# the simulator hashes with NumPy uint64 scalars, which report the wrap-around they are meant to do
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+
+_TOKS: dict = {}
+
+
+def tok(name: str) -> gpu_tok.Tokenizer:
+    if name not in _TOKS:
+        _TOKS[name] = gpu_tok.Tokenizer.from_file(str(model_path(name)))
+    return _TOKS[name]
+
+
+def tiktoken_enc(name: str):
+    from gpu_tok.tiktoken_encoding import named_definition
+
+    path = models_dir() / "tiktoken" / named_definition(name)["rank_file"]
+    if not path.is_file():
+        pytest.skip(f"rank file not available: {path}")
+    key = ("tiktoken", name)
+    if key not in _TOKS:
+        _TOKS[key] = gpu_tok.Tokenizer.from_tiktoken(name, path=path)
+    return _TOKS[key]
+
+
+def golden(family: str):
+    """``[(record, text)]`` of every golden record (corpus records only where the corpus is)."""
+    path = golden_path(family)
+    if not path.is_file():
+        pytest.skip(f"no golden file {path}")
+    it = iter_golden(path)
+    next(it)
+    src = TextSource(corpora_dir())
+    have_corpus = parity_dir().is_dir()
+    out = []
+    for r in it:
+        if r.get("kind") != "record" or ("corpus" in r["source"] and not have_corpus):
+            continue
+        out.append((r, src.text(r["source"])))
+    return out
+
+
+def sample(records, flag: bool, k: int):
+    """``k`` short records with this flag, spread over the file (all records when ``k`` is None)."""
+    recs = [(r, x) for r, x in records if r["add_special_tokens"] == flag]
+    if k is None:
+        return recs
+    short = [(r, x) for r, x in recs if len(x.encode("utf-8")) <= 400 and not is_long(r)]
+    step = max(1, len(short) // k)
+    return short[::step][:k]
+
+
+def bench_texts(limit_bytes: int):
+    root = corpora_dir() / "bench"
+    if not root.is_dir():
+        pytest.skip(f"bench corpus not available: {root}")
+    out = []
+    for f in sorted(root.glob("*.jsonl")):
+        n = 0
+        with open(f, encoding="utf-8") as fh:
+            for line in fh:
+                t = json.loads(line)["text"]
+                out.append(t)
+                n += len(t.encode("utf-8"))
+                if n > limit_bytes:
+                    break
+    return out
+
+
+def same(got, want, what=""):
+    ids, rs = np.asarray(_host(got.ids)), np.asarray(_host(got.row_splits))
+    assert ids.dtype == np.int32 and rs.dtype == np.int64, what
+    assert np.array_equal(rs, want.row_splits), f"{what}: row_splits differ"
+    if not np.array_equal(ids, want.ids):
+        rows_g = [ids[rs[i]:rs[i + 1]].tolist() for i in range(len(rs) - 1)]
+        bad = [i for i, r in enumerate(want.to_list()) if r != rows_g[i]]
+        raise AssertionError(f"{what}: ids of {len(bad)} rows differ, first {bad[:5]}")
+
+
+def _host(a):
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else a
+
+
+# ------------------------------------------------------------ parent <-> child
+_CHILD: dict = {}
+
+
+def on_device(fn):
+    """A test that needs ``numba.cuda`` (simulated or real): in the parent it reports the
+    outcome of the same test in the simulator child."""
+    if not PARENT:
+        fn._on_device = True
+        return fn
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        name = os.environ["PYTEST_CURRENT_TEST"].split("::", 1)[1].rsplit(" (", 1)[0]
+        res = _CHILD.get("results", {}).get(name)
+        tail = _CHILD.get("tail", "")
+        if res is None:
+            pytest.fail(f"the simulator run did not report {name} (rc={_CHILD.get('rc')}):\n{tail}")
+        outcome, msg = res
+        if outcome == "skipped":
+            pytest.skip(msg)
+        if outcome != "passed":
+            pytest.fail(f"under the simulator: {msg}", pytrace=False)
+
+    wrapper._on_device = True
+    return wrapper
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _simulator_child(request, tmp_path_factory):
+    """Parent mode: run every selected ``@on_device`` test of this module once, in a child
+    pytest with ``NUMBA_ENABLE_CUDASIM=1``, and keep the outcomes for the wrappers."""
+    if not PARENT or "results" in _CHILD:
+        yield
+        return
+    items = [it for it in request.session.items
+             if it.module is request.module and getattr(it.function, "_on_device", False)]
+    if not items:
+        _CHILD["results"] = {}
+        yield
+        return
+    root = Path(request.config.rootpath)
+    xml = tmp_path_factory.mktemp("gpu_sim") / "child.xml"
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=os.pathsep.join(
+        [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    env.pop("GPU_TOK_REAL_CUDA", None)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
+           "-o", "junit_family=xunit1", *[it.nodeid for it in items]]
+    full = request.config.getoption("--full")
+    if full:
+        cmd.append("--full")
+    # the --full sweep simulates every short golden record: about 5 minutes per family
+    proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=(6 * 3600 if full else 1800))
+    _CHILD["rc"] = proc.returncode
+    _CHILD["tail"] = (proc.stdout + proc.stderr)[-6000:]
+    results = {}
+    if xml.is_file():
+        for case in ET.parse(xml).getroot().iter("testcase"):
+            outcome, msg = "passed", ""
+            for tag in ("failure", "error", "skipped"):
+                node = case.find(tag)
+                if node is not None:
+                    outcome = tag
+                    msg = (node.get("message") or "") + "\n" + (node.text or "")
+                    break
+            if outcome == "skipped":
+                msg = (case.find("skipped").get("message") or "").removeprefix("Skipped: ")
+            results[case.get("name")] = (outcome, msg.strip()[-4000:])
+    _CHILD["results"] = results
+    yield
+
+
+# ------------------------------------------------------------ device: families
+@on_device
+@pytest.mark.parametrize("family", FAMILIES)
+def test_device_equals_cpu_and_oracles(family):
+    """A sample of golden records (all of them on a real GPU), both flags, in one batch each:
+    ``device="cuda"`` ids equal ``device="cpu"`` and the golden ids."""
+    t = tok(family)
+    records = golden(family)
+    k = None if REAL else SIM_SAMPLE
+    for flag in (False, True):
+        recs = sample(records, flag, k)
+        texts = [x for _r, x in recs]
+        got = t.encode_batch_ids(texts, add_special_tokens=flag, device="cuda", return_numpy=True)
+        want = t.encode_batch_ids(texts, add_special_tokens=flag, device="cpu")
+        same(got, want, f"{family} flag={flag}")
+        rows = got.to_list()
+        for (rec, _x), row in zip(recs, rows):
+            if not is_long(rec):
+                assert row == rec["ids"], f"{family} record #{rec['i']} differs from the golden ids"
+        assert len(recs) >= (1 if REAL else 20)
+
+
+@on_device
+@pytest.mark.parametrize("name", TIKTOKEN)
+def test_device_tiktoken(name):
+    enc = tiktoken_enc(name)
+    specials = sorted(enc.special_tokens_set)[:2]
+    texts = ["", "a", "Hello world", "x's 'S 'ſ \r\n\n end  ", "  lots   of   space\t\t\n", "日本語 中文 한국어 😀🤖",
+             "1234567 89 3.14159", "aaaa" * 40, " ".join(specials) + " tail"]
+    texts += [x[:300] for x in bench_texts(3000)[:6]]
+    rows = None
+    for allowed in ("all", frozenset()):
+        got = enc.encode_batch_ids(texts, allowed_special=allowed, disallowed_special=(), device="cuda",
+                                   return_numpy=True)
+        want = enc.encode_batch_ids(texts, allowed_special=allowed, disallowed_special=(), device="cpu")
+        same(got, want, f"{name} allowed={allowed}")
+        rows = got.to_list()
+    try:
+        import tiktoken
+    except ImportError:
+        return
+    from gpu_tok.tiktoken_encoding import load_tiktoken_bpe, named_definition
+
+    d = named_definition(name)
+    ref = tiktoken.Encoding(name, pat_str=d["pat_str"], mergeable_ranks=load_tiktoken_bpe(
+        models_dir() / "tiktoken" / d["rank_file"]), special_tokens=d["special_tokens"])
+    assert rows == ref.encode_ordinary_batch(texts)
+
+
+@on_device
+@pytest.mark.parametrize("family", ["gpt2", "llama3", "gpt-oss", "llama2", "gemma3", "mistral-v0.3-metaspace"])
+def test_device_edge_cases(family):
+    """Empty texts, one-byte pieces, pieces longer than the short limit (the heap path),
+    added tokens, characters of every plane, the same pieces repeated across the batch."""
+    t = tok(family)
+    added = [a.content for a in t.get_added_tokens_decoder().values()][:3]
+    texts = ["", "a", " ", "\n", "", "ab", "a b c d e f", "x" * 65, "y" * 300, "z" * 64,
+             "supercalifragilisticexpialidocious" * 5, "\u4e2d" * 40, "\U0001F600" * 20,
+             "A\u00e9\u0416\u05d0\u0627\u0916\u4e2d\uac00\U0001F916\U00020000\U000E0100\uFFFD end",
+             "tab\tnew\nline\r\nspace  ", " leading", "trailing ", "   ", "\u2581 meta\u2581space",
+             "".join(added) + " mid " + " ".join(added), "the the the the the", "the the the the the",
+             "0123456789" * 10]
+    texts += texts[::-1]
+    for flag in (False, True):
+        got = t.encode_batch_ids(texts, add_special_tokens=flag, device="cuda", return_numpy=True)
+        want = t.encode_batch_ids(texts, add_special_tokens=flag, device="cpu")
+        same(got, want, f"{family} flag={flag}")
+    empty = t.encode_batch_ids([], device="cuda", return_numpy=True)
+    assert empty.ids.shape == (0,) and np.asarray(empty.row_splits).tolist() == [0]
+    only_empty = t.encode_batch_ids(["", ""], add_special_tokens=False, device="cuda", return_numpy=True)
+    assert np.asarray(only_empty.row_splits).tolist() == [0, 0, 0]
+
+
+@on_device
+def test_device_many_batches_and_collisions():
+    """Batches of a few hundred bytes (both streams and buffer sets in turn), and a dedupe key
+    narrowed to two bits (every piece collides with many others: each is confirmed by its
+    bytes, so the ids do not change)."""
+    from gpu_tok import gpu_engine as G
+
+    words = " ".join(bench_texts(3000)[0].split()[:400]).split(" ")
+    texts = [" ".join(words[i:i + 9]) for i in range(0, 360, 9)] + ["the cat sat on the mat", "", "the cat"] * 3
+    for family in ("gpt2", "llama2"):
+        t = tok(family)
+        want = t.encode_batch_ids(texts, device="cpu")
+        g = G._engine_for(t, "cuda", lambda be: G.GpuTokenizer(t, be))
+        old = g.engine.batch_bytes
+        try:
+            g.engine.batch_bytes = 300
+            g.engine.batch_log.clear()
+            same(t.encode_batch_ids(texts, device="cuda", return_numpy=True), want, f"{family} small batches")
+            assert len(g.engine.batch_log) > 5
+            assert [a for a, _b in g.engine.batch_log] == sorted(a for a, _b in g.engine.batch_log)
+        finally:
+            g.engine.batch_bytes = old
+        g.engine.key_mask = np.uint64(3)
+        try:
+            same(t.encode_batch_ids(texts, device="cuda", return_numpy=True), want, f"{family} collisions")
+        finally:
+            g.engine.key_mask = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@on_device
+@pytest.mark.parametrize("family", ["llama3", "gemma3"])
+def test_device_huge_pieces_on_the_host(family):
+    """Pieces over ``huge_bytes`` are encoded on the host and their ids copied into the
+    device's scratch; shorter long ones stay on the device's heap."""
+    from gpu_tok import gpu_engine as G
+
+    t = tok(family)
+    texts = ["q" * 150 + " tail", "short one", "\u4e2d" * 60, "z" * 90, "q" * 150 + " tail", "", "w " * 80]
+    want = t.encode_batch_ids(texts, device="cpu")
+    g = G._engine_for(t, "cuda", lambda be: G.GpuTokenizer(t, be))
+    g.engine.huge_bytes = 100
+    g.engine.stats["host_pieces"] = 0
+    try:
+        same(t.encode_batch_ids(texts, device="cuda", return_numpy=True), want, family)
+    finally:
+        g.engine.huge_bytes = G._HUGE_BYTES
+    assert g.engine.stats["host_pieces"] >= 2
+
+
+@on_device
+def test_device_oom_halves_the_batch(monkeypatch):
+    _check_oom_halving("cuda", monkeypatch)
+
+
+@on_device
+def test_device_kernels_equal_twins():
+    """The same kernels, compiled for the device and by njit, on the same inputs: BPE counts
+    and ids of every distinct piece, the scan, the whole pipeline's arrays."""
+    from gpu_tok import gpu_engine as G
+
+    t = tok("llama3")
+    texts = ["Hello world, hello WORLD!", "x" * 100, "", "日本語 😀 ok", "aaaa bbbb aaaa"]
+    results = {}
+    for dev in ("cuda", "twin"):
+        g = G._engine_for(t, dev, lambda be: G.GpuTokenizer(t, be))
+        results[dev] = g.encode_ids(texts, True, None, True)
+    for a, b in zip(results["cuda"], results["twin"]):
+        assert np.array_equal(a, b)
+    # the scan: chunks of SCAN_CHUNK, recursively
+    cu, tw = G.backend("cuda"), G.backend("twin")
+    for n in (0, 1, 63, 64, 65, 4097):
+        x = np.random.default_rng(n).integers(0, 5, n).astype(np.int32)
+        outs = []
+        for be in (cu, tw):
+            out = be.empty(n + 1, np.int64)
+            be.scan(be.upload(x), n, out, None)
+            be.sync(None)
+            outs.append(be.to_host(out))
+        want = np.concatenate([[0], np.cumsum(x)])
+        assert np.array_equal(outs[0], want) and np.array_equal(outs[1], want), n
+
+
+@on_device
+def test_device_return_types():
+    """NumPy with ``return_numpy``; without it CuPy on a real device with CuPy, NumPy under
+    the simulator (CuPy needs a real device)."""
+    t = tok("gpt2")
+    got = t.encode_batch_ids(["a b", "c"], device="cuda")
+    if SIM:
+        assert isinstance(got.ids, np.ndarray)
+    else:
+        try:
+            import cupy
+        except ImportError:
+            assert isinstance(got.ids, np.ndarray)
+        else:
+            assert isinstance(got.ids, cupy.ndarray) and isinstance(got.row_splits, cupy.ndarray)
+            cupy.from_dlpack(got.ids)  # DLPack-convertible
+    assert isinstance(t.encode_batch_ids(["a b"], device="cuda", return_numpy=True).ids, np.ndarray)
+
+
+@on_device
+def test_device_auto_on_this_machine():
+    """Under the simulator "auto" is the CPU engine (the simulator is only ever used when asked
+    for explicitly); on a real GPU it is the GPU engine."""
+    from gpu_tok import gpu_engine as G
+
+    t = tok("gpt2")
+    got = t.encode_batch_ids(["a b c"], device="auto", return_numpy=True)
+    assert got.to_list() == t.encode_batch_ids(["a b c"], device="cpu").to_list()
+    assert (G.backend("auto") is None) == (not REAL)
+
+
+@on_device
+@pytest.mark.full
+@pytest.mark.parametrize("family", FAMILIES)
+def test_device_every_golden_record(family):
+    """Every short golden record of the family under the simulator (about 5 minutes per family
+    on 2 cores: run with --full)."""
+    t = tok(family)
+    records = golden(family)
+    for flag in (False, True):
+        recs = [(r, x) for r, x in sample(records, flag, None) if len(x) < 5000]
+        texts = [x for _r, x in recs]
+        got = t.encode_batch_ids(texts, add_special_tokens=flag, device="cuda", return_numpy=True)
+        same(got, t.encode_batch_ids(texts, add_special_tokens=flag, device="cpu"), f"{family} flag={flag}")
+
+
+# ------------------------------------------------------- twins (this process)
+twin_only = pytest.mark.skipif(not PARENT, reason="the twins run in the parent process")
+
+
+@twin_only
+@pytest.mark.parametrize("family", FAMILIES)
+def test_twin_every_golden_record(family):
+    """The pipeline on the njit twins (the CUDA kernels' own source), every golden record,
+    the million-character lines included: equal to ``device="cpu"`` and the golden ids."""
+    from gpu_tok import gpu_engine as G
+
+    t = tok(family)
+    records = golden(family)
+    for flag in (False, True):
+        recs = sample(records, flag, None)
+        texts = [x for _r, x in recs]
+        ids, rs = G.tokenizer_batch_ids(t, texts, flag, "twin", None, True)
+        want = t.encode_batch_ids(texts, add_special_tokens=flag, device="cpu")
+        assert np.array_equal(rs, want.row_splits) and np.array_equal(ids, want.ids), (family, flag)
+        for k, (rec, _x) in enumerate(recs):
+            if not is_long(rec):
+                assert ids[rs[k]:rs[k + 1]].tolist() == rec["ids"], (family, rec["i"])
+        assert len(recs) > 100
+
+
+@twin_only
+@pytest.mark.parametrize("name", TIKTOKEN)
+def test_twin_tiktoken(name):
+    enc = tiktoken_enc(name)
+    texts = bench_texts(60_000) + ["", "a\n  ", "x's 'S 'ſ \r\n\n end  ", "<|endoftext|> hi", "a" * 5000]
+    for allowed in (frozenset(), "all"):
+        from gpu_tok import gpu_engine as G
+
+        ids, rs = G.tiktoken_batch_ids(enc, texts, *enc._resolve_special(allowed, ()), "twin")
+        want = enc.encode_batch_ids(texts, allowed_special=allowed, disallowed_special=(), device="cpu")
+        assert np.array_equal(rs, want.row_splits) and np.array_equal(ids, want.ids), (name, allowed)
+
+
+@twin_only
+@pytest.mark.parametrize("family", ["gpt2", "qwen3", "gpt-oss", "llama2", "gemma3", "mistral-v0.3-metaspace"])
+def test_twin_bench_excerpt(family):
+    from gpu_tok import gpu_engine as G
+
+    t = tok(family)
+    texts = bench_texts(200_000)
+    ids, rs = G.tokenizer_batch_ids(t, texts, True, "twin", None, True)
+    want = t.encode_batch_ids(texts, device="cpu")
+    assert np.array_equal(rs, want.row_splits) and np.array_equal(ids, want.ids)
+
+
+@twin_only
+def test_twin_oom_halves_the_batch(monkeypatch):
+    _check_oom_halving("twin", monkeypatch)
+
+
+@twin_only
+@pytest.mark.parametrize("huge", [100, 2 ** 62])
+def test_twin_collisions_and_long_pieces(huge):
+    """Every dedupe key collides (two bits): still exact; long pieces of many sizes, on the
+    device's heap (``huge`` = never) or encoded on the host (over 100 bytes)."""
+    from gpu_tok import gpu_engine as G
+
+    for family in ("llama3", "gpt-oss", "gemma3", "llama2"):
+        t = tok(family)
+        texts = bench_texts(30_000) + ["q" * n for n in (63, 64, 65, 100, 101, 127, 128, 129, 1000, 20000)] + \
+            ["\u4e2d\u6587" * 700, ("abc" * 30 + " ") * 20, "x" * 101 + " " + "x" * 101]
+        g = G._engine_for(t, "twin", lambda be: G.GpuTokenizer(t, be))
+        want = t.encode_batch_ids(texts, device="cpu")
+        g.engine.key_mask = np.uint64(3)
+        g.engine.huge_bytes = huge
+        g.engine.stats["host_pieces"] = 0
+        try:
+            ids, rs = g.encode_ids(texts, True, None, True)
+        finally:
+            g.engine.key_mask = np.uint64(0xFFFFFFFFFFFFFFFF)
+            g.engine.huge_bytes = G._HUGE_BYTES
+        assert np.array_equal(rs, want.row_splits) and np.array_equal(ids, want.ids), family
+        assert (g.engine.stats["host_pieces"] > 0) == (huge == 100), family
+
+
+@twin_only
+@pytest.mark.parametrize("family", ["gpt2", "roberta-base", "qwen3", "gpt-oss", "cl100k_base"])
+def test_host_pieces_equal_cpu_engine(family, monkeypatch):
+    """``kernels.gpu_host`` (parallel cut, records merged in text order) gives the pieces of
+    ``ByteBPEEngine.pieces``: with added tokens between segments, documents left to the
+    reference path (qwen3's NFC), long lines cut between workers at sync points."""
+    from gpu_tok import fast_cpu
+    from gpu_tok.kernels import gpu_host
+
+    if family == "cl100k_base":
+        enc = tiktoken_enc(family)
+        eng = enc._cpu()._engine(frozenset(enc.special_tokens_set))
+    else:
+        eng = tok(family)._cpu_engine().engine
+    added = [c.decode() for c, _i, _f in eng.spec.raw_tokens + eng.spec.norm_tokens][:4]
+    texts = bench_texts(40_000)
+    texts += [" ".join(texts).replace("\n", " ")[:150_000], "", "x", "e\u0301 not NFC", "A" * 3000]
+    texts += [f"{a}word{a} {a}" for a in added] + ["".join(added) * 3, "plain"]
+    data, off = fast_cpu.pack(texts, None)
+    monkeypatch.setattr(eng._pretok, "_MIN_CHUNK", 1 << 10)
+    skip = eng._nfc_skip(data, off, None)
+    st, _en, sp = eng.pieces(data, off, skip, False)
+    for parallel in (False, True):
+        starts, special, first, stats = gpu_host.byte_level_pieces(eng, data, off, skip, parallel, 2)
+        assert np.array_equal(starts[:-1], st) and starts[-1] == data.shape[0], parallel
+        assert np.array_equal(special, sp), parallel
+        assert np.array_equal(first[:-1], np.searchsorted(st, off[:-1])) and first[-1] == st.shape[0]
+        lens = np.diff(starts)
+        model = (special == -1) & (lens >= 2)
+        assert stats == (model.sum(), (model & (lens > 64)).sum(), lens[model & (lens > 64)].sum(), 0)
+        *_s, stats2 = gpu_host.byte_level_pieces(eng, data, off, skip, parallel, 2, huge=1000)
+        big = model & (lens > 1000)
+        assert stats2 == (model.sum() - big.sum(), (model & (lens > 64)).sum() - big.sum(),
+                          lens[model & (lens > 64)].sum() - lens[big].sum(), big.sum())
+    if family == "qwen3":
+        assert skip is not None and skip.any()
+
+
+@twin_only
+def test_twin_bytes_hash_is_the_cpu_engines():
+    """The device's piece hash is ``engine_cpu.bytes_hash`` (the vocabulary table's key)."""
+    from gpu_tok.kernels import engine_cpu
+    from gpu_tok.kernels.twins import load
+
+    K = load("cpu")
+    rng = np.random.default_rng(3)
+    buf = rng.integers(0, 256, 300).astype(np.uint8)
+    for s, e in [(0, 0), (0, 1), (3, 11), (5, 12), (0, 300), (17, 40)]:
+        assert K.bytes_hash(buf, s, e) == engine_cpu.bytes_hash(buf, s, e)
+
+
+def _check_oom_halving(device, monkeypatch):
+    """A fake out-of-memory error for every batch of more than 3 documents: each is halved
+    until it fits; no text is lost or reordered. One document that does not fit raises."""
+    from numba.cuda.cudadrv.driver import CudaAPIError
+
+    from gpu_tok import gpu_engine as G
+
+    t = tok("gpt2")
+    texts = [f"text number {i} " + "word " * (i % 7) for i in range(23)]
+    want = t.encode_batch_ids(texts, device="cpu")
+    g = G._engine_for(t, device, lambda be: G.GpuTokenizer(t, be))
+    real_launch = G.GpuEngine._launch
+    sizes = []
+
+    def launch(self, hp, d0, d1, slot):
+        sizes.append(d1 - d0)
+        if d1 - d0 > 3:
+            raise CudaAPIError(2, "CUDA_ERROR_OUT_OF_MEMORY (injected)")
+        return real_launch(self, hp, d0, d1, slot)
+
+    monkeypatch.setattr(G.GpuEngine, "_launch", launch)
+    g.engine.batch_log.clear()
+    splits0 = g.engine.stats["oom_splits"]
+    ids, rs = g.encode_ids(texts, True, None, True)
+    assert np.array_equal(rs, want.row_splits) and np.array_equal(ids, want.ids)
+    assert sizes[0] == 23 and g.engine.stats["oom_splits"] > splits0
+    log = g.engine.batch_log
+    assert log[0][0] == 0 and log[-1][1] == 23 and all(a[1] == b[0] for a, b in zip(log, log[1:]))
+    assert all(d1 - d0 <= 3 for d0, d1 in log)
+
+    def always(self, hp, d0, d1, slot):
+        raise CudaAPIError(2, "CUDA_ERROR_OUT_OF_MEMORY (injected)")
+
+    monkeypatch.setattr(G.GpuEngine, "_launch", always)
+    with pytest.raises(CudaAPIError):
+        g.encode_ids(["one document"], True, None, True)
+    monkeypatch.setattr(G.GpuEngine, "_launch", real_launch)
+    assert g.encode_ids(texts, True, None, True)[0].tolist() == want.ids.tolist()  # still usable
+
+
+# ------------------------------------------------------- CPU-only (this process)
+@pytest.mark.skipif(REAL, reason="a real GPU is here")
+def test_auto_without_gpu_is_the_cpu_engine():
+    t = tok("gpt2")
+    texts = ["Hello world", "", "日本語"]
+    got = t.encode_batch_ids(texts, device="auto")
+    assert isinstance(got.ids, np.ndarray)
+    assert got.to_list() == t.encode_batch_ids(texts, device="cpu").to_list()
+    enc = tiktoken_enc("cl100k_base")
+    assert (enc.encode_batch_ids(texts, device="auto").to_list()
+            == enc.encode_batch_ids(texts, device="cpu").to_list())
+
+
+@pytest.mark.skipif(not PARENT, reason="checks the plain process (no simulator, no GPU)")
+def test_cuda_without_a_device_raises_clearly():
+    from gpu_tok import gpu_engine as G
+
+    if G.cuda_usable()[0]:
+        pytest.skip("a CUDA device is usable here")
+    with pytest.raises(G.DeviceNotAvailable, match="device='cuda' is not usable here"):
+        tok("gpt2").encode_batch_ids(["x"], device="cuda")
+
+
+def test_not_served_is_refused_by_name():
+    """A file the compiled engines do not serve (gpt2's vocabulary behind a Whitespace
+    pre-tokenizer) is refused on the GPU, naming why; "auto" gives the CPU path's ids."""
+    from gpu_tok import gpu_engine as G
+
+    d = json.loads(model_path("gpt2").read_text(encoding="utf-8"))
+    d["pre_tokenizer"] = {"type": "Whitespace"}
+    t = gpu_tok.Tokenizer.from_str(json.dumps(d))
+    with pytest.raises(G.NotServedOnDevice, match="Whitespace"):
+        G.tokenizer_batch_ids(t, ["a b"], True, "twin")
+    texts = ["Hello world", " two  spaces"]
+    assert t.encode_batch_ids(texts, device="auto").to_list() == t.encode_batch_ids(texts, device="ref").to_list()
+
+
+def test_import_needs_neither_cupy_nor_numba_cuda():
+    code = ("import sys, gpu_tok; t = gpu_tok.Tokenizer; "
+            "bad = [m for m in ('cupy', 'numba.cuda', 'gpu_tok.gpu_engine') if m in sys.modules]; "
+            "assert not bad, bad")
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=REPO_ROOT)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_batch_plan():
+    """Batches cover every document once, in order; at most ``batch_bytes`` unless one document
+    is larger; a mid-sized input is cut in at least four so host and device work overlap."""
+    from gpu_tok import gpu_engine as G
+
+    eng = G.GpuEngine.__new__(G.GpuEngine)
+    rng = np.random.default_rng(1)
+    for sizes in ([], [0], [5, 0, 0, 7], list(rng.integers(0, 3 << 20, 40)), [100 << 20, 1, 1]):
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        eng.batch_bytes = 16 << 20
+        plan = eng.plan(offsets)
+        assert [a for a, _b in plan] == ([0] + [b for _a, b in plan[:-1]] if plan else [])
+        assert (plan[-1][1] if plan else 0) == len(sizes)
+        for a, b in plan:
+            assert b - a == 1 or offsets[b] - offsets[a] <= eng.batch_bytes
+        if int(offsets[-1]) > 4 * G._MIN_BATCH_BYTES and max(sizes) < G._MIN_BATCH_BYTES:
+            assert len(plan) >= 4
+
+
+def test_oom_is_recognised():
+    from gpu_tok.gpu_engine import is_oom
+
+    class CudaAPIError(Exception):
+        def __init__(self, code, msg):
+            self.code = code
+            super().__init__(msg)
+
+    class OutOfMemoryError(Exception):
+        pass
+
+    assert is_oom(CudaAPIError(2, "CUDA_ERROR_OUT_OF_MEMORY"))
+    assert not is_oom(CudaAPIError(700, "CUDA_ERROR_ILLEGAL_ADDRESS"))
+    assert is_oom(OutOfMemoryError("out of memory allocating 1 bytes"))
+    assert not is_oom(MemoryError())
