@@ -1,11 +1,12 @@
 """Numba kernels (CUDA and their ``njit`` CPU twins) and the packing they need.
 
-* ``hash_table``: the BPE merge table as an open-addressing hash table in two
-  ``uint64`` arrays (DESIGN.md section 3), with an ``njit`` ``lookup``.
-* ``bpe_cpu``: ``njit`` BPE merging over packed pieces (serial and ``prange``),
-  exactly ``cpu_ref.models.BPEModel.merge_word``.
+* ``hash_table``: the BPE merge table as an open-addressing hash table (DESIGN.md
+  section 3), with ``njit`` lookups; ``bpe_cpu``: heap BPE over packed pieces.
+* ``pretok_cpu`` (compiled pre-tokenizers), ``engine_cpu`` (the compiled CPU engine:
+  added tokens, fused scan + BPE, word caches, SentencePiece), ``_intrinsics``.
+* ``bpe_cuda``, ``dedupe_cuda`` (CUDA kernels written once, compiled for the device and
+  as ``njit`` twins by ``twins``), ``gpu_host``, ``sp_host`` (the GPU engine's host side).
 
-Submodules are imported on demand (they need Numba); importing ``gpu_tok`` does not
-compile anything. Pre-tokenization, the compiled initial-symbol step, the word
-cache and the CUDA kernels are later issues.
+Submodules are imported on demand (they need Numba); importing ``gpu_tok`` compiles
+nothing and imports neither ``numba.cuda`` nor CuPy.
 """
