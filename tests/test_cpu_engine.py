@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 
 import gpu_tok
 from gpu_tok import fast_cpu
-from _oracle_io import DECODE_FIELDS, ENCODING_FIELDS, TextSource, compare_fields, encoding_fields, golden_path, is_long, iter_golden
-from _paths import corpora_dir, model_path, models_dir, parity_dir
+from _oracle_io import DECODE_FIELDS, ENCODING_FIELDS, compare_fields, encoding_fields, is_long
+from _samples import bench_texts, golden_records
+from _paths import model_path, models_dir
 
 BYTE_LEVEL = ["gpt2", "roberta-base", "llama3", "qwen3", "gpt-4o", "gpt-oss"]
 # ids compiled; Encodings: reference path
@@ -36,24 +37,6 @@ def tok(name: str) -> gpu_tok.Tokenizer:
     if name not in _TOKS:
         _TOKS[name] = gpu_tok.Tokenizer.from_file(str(model_path(name)))
     return _TOKS[name]
-
-
-def _golden_records(family: str):
-    path = golden_path(family)
-    if not path.is_file():
-        pytest.skip(f"no golden file {path}")
-    it = iter_golden(path)
-    next(it)
-    src = TextSource(corpora_dir())
-    have_corpus = parity_dir().is_dir()
-    out = []
-    for r in it:
-        if r.get("kind") != "record":
-            continue
-        if "corpus" in r["source"] and not have_corpus:
-            continue
-        out.append((r, src.text(r["source"])))
-    return out
 
 
 @pytest.mark.parametrize("family", SERVED)
@@ -76,7 +59,7 @@ def test_engine_declines_by_name():
 def test_oracles_ids_and_fields(family):
     """Every golden record, in one batch per flag: ids from encode_batch_ids and every
     field of encode_batch, both on device="cpu"."""
-    records = _golden_records(family)
+    records = golden_records(family)
     t = tok(family)
     problems = []
     for flag in (False, True):
@@ -100,28 +83,11 @@ def test_oracles_ids_and_fields(family):
     assert len(records) > 100
 
 
-def _bench_texts(limit_bytes: int):
-    root = corpora_dir() / "bench"
-    if not root.is_dir():
-        pytest.skip(f"bench corpus not available: {root}")
-    out = []
-    for f in sorted(root.glob("*.jsonl")):
-        n = 0
-        with open(f, encoding="utf-8") as fh:
-            for line in fh:
-                t = json.loads(line)["text"]
-                out.append(t)
-                n += len(t.encode("utf-8"))
-                if n > limit_bytes:
-                    break
-    return out
-
-
 @pytest.mark.parametrize("family", ["gpt2", "llama3", "qwen3", "gpt-4o", "llama2", "gemma3"])
 def test_parallel_equals_serial_and_reference(family, monkeypatch):
     """Force the parallel plan on a small input with tiny units, so that long texts are cut
     between workers at sync points; the ids must not change."""
-    texts = _bench_texts(60_000)
+    texts = bench_texts(60_000)
     one_line = " ".join(texts).replace("\n", " ")[:200_000]
     texts = texts + [one_line, "", "x", "<|endoftext|>" * 3]
     t = tok(family)
@@ -236,7 +202,7 @@ def test_property_cpu_equals_ref(texts):
 
 
 def test_threads_share_one_engine():
-    texts = _bench_texts(40_000)
+    texts = bench_texts(40_000)
     t = tok("gpt2")
     want = t.encode_batch_ids(texts, device="cpu").to_list()
     results = [None] * 4
@@ -293,7 +259,7 @@ def test_tiktoken_cpu_equals_ref_and_tiktoken(name):
         pytest.skip(f"rank file not available: {path}")
     enc = gpu_tok.Tokenizer.from_tiktoken(name, path=path)
     assert enc.cpu_engine_reason is None
-    texts = _bench_texts(30_000) + ["", "a\n  ", "x's 'S 'ſ \r\n\n end  ", "<|endoftext|> hi"]
+    texts = bench_texts(30_000) + ["", "a\n  ", "x's 'S 'ſ \r\n\n end  ", "<|endoftext|> hi"]
     cpu = enc.encode_batch_ids(texts, allowed_special="all", device="cpu")
     ref = enc.encode_batch_ids(texts, allowed_special="all", device="ref")
     assert np.array_equal(cpu.ids, ref.ids) and np.array_equal(cpu.row_splits, ref.row_splits)

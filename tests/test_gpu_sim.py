@@ -30,8 +30,9 @@ import numpy as np
 import pytest
 
 import gpu_tok
-from _oracle_io import TextSource, golden_path, is_long, iter_golden
-from _paths import REPO_ROOT, corpora_dir, model_path, models_dir, parity_dir
+from _oracle_io import is_long
+from _samples import bench_texts, golden_records
+from _paths import REPO_ROOT, model_path, models_dir
 
 REAL = os.environ.get("GPU_TOK_REAL_CUDA") == "1"
 SIM = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" and not REAL
@@ -67,23 +68,6 @@ def tiktoken_enc(name: str):
     return _TOKS[key]
 
 
-def golden(family: str):
-    """``[(record, text)]`` of every golden record (corpus records only where the corpus is)."""
-    path = golden_path(family)
-    if not path.is_file():
-        pytest.skip(f"no golden file {path}")
-    it = iter_golden(path)
-    next(it)
-    src = TextSource(corpora_dir())
-    have_corpus = parity_dir().is_dir()
-    out = []
-    for r in it:
-        if r.get("kind") != "record" or ("corpus" in r["source"] and not have_corpus):
-            continue
-        out.append((r, src.text(r["source"])))
-    return out
-
-
 def sample(records, flag: bool, k: int):
     """``k`` short records with this flag, spread over the file (all records when ``k`` is None)."""
     recs = [(r, x) for r, x in records if r["add_special_tokens"] == flag]
@@ -92,23 +76,6 @@ def sample(records, flag: bool, k: int):
     short = [(r, x) for r, x in recs if len(x.encode("utf-8")) <= 400 and not is_long(r)]
     step = max(1, len(short) // k)
     return short[::step][:k]
-
-
-def bench_texts(limit_bytes: int):
-    root = corpora_dir() / "bench"
-    if not root.is_dir():
-        pytest.skip(f"bench corpus not available: {root}")
-    out = []
-    for f in sorted(root.glob("*.jsonl")):
-        n = 0
-        with open(f, encoding="utf-8") as fh:
-            for line in fh:
-                t = json.loads(line)["text"]
-                out.append(t)
-                n += len(t.encode("utf-8"))
-                if n > limit_bytes:
-                    break
-    return out
 
 
 def same(got, want, what=""):
@@ -204,7 +171,7 @@ def test_device_equals_cpu_and_oracles(family):
     """A sample of golden records (all of them on a real GPU), both flags, in one batch each:
     ``device="cuda"`` ids equal ``device="cpu"`` and the golden ids."""
     t = tok(family)
-    records = golden(family)
+    records = golden_records(family)
     k = None if REAL else SIM_SAMPLE
     for flag in (False, True):
         recs = sample(records, flag, k)
@@ -390,7 +357,7 @@ def test_device_every_golden_record(family):
     """Every short golden record of the family under the simulator (about 5 minutes per family
     on 2 cores: run with --full)."""
     t = tok(family)
-    records = golden(family)
+    records = golden_records(family)
     for flag in (False, True):
         recs = [(r, x) for r, x in sample(records, flag, None) if len(x) < 5000]
         texts = [x for _r, x in recs]
@@ -410,7 +377,7 @@ def test_twin_every_golden_record(family):
     from gpu_tok import gpu_engine as G
 
     t = tok(family)
-    records = golden(family)
+    records = golden_records(family)
     for flag in (False, True):
         recs = sample(records, flag, None)
         texts = [x for _r, x in recs]
