@@ -752,20 +752,9 @@ def _hash_batch(data, nb, sc, cache, w):
     """Cache slots, key words and hashes of the ``nb`` pieces ``[ps[q], ps[q+1])``
     (``ps = sc[0]``); their cache lines are prefetched, so the probes that follow are
     independent loads the processor overlaps."""
-    ps, pslot, pw0, pw1, ph, _sids, _srank = sc
-    cmask = np.uint64(cache.shape[1] - 1)
+    ps = sc[0]
     for q in range(nb):
-        a = ps[q]
-        n = ps[q + 1] - a
-        slot = -1
-        if 2 <= n <= _SHORT_KEY:
-            w0, w1, h = short_key(data, a, n)
-            slot = np.int64(h & cmask) & ~np.int64(_WAYS - 1)  # a set: two cache lines
-            _prefetch3(cache, w, slot, 0)  # the set's other line comes with it (128-byte aligned pair)
-            pw0[q] = w0
-            pw1[q] = w1
-            ph[q] = h
-        pslot[q] = slot
+        _key_piece(data, q, ps[q], ps[q + 1], sc, cache, w)
 
 
 @njit_noalloc
