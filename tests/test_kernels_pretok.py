@@ -574,3 +574,34 @@ def test_full_onig_case_folding_is_the_live_reference():
             removed[a:b] = False
         got = sorted(ord(every[i]) for i in np.flatnonzero(removed))
         assert got == sorted(np.flatnonzero(fold == ord(x)).tolist()), x
+
+
+# ------------------------------------------------------------------ 64-byte SIMD windows
+_ASCII_TRICKY = list("  \n\n\r\t\x0b\x0c'''sStTmMdDrReEvVlLaZx09.,;-/_()\"!") + ["\x00", "\x1f", "\x7f"]
+
+
+def _window_texts(seed, n, non_ascii):
+    """Texts of 60-400 characters drawn mostly from the ASCII characters where the
+    pattern's alternatives compete (so the scanners' 64-byte windows settle many pieces),
+    a few with a non-ASCII character (windows that must stop before it)."""
+    rng = random.Random(seed)
+    alpha = _ASCII_TRICKY + (non_ascii if rng.random() < 0.5 else [])
+    out = []
+    for _ in range(n):
+        t = "".join(rng.choice(alpha) for _ in range(rng.randint(60, 400)))
+        if non_ascii and rng.random() < 0.3:
+            k = rng.randrange(len(t))
+            t = t[:k] + rng.choice(non_ascii) + t[k:]
+        out.append(t)
+    return out
+
+
+@pytest.mark.parametrize("dialect,pattern,family", COMBOS, ids=COMBO_IDS)
+def test_simd_windows_equal_the_reference(dialect, pattern, family):
+    """The scanners cut pure-ASCII text 64 bytes at a time from bit masks of the byte
+    classes; these texts (packed into one buffer, so the windows run across the texts'
+    ends too) hold every ASCII rule's corner: contractions after a space or a newline,
+    whitespace runs before letters, digits and punctuation, segment ends."""
+    texts = _window_texts(7, 700, ["é", "\xa0", "中", "\u0301", "ſ", "K", "😀", "\x85", "２"])
+    texts += ["a" * 70 + "'s" + " " * 3 + "x", "1" * 130, " " * 65 + "x", "x" + "\n" * 64 + " y", "'ll'LL'Re're" * 9]
+    check_texts(texts, dialect, pattern, family, parallel_too=True)

@@ -71,3 +71,35 @@ def ctz64(typingctx, x):
         return builder.cttz(v, ir.Constant(ir.IntType(1), 0))
 
     return sig, codegen
+
+
+@intrinsic
+def range_mask64(typingctx, arr, i, lo, hi):
+    """Bit ``k`` set where ``lo <= arr[i + k] <= hi`` (unsigned bytes), for the 64 bytes
+    ``arr[i:i + 64]`` of a ``uint8`` array: one vector load and compare (LLVM lowers it to
+    the machine's SIMD: AVX-512 / AVX2 / SSE2). The caller keeps ``i + 64 <= arr.shape[0]``;
+    ``lo`` and ``hi`` are best literal constants (the splats then fold)."""
+    sig = types.uint64(arr, i, lo, hi)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = context.cast(builder, args[1], signature.args[1], types.intp)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
+        i8 = ir.IntType(8)
+        vty = ir.VectorType(i8, 64)
+        v = builder.load(builder.bitcast(ptr, vty.as_pointer()), align=1)
+        zeros = ir.Constant(ir.VectorType(ir.IntType(32), 64), [0] * 64)
+
+        def splat(x):
+            one = builder.insert_element(ir.Constant(vty, ir.Undefined), builder.trunc(x, i8), ir.Constant(ir.IntType(32), 0))
+            return builder.shuffle_vector(one, ir.Constant(vty, ir.Undefined), zeros)
+
+        lo_v = context.cast(builder, args[2], signature.args[2], types.int64)
+        hi_v = context.cast(builder, args[3], signature.args[3], types.int64)
+        span = builder.sub(hi_v, lo_v)
+        d = builder.sub(v, splat(lo_v))
+        bits = builder.icmp_unsigned("<=", d, splat(span))
+        return builder.bitcast(bits, ir.IntType(64))
+
+    return sig, codegen

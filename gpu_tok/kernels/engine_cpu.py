@@ -538,10 +538,7 @@ def add_template(ids, row_splits, prefix, suffix):
 from numba import get_thread_id  # noqa: E402
 
 
-from .pretok_cpu import _F_GPT2, _F_O200K, _F_QWEN, _plan, unit_stop, unit_sync  # noqa: E402
-from .pretok_cpu import _piece_cl100k_inline as _piece_cl100k  # noqa: E402
-from .pretok_cpu import _piece_gpt2_inline as _piece_gpt2  # noqa: E402
-from .pretok_cpu import _piece_o200k_inline as _piece_o200k  # noqa: E402
+from .pretok_cpu import _next_piece, _plan, _window_starts, unit_stop, unit_sync  # noqa: E402
 
 _M32 = np.uint64(0xFFFFFFFF)
 
@@ -683,28 +680,25 @@ def _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc, cache, w):
     prefetched as soon as it is cut (``_key_piece``); returns ``nb``."""
     ps = sc[0]
     nb = 0
-    if fam == _F_GPT2:
-        while i < stop and nb < _BATCH:
-            ps[nb] = i
-            j = _piece_gpt2(data, i, end, tab, fold)
-            _key_piece(data, nb, i, j, sc, cache, w)
-            i = j
-            nb += 1
-    elif fam == _F_O200K:
-        while i < stop and nb < _BATCH:
-            ps[nb] = i
-            j = _piece_o200k(data, i, end, tab, fold)
-            _key_piece(data, nb, i, j, sc, cache, w)
-            i = j
-            nb += 1
-    else:
-        md = 1 if fam == _F_QWEN else 3
-        while i < stop and nb < _BATCH:
-            ps[nb] = i
-            j = _piece_cl100k(data, i, end, tab, fold, md, end_whole)
-            _key_piece(data, nb, i, j, sc, cache, w)
-            i = j
-            nb += 1
+    n = data.shape[0]
+    while i < stop and nb < _BATCH:
+        if i + 64 <= n:  # the pieces a 64-byte window settles, from its mask of piece starts
+            m = _window_starts(data, i, end, stop, fam) >> np.uint64(1)
+            if m != 0:
+                base = i + 1
+                while m != 0 and nb < _BATCH:
+                    ps[nb] = i
+                    j = base + np.int64(_ctz64(m))
+                    _key_piece(data, nb, i, j, sc, cache, w)
+                    i = j
+                    nb += 1
+                    m &= m - np.uint64(1)
+                continue
+        ps[nb] = i
+        j = _next_piece(data, i, end, fam, end_whole, tab, fold)
+        _key_piece(data, nb, i, j, sc, cache, w)
+        i = j
+        nb += 1
     ps[nb] = i
     return nb
 

@@ -27,7 +27,8 @@ from numba import prange
 
 from .engine_cpu import _SHORT, _bpe_long, _heap_scratch, _sp_word, bytes_lookup
 from .hash_table import EMPTY, PAIR_CACHE_BITS, njit_cached
-from .pretok_cpu import _F_GPT2, _F_O200K, _F_QWEN, _piece_cl100k, _piece_gpt2, _piece_o200k, _plan, unit_stop, unit_sync
+from ._intrinsics import ctz64
+from .pretok_cpu import _next_piece, _plan, _window_starts, unit_stop, unit_sync
 
 SHORT = 64  # bpe_cuda.SHORT
 
@@ -37,22 +38,21 @@ def _cut_range(data, start, stop, end, fam, end_whole, tab, fold, out, o):
     """Starts of the pieces that start in ``[start, stop)`` of the segment ending at ``end``
     into ``out[o:]`` (``pretok_cpu._scan_range``); returns the new ``o``."""
     i = start
-    if fam == _F_GPT2:
-        while i < stop:
-            out[o] = i
-            o += 1
-            i = _piece_gpt2(data, i, end, tab, fold)
-    elif fam == _F_O200K:
-        while i < stop:
-            out[o] = i
-            o += 1
-            i = _piece_o200k(data, i, end, tab, fold)
-    else:
-        md = 1 if fam == _F_QWEN else 3
-        while i < stop:
-            out[o] = i
-            o += 1
-            i = _piece_cl100k(data, i, end, tab, fold, md, end_whole)
+    n = data.shape[0]
+    while i < stop:
+        if i + 64 <= n:  # pure-ASCII stretches 64 bytes at a time
+            m = _window_starts(data, i, end, stop, fam) >> np.uint64(1)
+            if m != 0:
+                base = i + 1
+                while m != 0:
+                    out[o] = i
+                    o += 1
+                    i = base + np.int64(ctz64(m))
+                    m &= m - np.uint64(1)
+                continue
+        out[o] = i
+        o += 1
+        i = _next_piece(data, i, end, fam, end_whole, tab, fold)
     return o
 
 

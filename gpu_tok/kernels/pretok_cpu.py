@@ -89,7 +89,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 from numba import njit, prange
 
-from ._intrinsics import ctz64, load64
+from ._intrinsics import ctz64, load64, range_mask64
 from .hash_table import njit_cached, njit_noalloc
 
 __all__ = [
@@ -425,6 +425,57 @@ def _piece_gpt2(data, i, e, tab, fold):
     return _ws_run(data, i, e, tab, False, False)
 
 
+@njit_noalloc(inline="always")
+def _window_limit(data, i, e, stop, reach):
+    """The last bit a 64-byte window at ``i`` may settle: bit ``k`` is read from bytes
+    ``<= k + reach``, which must be ASCII (before the first byte >= 0x80), inside the
+    segment (``< e``) and in the window; and no piece may start past ``stop``."""
+    lim = min(np.int64(63 - reach), e - i - 1 - reach, stop - i)
+    high = range_mask64(data, i, 0x80, 0xFF)
+    if high != 0:
+        lim = min(lim, np.int64(ctz64(high)) - 1 - reach)
+    return lim
+
+
+# Sixty-four bytes at a time (SIMD, ``range_mask64``): the piece starts of pure-ASCII text as
+# a bit mask, from masks of the byte classes, for the gpt2 pattern. Bit ``k`` of a mask is
+# byte ``i + k``; ``x << 1`` moves each bit to the next byte ("the previous byte is x").
+# Over ASCII the pattern reads: a run of letters, of digits or of other characters
+# (``[^\s\p{L}\p{N}]``) is a piece, with one space before it joined to it; a run of
+# whitespace followed by a non-space is cut before its last character (which joins the next
+# piece when it is a space, else stands alone); a contraction (``'s 't 're 've 'm 'll 'd``)
+# that starts a piece is a piece. Which bits the window settles: bit ``k`` depends on bytes
+# ``k - 3 .. k + 1``, so the bits up to the one before the first non-ASCII byte, the byte
+# before the segment's end, and byte 62 (the caller's ``i`` is a piece start: bit 0).
+@njit_noalloc(inline="always")
+def _gpt2_starts(data, i, e, stop):
+    """Bit mask of the gpt2 pattern's piece starts in ``data[i:i + 64]`` that this window
+    settles (bit 0, ``i``, is a piece start; bits past ``stop - i`` are left out, so a piece
+    that starts at or after ``stop`` is never implied). Needs ``i + 64 <= data.shape[0]``."""
+    lett = range_mask64(data, i, 0x41, 0x5A) | range_mask64(data, i, 0x61, 0x7A)
+    dig = range_mask64(data, i, 0x30, 0x39)
+    sp = range_mask64(data, i, 0x20, 0x20)
+    ws = range_mask64(data, i, 9, 13) | sp
+    oth = ~(lett | dig | ws)
+    one = np.uint64(1)
+    cs = (lett & ~(lett << one)) | (dig & ~(dig << one)) | (oth & ~(oth << one)) | (ws & ~(ws << one))
+    nws = ~ws >> one  # bit k: byte k + 1 is not whitespace
+    st = (cs & ~((sp & nws) << one)) | (ws & nws) | one
+    aps = range_mask64(data, i, 0x27, 0x27) & st  # apostrophes that start a piece
+    if aps != 0:
+        two = ((range_mask64(data, i, 0x73, 0x74) | range_mask64(data, i, 0x6D, 0x6D)
+                | range_mask64(data, i, 0x64, 0x64)) >> one) & aps  # 's 't 'm 'd
+        ell = range_mask64(data, i, 0x6C, 0x6C)
+        rv = range_mask64(data, i, 0x72, 0x72) | range_mask64(data, i, 0x76, 0x76)
+        three = (((rv >> one) & (range_mask64(data, i, 0x65, 0x65) >> np.uint64(2)))
+                 | ((ell >> one) & (ell >> np.uint64(2)))) & aps  # 're 've 'll
+        st = (st & ~((two | three) << one)) | (two << np.uint64(2)) | (three << np.uint64(3))
+    lim = _window_limit(data, i, e, stop, 1)
+    if lim < 1:
+        return one
+    return st & ((np.uint64(2) << np.uint64(lim)) - one)
+
+
 @_piece_jit
 def _digit_run(data, p, e, tab, max_digits):
     r"""``\p{N}{1,max_digits}`` after a first digit that ends at ``p``."""
@@ -499,6 +550,87 @@ def _ws_run(data, i, e, tab, newlines, end_whole):
         return q
 
 
+@njit_noalloc(inline="always")
+def _ci_mask(data, i, c):
+    """Bits of the bytes equal to the ASCII letter ``c`` (lower case) in either case."""
+    return range_mask64(data, i, c, c) | range_mask64(data, i, c - 32, c - 32)
+
+
+@njit_noalloc(inline="always")
+def _newline_runs(data, i, ws, nl, st, lim):
+    r"""``\s*[\r\n]+``: a run of whitespace holding ``\r`` or ``\n`` ends a piece after its
+    last one. Adds those starts to ``st``; a run whose end the window cannot see lowers the
+    limit to its first undecided newline (the bits up to there do not depend on it).
+    Returns ``(st, lim)``."""
+    one = np.uint64(1)
+    m = nl & ((np.uint64(2) << np.uint64(lim)) - one)
+    while m != 0:
+        p = np.int64(ctz64(m))
+        m &= m - one
+        r = p + 1 + np.int64(ctz64(~ws >> np.uint64(p + 1)))  # the first byte after the run
+        if r > lim + 1:
+            return st, p
+        if p + 1 + np.int64(ctz64(nl >> np.uint64(p + 1))) >= r:  # no newline after p in the run
+            st |= one << np.uint64(p + 1)
+    return st, lim
+
+
+@njit_noalloc(inline="always")
+def _cl100k_starts(data, i, e, stop, max_digits):
+    r"""``_gpt2_starts`` for the cl100k / Llama-3 pattern (``max_digits`` 3) and Qwen's (1).
+    Over ASCII: a contraction (any case) that starts a piece; a run of letters with one
+    character before it that is neither a letter, a digit, ``\r`` nor ``\n`` when that
+    character starts a piece; digits in groups of ``max_digits``; a run of other characters
+    with one space before it, then the newlines that follow it; whitespace to its last
+    newline, else cut before its last character (which may join the next piece)."""
+    one = np.uint64(1)
+    lim = _window_limit(data, i, e, stop, 1)
+    if lim < 1:
+        return one
+    lett = range_mask64(data, i, 0x41, 0x5A) | range_mask64(data, i, 0x61, 0x7A)
+    dig = range_mask64(data, i, 0x30, 0x39)
+    sp = range_mask64(data, i, 0x20, 0x20)
+    nl = range_mask64(data, i, 10, 10) | range_mask64(data, i, 13, 13)
+    wnn = range_mask64(data, i, 9, 9) | range_mask64(data, i, 11, 12) | sp  # \s but \r \n
+    ws = wnn | nl
+    oth = ~(lett | dig | ws)
+    # the newlines right after a run of other characters belong to its piece ([\r\n]*):
+    # adding each chain's first bit carries through the chain and clears it
+    ab = nl & ~(nl + (((oth & ~(oth >> one)) << one) & nl))
+    nl &= ~ab
+    w2 = ws & ~ab
+    if max_digits == 1:
+        ds = dig
+    else:  # \p{N}{1,3}: a run's first digit, then every third while the run goes on
+        ds = dig & ~(dig << one)
+        full = dig & (dig << one) & (dig << np.uint64(2))
+        t = ds
+        while True:
+            t = (t << np.uint64(3)) & full
+            if t == 0:
+                break
+            ds |= t
+    os_ = oth & ~(oth << one)
+    lastw = wnn & (~ws >> one)  # white space (not \r \n) before a non-space: starts a piece
+    st = (lett & ~(lett << one)) | ds | os_ | (w2 & ~(w2 << one)) | lastw | one
+    st, lim = _newline_runs(data, i, ws, nl, st, lim)
+    sp_o = sp & lastw & (oth >> one)  # ' ?[^\s\p{L}\p{N}]+'
+    pre = ((lastw & ~sp_o) | (os_ & ~(sp_o << one))) & (lett >> one)  # [^\r\n\p{L}\p{N}]?\p{L}+
+    aps = range_mask64(data, i, 0x27, 0x27) & os_ & ~(sp_o << one)  # apostrophes starting a piece
+    if aps != 0:
+        ell = _ci_mask(data, i, 0x6C)
+        two = ((_ci_mask(data, i, 0x73) | _ci_mask(data, i, 0x74) | _ci_mask(data, i, 0x6D)
+                | _ci_mask(data, i, 0x64)) >> one) & aps
+        three = ((((_ci_mask(data, i, 0x72) | _ci_mask(data, i, 0x76)) >> one) & (_ci_mask(data, i, 0x65) >> np.uint64(2)))
+                 | ((ell >> one) & (ell >> np.uint64(2)))) & aps
+        pre &= ~(two | three)
+        st = (st & ~((two | three) << one)) | (two << np.uint64(2)) | (three << np.uint64(3))
+    st &= ~((sp_o | pre) << one)
+    if lim < 1:
+        return one
+    return st & ((np.uint64(2) << np.uint64(lim)) - one)
+
+
 @_piece_jit
 def _piece_cl100k(data, i, e, tab, fold, max_digits, end_whole):
     c, n = _dec(data, i)
@@ -566,6 +698,72 @@ def _o200k_ascii_word(data, i, e):
     if q < e and data[q] >= 0x80:
         return -1
     return q
+
+
+@njit_noalloc(inline="always")
+def _o200k_starts(data, i, e, stop):
+    r"""``_gpt2_starts`` for the o200k pattern. Over ASCII: a word is ``[A-Z]*[a-z]*`` (a new
+    one at each capital after a small letter) with one character before it that is neither
+    a letter, a digit, ``\r`` nor ``\n`` when that character starts a piece, and a
+    contraction (any case) right after it; digits in groups of three; a run of other
+    characters with one space before it, then the ``\r``, ``\n`` and ``/`` that follow it;
+    whitespace as in ``_cl100k_starts``. Bit ``k`` reads bytes up to ``k + 2`` here (an
+    apostrophe is a piece start unless ``'ll`` ``'re`` ``'ve`` follows a word)."""
+    one = np.uint64(1)
+    lim = _window_limit(data, i, e, stop, 2)
+    if lim < 1:
+        return one
+    up = range_mask64(data, i, 0x41, 0x5A)
+    low = range_mask64(data, i, 0x61, 0x7A)
+    lett = up | low
+    dig = range_mask64(data, i, 0x30, 0x39)
+    sp = range_mask64(data, i, 0x20, 0x20)
+    nl = range_mask64(data, i, 10, 10) | range_mask64(data, i, 13, 13)
+    wnn = range_mask64(data, i, 9, 9) | range_mask64(data, i, 11, 12) | sp
+    ws = wnn | nl
+    oth = ~(lett | dig | ws)
+    # [\r\n/]* after a run of other characters: a chain starts at a newline after one
+    # (a "/" right after the run is in the run). A "/" of the chain is a character of
+    # the other class too, so a newline after it seeds the same chain again: the sum
+    # carries from the first seed, and the later seeds (left set by it) are added back.
+    tail = nl | range_mask64(data, i, 0x2F, 0x2F)
+    seed = (oth << one) & nl
+    ab = (tail & ~(tail + seed)) | seed
+    nl &= ~ab
+    w2 = ws & ~ab
+    oth &= ~ab
+    ds = dig & ~(dig << one)
+    full = dig & (dig << one) & (dig << np.uint64(2))
+    t = ds
+    while True:
+        t = (t << np.uint64(3)) & full
+        if t == 0:
+            break
+        ds |= t
+    os_ = oth & ~(oth << one)
+    lastw = wnn & (~ws >> one)
+    st = ((lett & ~(lett << one)) | (up & (low << one)) | ds | os_ | (w2 & ~(w2 << one)) | lastw
+          | one)
+    st, lim = _newline_runs(data, i, ws, nl, st, lim)
+    sp_o = sp & lastw & (oth >> one)
+    pre = ((lastw & ~sp_o) | (os_ & ~(sp_o << one))) & (lett >> one)
+    st &= ~((sp_o | pre) << one)
+    aps = range_mask64(data, i, 0x27, 0x27) & (lett << one)  # apostrophes right after a letter
+    if aps != 0:
+        ell = _ci_mask(data, i, 0x6C)
+        two = ((_ci_mask(data, i, 0x73) | _ci_mask(data, i, 0x74) | _ci_mask(data, i, 0x6D)
+                | _ci_mask(data, i, 0x64)) >> one) & aps
+        three = ((((_ci_mask(data, i, 0x72) | _ci_mask(data, i, 0x76)) >> one) & (_ci_mask(data, i, 0x65) >> np.uint64(2)))
+                 | ((ell >> one) & (ell >> np.uint64(2)))) & aps
+        ends = (two << np.uint64(2)) | (three << np.uint64(3))
+        clash = ends & (two | three)  # a contraction right after a contraction: left to the scalar code
+        if clash != 0:
+            lim = min(lim, np.int64(ctz64(clash)) - 1)
+        k = two | three
+        st = (st & ~(k | (k << one) | (three << np.uint64(2)))) | ends
+    if lim < 1:
+        return one
+    return st & ((np.uint64(2) << np.uint64(lim)) - one)
 
 
 @_piece_jit
@@ -659,24 +857,46 @@ _piece_cl100k_inline = _inline_twin(_piece_cl100k)
 _piece_o200k_inline = _inline_twin(_piece_o200k)
 
 
+@njit_noalloc(inline="always")
+def _window_starts(data, i, e, stop, fam):
+    """The family's 64-byte window at ``i`` (``_gpt2_starts`` and the others); needs
+    ``i + 64 <= data.shape[0]``."""
+    if fam == _F_GPT2:
+        return _gpt2_starts(data, i, e, stop)
+    if fam == _F_O200K:
+        return _o200k_starts(data, i, e, stop)
+    return _cl100k_starts(data, i, e, stop, 1 if fam == _F_QWEN else 3)
+
+
+@njit_noalloc(inline="always")
+def _next_piece(data, i, e, fam, end_whole, tab, fold):
+    """The end of the piece at ``i``, one character at a time (the family's ``_piece_*``)."""
+    if fam == _F_GPT2:
+        return _piece_gpt2_inline(data, i, e, tab, fold)
+    if fam == _F_O200K:
+        return _piece_o200k_inline(data, i, e, tab, fold)
+    return _piece_cl100k_inline(data, i, e, tab, fold, 1 if fam == _F_QWEN else 3, end_whole)
+
+
 @_piece_jit
 def _scan_range(data, start, stop, end, fam, end_whole, tab, fold, mask):
     """Mark the pieces that start in ``[start, stop)``: ``start`` is a piece start of the
-    segment that ends at ``end``, ``stop`` another one (or ``end``)."""
+    segment that ends at ``end``, ``stop`` another one (or ``end``). Pure-ASCII stretches
+    go 64 bytes at a time (``_window_starts``), the rest one piece at a time."""
     i = start
-    if fam == _F_GPT2:
-        while i < stop:
-            mask[i] = 1
-            i = _piece_gpt2_inline(data, i, end, tab, fold)
-    elif fam == _F_O200K:
-        while i < stop:
-            mask[i] = 1
-            i = _piece_o200k_inline(data, i, end, tab, fold)
-    else:
-        max_digits = 1 if fam == _F_QWEN else 3
-        while i < stop:
-            mask[i] = 1
-            i = _piece_cl100k_inline(data, i, end, tab, fold, max_digits, end_whole)
+    n = data.shape[0]
+    while i < stop:
+        if i + 64 <= n:
+            m = _window_starts(data, i, end, stop, fam) >> np.uint64(1)
+            if m != 0:
+                base = i + 1
+                while m != 0:
+                    mask[i] = 1
+                    i = base + np.int64(ctz64(m))
+                    m &= m - np.uint64(1)
+                continue
+        mask[i] = 1
+        i = _next_piece(data, i, end, fam, end_whole, tab, fold)
 
 
 @njit_cached
