@@ -154,6 +154,31 @@ def test_cached_pieces_of_every_length_and_id_count(family):
         assert got == want
 
 
+@pytest.mark.parametrize("family", ["gpt2", "llama3", "gpt-4o"])
+def test_tiny_word_caches_evict_and_reorder_exactly(family, monkeypatch):
+    """Word caches of a few sets each, so nearly every lookup contends: keys evicted from
+    their sets, hits found in any way and moved to the front, wide-cache marks whose long
+    entry another piece has since taken. Three passes, each equal to the reference."""
+    monkeypatch.setattr(fast_cpu, "_CACHE_SLOTS", 16)
+    monkeypatch.setattr(fast_cpu, "_WIDE_SLOTS", 8)
+    monkeypatch.setattr(fast_cpu, "_LONG_SLOTS", 2)
+    rng = random.Random(12)
+    pool = list("abcdefgh") + ["é", "ж", "中", "ش", "ก"]
+    words = [" " + "".join(rng.choice(pool) for _ in range(rng.randint(1, 14))) for _ in range(300)]
+    words += [" " + "".join(rng.choice("ж中ก") for _ in range(rng.randint(6, 20))) for _ in range(30)]
+    texts = ["".join(rng.choice(words) for _ in range(rng.randint(5, 60))) for _ in range(60)]
+    t = tok(family)
+    want = t.encode_batch_ids(texts, add_special_tokens=False, device="ref").to_list()
+    eng = t._cpu_engine().engine
+    eng._wcache = None
+    try:
+        for _ in range(3):
+            assert t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list() == want
+        assert eng._wcache[0].shape[1] == 16  # the tiny caches were the ones used
+    finally:
+        eng._wcache = None
+
+
 def test_nfc_check_equals_reference():
     from gpu_tok.config import UnicodeNormalizer
     from gpu_tok.cpu_ref.normalizers import normalize_str

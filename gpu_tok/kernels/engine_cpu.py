@@ -525,7 +525,8 @@ def add_template(ids, row_splits, prefix, suffix):
 #   little-endian; two ids per word, the first in the low half). ``w1``'s top byte is never
 #   0 in a used entry, so a zeroed slot is empty. Four-way sets (slots 4k..4k+3: two 64-byte
 #   lines when the array is 64-byte aligned): a new entry goes to 4k, the others move one
-#   way down and the oldest leaves. The set is prefetched as soon as the piece is cut.
+#   way down and the oldest leaves; a hit in another way is swapped to 4k (so the branch
+#   on "found first" is predicted). The set is prefetched as soon as the piece is cut.
 # * short pieces with 5..12 ids: ``wide: uint64[W, C2, 8]``, 64-byte entries ``[w0, w1 | n << 56
 #   | n_ids << 60, six words of ids]``, four-way sets as above (hash bits 32 and up). A short
 #   piece with more ids leaves a mark there (``n_ids`` = 15: its ids are in the long cache),
@@ -806,12 +807,28 @@ def _wide_slot(wide, h):
 
 
 @njit_noalloc(inline="always")
-def _set_find(tab, w, slot, pw0, pw1):
-    """The entry of the set at ``slot`` (short or wide cache) whose key is ``pw0, pw1``, or -1."""
-    for way in range(_WAYS):
-        if tab[w, slot + way, 0] == pw0 and (tab[w, slot + way, 1] & _KEY1) == pw1:
-            return slot + way
-    return -1
+def _is_key(tab, w, e, pw0, pw1):
+    return tab[w, e, 0] == pw0 and (tab[w, e, 1] & _KEY1) == pw1
+
+
+@njit_noalloc(inline="always")
+def _find_to_front(tab, w, slot, pw0, pw1):
+    """Whether the set at ``slot`` (short or wide cache) holds the key ``pw0, pw1``; if so it
+    is now the set's first entry (``slot``): a found key in another way is swapped with the
+    first. Most lookups then find their key first, and the branch on it is predicted (with
+    keys left where they were inserted, the way of a hit was a guess: measured 53 -> 44 ms
+    per 8 MB of English prose)."""
+    if _is_key(tab, w, slot, pw0, pw1):
+        return True
+    for way in range(1, _WAYS):
+        e = slot + way
+        if _is_key(tab, w, e, pw0, pw1):
+            for k in range(tab.shape[2]):
+                t = tab[w, slot, k]
+                tab[w, slot, k] = tab[w, e, k]
+                tab[w, e, k] = t
+            return True
+    return False
 
 
 @njit_noalloc(inline="always")
@@ -851,20 +868,18 @@ def _encode_hit(data, a, n, slot, pw0, pw1, init_ids, cache, w, out, o):
     if n == 1:
         out[o] = init_ids[data[a]]
         return o + 1
-    if slot >= 0:
-        for way in range(_WAYS):
-            if cache[w, slot + way, 0] == pw0 and (cache[w, slot + way, 1] & _KEY1) == pw1:
-                c = np.int64(cache[w, slot + way, 1] >> np.uint64(60))
-                x = cache[w, slot + way, 2]
-                # n >= 2 and ids never outnumber bytes: o + 1 stays inside this piece's room
-                out[o] = np.int32(x & _M32)
-                out[o + 1] = np.int32(x >> np.uint64(32))
-                if c > 2:
-                    x = cache[w, slot + way, 3]
-                    out[o + 2] = np.int32(x & _M32)
-                    if c > 3:
-                        out[o + 3] = np.int32(x >> np.uint64(32))
-                return o + c
+    if slot >= 0 and _find_to_front(cache, w, slot, pw0, pw1):
+        c = np.int64(cache[w, slot, 1] >> np.uint64(60))
+        x = cache[w, slot, 2]
+        # n >= 2 and ids never outnumber bytes: o + 1 stays inside this piece's room
+        out[o] = np.int32(x & _M32)
+        out[o + 1] = np.int32(x >> np.uint64(32))
+        if c > 2:
+            x = cache[w, slot, 3]
+            out[o + 2] = np.int32(x & _M32)
+            if c > 3:
+                out[o + 3] = np.int32(x >> np.uint64(32))
+        return o + c
     return -1
 
 
@@ -878,12 +893,11 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena,
     in_long = False
     if slot >= 0:  # the wide cache: short pieces with 5.._WIDE_IDS ids (or a mark: in the long cache)
         wslot = _wide_slot(wide, ph)
-        e = _set_find(wide, w, wslot, pw0, pw1)
-        if e >= 0:
-            if _entry_count(wide, w, e) == _IN_LONG:
+        if _find_to_front(wide, w, wslot, pw0, pw1):
+            if _entry_count(wide, w, wslot) == _IN_LONG:
                 in_long = True
             else:
-                return o + _entry_ids(wide, w, e, out, o)
+                return o + _entry_ids(wide, w, wslot, out, o)
     # the long cache: pieces of 16.._LONG_MAX bytes, and short ones with more ids than a wide
     # entry holds (probed only when the wide cache marks them so)
     lslot = -1
@@ -1154,13 +1168,11 @@ def _sp_word_cached(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide
         return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
     pw0, pw1, h = short_key(buf, a, n)
     slot = np.int64(h & np.uint64(cache.shape[1] - 1)) & ~np.int64(_WAYS - 1)
-    e = _set_find(cache, w, slot, pw0, pw1)
-    if e >= 0:
-        return _entry_ids(cache, w, e, out, o)
+    if _find_to_front(cache, w, slot, pw0, pw1):
+        return _entry_ids(cache, w, slot, out, o)
     wslot = _wide_slot(wide, h)
-    e = _set_find(wide, w, wslot, pw0, pw1)
-    if e >= 0:
-        return _entry_ids(wide, w, e, out, o)
+    if _find_to_front(wide, w, wslot, pw0, pw1):
+        return _entry_ids(wide, w, wslot, out, o)
     c = _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
     if c <= _SHORT_IDS:
         _set_put(cache, w, slot, pw0, pw1, c, out, o, c)
