@@ -38,6 +38,7 @@ import numpy as np
 from numba import prange
 
 from ._intrinsics import ctz64 as _ctz64
+from ._intrinsics import range_mask64 as _range_mask64
 from ._intrinsics import load64 as _load64
 from ._intrinsics import prefetch1 as _prefetch1
 from ._intrinsics import prefetch3 as _prefetch3
@@ -254,7 +255,18 @@ def _match_segment(data, a, b, tkeys, tvals, term, first, fb, trunk, tflags, id_
     nfb = fb.shape[0]
     N = data.shape[0]
     while i < b:
-        if nfb > 0 and i + 8 <= N:
+        if nfb > 0 and i + 64 <= N:  # 64 bytes at a time (SIMD compares)
+            m = np.uint64(0)
+            for f in range(nfb):
+                v = np.int64(fb[f])
+                m |= _range_mask64(data, i, v, v)
+            if m == 0:
+                i += 64
+                continue
+            i += np.int64(_ctz64(m))
+            if i >= b:
+                break
+        elif nfb > 0 and i + 8 <= N:
             # eight bytes at a time: bit 7 of each byte equal to one of the first bytes
             # (the lowest set bit is exact: borrows only reach bytes above a true match)
             x = _load64(data, i)
