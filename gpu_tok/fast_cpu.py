@@ -35,8 +35,8 @@ from .kernels.hash_table import interleave
 
 _PARALLEL_MIN_BYTES = 1 << 18  # below this one thread does all (the thread pool costs ~30 ms per call here)
 _CACHE_SLOTS = 1 << 19  # short-piece cache slots per worker (32 bytes each: 16 MiB)
-_WIDE_SLOTS = 1 << 17  # short pieces with 5..12 ids (64 bytes each: 8 MiB)
-_LONG_SLOTS = 1 << 15  # long-piece cache slots per worker (208 bytes each: 6.5 MiB)
+_WIDE_SLOTS = 1 << 18  # short pieces with 5..12 ids (64 bytes each: 16 MiB)
+_LONG_SLOTS = 1 << 16  # long-piece cache slots per worker, four-way sets (208 bytes each: 13 MiB)
 
 
 def plan_threads(num_threads: Optional[int], n_bytes: int) -> Tuple[int, bool]:
@@ -250,7 +250,7 @@ class ByteBPEEngine:
 
     def _alloc_word_cache(self, workers: int):
         """Per worker: the short and wide word caches, the long-piece cache and the pair cache
-        (``kernels.engine_cpu``): about 31 MiB per worker thread."""
+        (``kernels.engine_cpu``): about 45 MiB per worker thread."""
         return (*word_caches(workers),
                 np.zeros((workers, _LONG_SLOTS, 2), np.uint64),
                 np.zeros((workers, _LONG_SLOTS, 64), np.uint8),

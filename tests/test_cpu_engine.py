@@ -161,7 +161,7 @@ def test_tiny_word_caches_evict_and_reorder_exactly(family, monkeypatch):
     entry another piece has since taken. Three passes, each equal to the reference."""
     monkeypatch.setattr(fast_cpu, "_CACHE_SLOTS", 16)
     monkeypatch.setattr(fast_cpu, "_WIDE_SLOTS", 8)
-    monkeypatch.setattr(fast_cpu, "_LONG_SLOTS", 2)
+    monkeypatch.setattr(fast_cpu, "_LONG_SLOTS", 4)
     rng = random.Random(12)
     pool = list("abcdefgh") + ["é", "ж", "中", "ش", "ก"]
     words = [" " + "".join(rng.choice(pool) for _ in range(rng.randint(1, 14))) for _ in range(300)]

@@ -545,8 +545,10 @@ def add_template(ids, row_splits, prefix, suffix):
 #   so a short piece missing both caches costs no probe of the long cache.
 # * long pieces (16..64 bytes) and short ones with more ids (at most 32): ``lmeta:
 #   uint64[W, L, 2]`` ``[hash, n | n_ids << 16]``, ``lbytes: uint8[W, L, 64]`` the
-#   piece (compared byte for byte on a hit), ``lids: int32[W, L, 32]``; direct-mapped.
-# Pieces of one byte need no cache; longer ones are encoded every time.
+#   piece (compared byte for byte on a hit), ``lids: int32[W, L, 32]``; four-way sets
+#   (newest first, oldest out; direct-mapped, half the pieces of 16-64 bytes of the
+#   multilingual bench file shared a slot with another).
+# Pieces longer than 64 bytes are encoded every time.
 
 from numba import get_thread_id  # noqa: E402
 
@@ -917,19 +919,20 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena,
     lh = np.uint64(0)
     if n <= _LONG_MAX:
         lh = ph if slot >= 0 else bytes_hash(data, a, b)
-        lslot = np.int64(lh & np.uint64(lmeta.shape[1] - 1))
+        lslot = np.int64(lh & np.uint64(lmeta.shape[1] - 1)) & ~np.int64(_WAYS - 1)  # a four-way set
     if lslot >= 0 and (slot < 0 or in_long):
-        if lmeta[w, lslot, 0] == lh and np.int64(lmeta[w, lslot, 1] & np.uint64(0xFFFF)) == n:
-            same = True
-            for k in range(n):
-                if lbytes[w, lslot, k] != data[a + k]:
-                    same = False
-                    break
-            if same:
-                c = np.int64(lmeta[w, lslot, 1] >> np.uint64(16))
-                for k in range(c):
-                    out[o + k] = lids[w, lslot, k]
-                return o + c
+        for e in range(lslot, lslot + _WAYS):
+            if lmeta[w, e, 0] == lh and np.int64(lmeta[w, e, 1] & np.uint64(0xFFFF)) == n:
+                same = True
+                for k in range(n):
+                    if lbytes[w, e, k] != data[a + k]:
+                        same = False
+                        break
+                if same:
+                    c = np.int64(lmeta[w, e, 1] >> np.uint64(16))
+                    for k in range(c):
+                        out[o + k] = lids[w, e, k]
+                    return o + c
     c = -1
     if whole_first:
         t = bytes_lookup(data, a, b, arena, tok_off, bkeys, bvals)
@@ -955,6 +958,15 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena,
 
 @njit_noalloc(inline="always")
 def _long_insert(data, a, n, c, lh, lslot, lmeta, lbytes, lids, w, out, o):
+    """Put a long piece first in its four-way set (the others one way down, the oldest out)."""
+    for e in range(lslot + _WAYS - 1, lslot, -1):
+        lmeta[w, e, 0] = lmeta[w, e - 1, 0]
+        lmeta[w, e, 1] = lmeta[w, e - 1, 1]
+        m = np.int64(lmeta[w, e, 1] & np.uint64(0xFFFF))
+        for k in range(m):
+            lbytes[w, e, k] = lbytes[w, e - 1, k]
+        for k in range(np.int64(lmeta[w, e, 1] >> np.uint64(16))):
+            lids[w, e, k] = lids[w, e - 1, k]
     lmeta[w, lslot, 0] = lh
     lmeta[w, lslot, 1] = np.uint64(n) | (np.uint64(c) << np.uint64(16))
     for k in range(n):
