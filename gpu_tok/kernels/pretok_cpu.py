@@ -437,6 +437,52 @@ def _window_limit(data, i, e, stop, reach):
     return lim
 
 
+@njit_noalloc(inline="always")
+def _ci_mask(data, i, c):
+    """Bits of the bytes equal to the ASCII letter ``c`` (lower case) in either case."""
+    return range_mask64(data, i, c, c) | range_mask64(data, i, c - 32, c - 32)
+
+
+@njit_noalloc(inline="always")
+def _letter_mask(data, i, c, ci):
+    """Bits of the bytes equal to the small ASCII letter ``c``, either case when ``ci``."""
+    if ci:
+        return _ci_mask(data, i, c)
+    return range_mask64(data, i, c, c)
+
+
+@njit_noalloc(inline="always")
+def _contraction_masks(data, i, aps, ci):
+    """``(two, three)``: the apostrophes of ``aps`` followed by ``s t m d`` (a two-byte
+    contraction) and by ``re ve ll`` (three bytes); letters in either case when ``ci``."""
+    one = np.uint64(1)
+    ell = _letter_mask(data, i, 0x6C, ci)
+    two = ((_letter_mask(data, i, 0x73, ci) | _letter_mask(data, i, 0x74, ci) | _letter_mask(data, i, 0x6D, ci)
+            | _letter_mask(data, i, 0x64, ci)) >> one) & aps
+    rv = _letter_mask(data, i, 0x72, ci) | _letter_mask(data, i, 0x76, ci)
+    three = (((rv >> one) & (_letter_mask(data, i, 0x65, ci) >> np.uint64(2)))
+             | ((ell >> one) & (ell >> np.uint64(2)))) & aps
+    return two, three
+
+
+@njit_noalloc(inline="always")
+def _digit_groups(dig, max_digits):
+    r"""Starts of ``\p{N}{1,max_digits}`` pieces (``max_digits`` 1 or 3) in the digit mask:
+    each run's first digit, then every third while the run goes on."""
+    one = np.uint64(1)
+    if max_digits == 1:
+        return dig
+    ds = dig & ~(dig << one)
+    full = dig & (dig << one) & (dig << np.uint64(2))
+    t = ds
+    while True:
+        t = (t << np.uint64(3)) & full
+        if t == 0:
+            break
+        ds |= t
+    return ds
+
+
 # Sixty-four bytes at a time (SIMD, ``range_mask64``): the piece starts of pure-ASCII text as
 # a bit mask, from masks of the byte classes, for the gpt2 pattern. Bit ``k`` of a mask is
 # byte ``i + k``; ``x << 1`` moves each bit to the next byte ("the previous byte is x").
@@ -463,12 +509,7 @@ def _gpt2_starts(data, i, e, stop):
     st = (cs & ~((sp & nws) << one)) | (ws & nws) | one
     aps = range_mask64(data, i, 0x27, 0x27) & st  # apostrophes that start a piece
     if aps != 0:
-        two = ((range_mask64(data, i, 0x73, 0x74) | range_mask64(data, i, 0x6D, 0x6D)
-                | range_mask64(data, i, 0x64, 0x64)) >> one) & aps  # 's 't 'm 'd
-        ell = range_mask64(data, i, 0x6C, 0x6C)
-        rv = range_mask64(data, i, 0x72, 0x72) | range_mask64(data, i, 0x76, 0x76)
-        three = (((rv >> one) & (range_mask64(data, i, 0x65, 0x65) >> np.uint64(2)))
-                 | ((ell >> one) & (ell >> np.uint64(2)))) & aps  # 're 've 'll
+        two, three = _contraction_masks(data, i, aps, False)  # case-sensitive here
         st = (st & ~((two | three) << one)) | (two << np.uint64(2)) | (three << np.uint64(3))
     lim = _window_limit(data, i, e, stop, 1)
     if lim < 1:
@@ -551,12 +592,6 @@ def _ws_run(data, i, e, tab, newlines, end_whole):
 
 
 @njit_noalloc(inline="always")
-def _ci_mask(data, i, c):
-    """Bits of the bytes equal to the ASCII letter ``c`` (lower case) in either case."""
-    return range_mask64(data, i, c, c) | range_mask64(data, i, c - 32, c - 32)
-
-
-@njit_noalloc(inline="always")
 def _newline_runs(data, i, ws, nl, st, lim):
     r"""``\s*[\r\n]+``: a run of whitespace holding ``\r`` or ``\n`` ends a piece after its
     last one. Adds those starts to ``st``; a run whose end the window cannot see lowers the
@@ -599,17 +634,7 @@ def _cl100k_starts(data, i, e, stop, max_digits):
     ab = nl & ~(nl + (((oth & ~(oth >> one)) << one) & nl))
     nl &= ~ab
     w2 = ws & ~ab
-    if max_digits == 1:
-        ds = dig
-    else:  # \p{N}{1,3}: a run's first digit, then every third while the run goes on
-        ds = dig & ~(dig << one)
-        full = dig & (dig << one) & (dig << np.uint64(2))
-        t = ds
-        while True:
-            t = (t << np.uint64(3)) & full
-            if t == 0:
-                break
-            ds |= t
+    ds = _digit_groups(dig, max_digits)
     os_ = oth & ~(oth << one)
     lastw = wnn & (~ws >> one)  # white space (not \r \n) before a non-space: starts a piece
     st = (lett & ~(lett << one)) | ds | os_ | (w2 & ~(w2 << one)) | lastw | one
@@ -618,11 +643,7 @@ def _cl100k_starts(data, i, e, stop, max_digits):
     pre = ((lastw & ~sp_o) | (os_ & ~(sp_o << one))) & (lett >> one)  # [^\r\n\p{L}\p{N}]?\p{L}+
     aps = range_mask64(data, i, 0x27, 0x27) & os_ & ~(sp_o << one)  # apostrophes starting a piece
     if aps != 0:
-        ell = _ci_mask(data, i, 0x6C)
-        two = ((_ci_mask(data, i, 0x73) | _ci_mask(data, i, 0x74) | _ci_mask(data, i, 0x6D)
-                | _ci_mask(data, i, 0x64)) >> one) & aps
-        three = ((((_ci_mask(data, i, 0x72) | _ci_mask(data, i, 0x76)) >> one) & (_ci_mask(data, i, 0x65) >> np.uint64(2)))
-                 | ((ell >> one) & (ell >> np.uint64(2)))) & aps
+        two, three = _contraction_masks(data, i, aps, True)
         pre &= ~(two | three)
         st = (st & ~((two | three) << one)) | (two << np.uint64(2)) | (three << np.uint64(3))
     st &= ~((sp_o | pre) << one)
@@ -732,14 +753,7 @@ def _o200k_starts(data, i, e, stop):
     nl &= ~ab
     w2 = ws & ~ab
     oth &= ~ab
-    ds = dig & ~(dig << one)
-    full = dig & (dig << one) & (dig << np.uint64(2))
-    t = ds
-    while True:
-        t = (t << np.uint64(3)) & full
-        if t == 0:
-            break
-        ds |= t
+    ds = _digit_groups(dig, 3)
     os_ = oth & ~(oth << one)
     lastw = wnn & (~ws >> one)
     st = ((lett & ~(lett << one)) | (up & (low << one)) | ds | os_ | (w2 & ~(w2 << one)) | lastw
@@ -750,11 +764,7 @@ def _o200k_starts(data, i, e, stop):
     st &= ~((sp_o | pre) << one)
     aps = range_mask64(data, i, 0x27, 0x27) & (lett << one)  # apostrophes right after a letter
     if aps != 0:
-        ell = _ci_mask(data, i, 0x6C)
-        two = ((_ci_mask(data, i, 0x73) | _ci_mask(data, i, 0x74) | _ci_mask(data, i, 0x6D)
-                | _ci_mask(data, i, 0x64)) >> one) & aps
-        three = ((((_ci_mask(data, i, 0x72) | _ci_mask(data, i, 0x76)) >> one) & (_ci_mask(data, i, 0x65) >> np.uint64(2)))
-                 | ((ell >> one) & (ell >> np.uint64(2)))) & aps
+        two, three = _contraction_masks(data, i, aps, True)
         ends = (two << np.uint64(2)) | (three << np.uint64(3))
         clash = ends & (two | three)  # a contraction right after a contraction: left to the scalar code
         if clash != 0:
