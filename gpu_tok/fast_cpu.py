@@ -473,15 +473,7 @@ def spec_for_config(cfg: C.TokenizerConfig, ref) -> EngineSpec:
             token_bytes[i] = None  # not a byte-level token: BPE can never produce it from bytes
     if any(i >= 2 ** 31 for i in vocab.values()):
         raise NotServed("ids beyond 2**31")
-    raw, norm_toks = [], []
-    added = ref.added
-    for i, tok in added.map_r.items():
-        flags = (1 if tok.single_word else 0) | (2 if tok.lstrip else 0) | (4 if tok.rstrip else 0)
-        if tok.normalized:
-            content = added.normalized_form.get(i, tok.content)
-            norm_toks.append((content.encode("utf-8"), i, flags))
-        else:
-            raw.append((tok.content.encode("utf-8"), i, flags))
+    raw, norm_toks = _added_token_lists(ref)
     # the reference's trie is built in the order of its map (first entry wins on equal content)
     return EngineSpec(family=family, dialect=dialect, init_ids=np.array(init, np.int32), token_bytes=token_bytes,
                       merges=merge_table_from_model(model), whole_first=bool(m.ignore_merges),
