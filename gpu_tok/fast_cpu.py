@@ -709,14 +709,9 @@ class CpuSentencePieceEngine:
         self._lock = threading.Lock()
         self._wcache = None
 
-    def _word_cache(self, locked: bool, workers: int):
-        """The short and wide word caches (``ByteBPEEngine``'s layout), kept across calls;
-        a call that finds them in use by another Python thread gets private ones."""
-        if not locked:
-            return word_caches(workers)
-        if self._wcache is None or self._wcache[0].shape[0] < workers:
-            self._wcache = word_caches(max(workers, default_threads()))
-        return self._wcache
+    # the short and wide word caches (``ByteBPEEngine``'s layout), kept across calls the same way
+    _alloc_word_cache = staticmethod(word_caches)
+    _word_cache = ByteBPEEngine._word_cache
 
     def encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int]):
         from .cpu_ref.pipeline import check_text

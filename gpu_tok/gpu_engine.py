@@ -347,10 +347,7 @@ class SentencePieceHost:
     """Pieces of a ``fast_cpu.CpuSentencePieceEngine`` (``kernels.sp_host``)."""
 
     def __init__(self, sp):
-        from .kernels.sp_host import nocut_table
-
         self.sp = sp
-        self.nocut = nocut_table(sp)
 
     def pieces(self, data, offsets, num_threads, alloc=None, scratch=None, huge_bytes=_HUGE_BYTES) -> HostPieces:
         from .kernels import gpu_host as H
@@ -358,7 +355,7 @@ class SentencePieceHost:
 
         sp = self.sp
         buf, starts, special, first = sp_pieces(data, offsets, sp.rt, sp.nt, sp.cls, sp.prepend, *sp.bt,
-                                                sp.whole_first, self.nocut)
+                                                sp.whole_first, sp.nocut)
         if buf.shape[0] >= 2 ** 31:
             raise ValueError("a batch's normalized text must stay below 2**31 bytes: lower GPU_TOK_CUDA_BATCH_MB")
         huge = None

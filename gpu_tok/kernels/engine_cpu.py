@@ -680,7 +680,7 @@ def _key_piece(data, q, a, b, sc, cache, w):
     slot = -1
     if n <= _SHORT_KEY:
         w0, w1, h = short_key(data, a, n)
-        slot = np.int64(h & np.uint64(cache.shape[1] - 1)) & ~np.int64(_WAYS - 1)  # a set: two cache lines
+        slot = _short_slot(cache, h)  # a set: two cache lines
         _prefetch3(cache, w, slot, 0)  # the set's other line comes with it (128-byte aligned pair)
         sc[2][q] = w0
         sc[3][q] = w1
@@ -812,6 +812,12 @@ def _heap_piece(data, sc, q, init_ids, mtab, pc, out, o, cnt, c0):
     if cnt.shape[0] > 0:
         cnt[c0 + q] = c
     return o + c
+
+
+@njit_noalloc(inline="always")
+def _short_slot(cache, h):
+    """The first entry of a piece's set in the short cache (hash bits 0 and up)."""
+    return np.int64(h & np.uint64(cache.shape[1] - 1)) & ~np.int64(_WAYS - 1)
 
 
 @njit_noalloc(inline="always")
@@ -1192,7 +1198,7 @@ def _sp_word_cached(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide
     if n < 2 or n > _SHORT_KEY:
         return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
     pw0, pw1, h = short_key(buf, a, n)
-    slot = np.int64(h & np.uint64(cache.shape[1] - 1)) & ~np.int64(_WAYS - 1)
+    slot = _short_slot(cache, h)
     if _find_to_front(cache, w, slot, pw0, pw1):
         return _entry_ids(cache, w, slot, out, o)
     wslot = _wide_slot(wide, h)

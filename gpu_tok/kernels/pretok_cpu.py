@@ -438,6 +438,28 @@ def _window_limit(data, i, e, stop, reach):
 
 
 @njit_noalloc(inline="always")
+def _ascii_classes(data, i):
+    r"""``(letters, digits, space, 
+, other white space or space)`` masks of ``data[i:i + 64]``
+    (the ASCII classes of every family: ``\s`` is ``[	
+ ]`` over ASCII in both dialects)."""
+    lett = range_mask64(data, i, 0x41, 0x5A) | range_mask64(data, i, 0x61, 0x7A)
+    dig = range_mask64(data, i, 0x30, 0x39)
+    sp = range_mask64(data, i, 0x20, 0x20)
+    nl = range_mask64(data, i, 10, 10) | range_mask64(data, i, 13, 13)
+    wnn = range_mask64(data, i, 9, 9) | range_mask64(data, i, 11, 12) | sp
+    return lett, dig, sp, nl, wnn
+
+
+@njit_noalloc(inline="always")
+def _settled(st, lim):
+    """The bits of ``st`` up to ``lim`` (bit 0 alone when the window settles nothing more)."""
+    if lim < 1:
+        return np.uint64(1)
+    return st & ((np.uint64(2) << np.uint64(lim)) - np.uint64(1))
+
+
+@njit_noalloc(inline="always")
 def _ci_mask(data, i, c):
     """Bits of the bytes equal to the ASCII letter ``c`` (lower case) in either case."""
     return range_mask64(data, i, c, c) | range_mask64(data, i, c - 32, c - 32)
@@ -498,10 +520,8 @@ def _gpt2_starts(data, i, e, stop):
     """Bit mask of the gpt2 pattern's piece starts in ``data[i:i + 64]`` that this window
     settles (bit 0, ``i``, is a piece start; bits past ``stop - i`` are left out, so a piece
     that starts at or after ``stop`` is never implied). Needs ``i + 64 <= data.shape[0]``."""
-    lett = range_mask64(data, i, 0x41, 0x5A) | range_mask64(data, i, 0x61, 0x7A)
-    dig = range_mask64(data, i, 0x30, 0x39)
-    sp = range_mask64(data, i, 0x20, 0x20)
-    ws = range_mask64(data, i, 9, 13) | sp
+    lett, dig, sp, nl, wnn = _ascii_classes(data, i)
+    ws = wnn | nl
     oth = ~(lett | dig | ws)
     one = np.uint64(1)
     cs = (lett & ~(lett << one)) | (dig & ~(dig << one)) | (oth & ~(oth << one)) | (ws & ~(ws << one))
@@ -511,10 +531,7 @@ def _gpt2_starts(data, i, e, stop):
     if aps != 0:
         two, three = _contraction_masks(data, i, aps, False)  # case-sensitive here
         st = (st & ~((two | three) << one)) | (two << np.uint64(2)) | (three << np.uint64(3))
-    lim = _window_limit(data, i, e, stop, 1)
-    if lim < 1:
-        return one
-    return st & ((np.uint64(2) << np.uint64(lim)) - one)
+    return _settled(st, _window_limit(data, i, e, stop, 1))
 
 
 @_piece_jit
@@ -622,11 +639,7 @@ def _cl100k_starts(data, i, e, stop, max_digits):
     lim = _window_limit(data, i, e, stop, 1)
     if lim < 1:
         return one
-    lett = range_mask64(data, i, 0x41, 0x5A) | range_mask64(data, i, 0x61, 0x7A)
-    dig = range_mask64(data, i, 0x30, 0x39)
-    sp = range_mask64(data, i, 0x20, 0x20)
-    nl = range_mask64(data, i, 10, 10) | range_mask64(data, i, 13, 13)
-    wnn = range_mask64(data, i, 9, 9) | range_mask64(data, i, 11, 12) | sp  # \s but \r \n
+    lett, dig, sp, nl, wnn = _ascii_classes(data, i)  # wnn: \s but \r \n
     ws = wnn | nl
     oth = ~(lett | dig | ws)
     # the newlines right after a run of other characters belong to its piece ([\r\n]*):
@@ -646,10 +659,7 @@ def _cl100k_starts(data, i, e, stop, max_digits):
         two, three = _contraction_masks(data, i, aps, True)
         pre &= ~(two | three)
         st = (st & ~((two | three) << one)) | (two << np.uint64(2)) | (three << np.uint64(3))
-    st &= ~((sp_o | pre) << one)
-    if lim < 1:
-        return one
-    return st & ((np.uint64(2) << np.uint64(lim)) - one)
+    return _settled(st & ~((sp_o | pre) << one), lim)
 
 
 @_piece_jit
@@ -734,13 +744,9 @@ def _o200k_starts(data, i, e, stop):
     lim = _window_limit(data, i, e, stop, 2)
     if lim < 1:
         return one
+    lett, dig, sp, nl, wnn = _ascii_classes(data, i)
     up = range_mask64(data, i, 0x41, 0x5A)
-    low = range_mask64(data, i, 0x61, 0x7A)
-    lett = up | low
-    dig = range_mask64(data, i, 0x30, 0x39)
-    sp = range_mask64(data, i, 0x20, 0x20)
-    nl = range_mask64(data, i, 10, 10) | range_mask64(data, i, 13, 13)
-    wnn = range_mask64(data, i, 9, 9) | range_mask64(data, i, 11, 12) | sp
+    low = lett & ~up
     ws = wnn | nl
     oth = ~(lett | dig | ws)
     # [\r\n/]* after a run of other characters: a chain starts at a newline after one
@@ -771,9 +777,7 @@ def _o200k_starts(data, i, e, stop):
             lim = min(lim, np.int64(ctz64(clash)) - 1)
         k = two | three
         st = (st & ~(k | (k << one) | (three << np.uint64(2)))) | ends
-    if lim < 1:
-        return one
-    return st & ((np.uint64(2) << np.uint64(lim)) - one)
+    return _settled(st, lim)
 
 
 @_piece_jit

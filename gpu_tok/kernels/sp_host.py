@@ -7,7 +7,7 @@ Per document (``engine_cpu._sp_doc``): the raw added-token pass; each gap normal
 added-token pass on it; each remaining piece (2/3, ``Metaspace``: spaces replaced and "▁"
 in front unless it starts with one, "first" only at the start of the text) is one piece,
 cut into words before every "▁" whose previous character no vocabulary token holds right
-before a "▁" (``nocut_table``: no merge can cross such a place; ``_sp_piece``).
+before a "▁" (the engine's ``nocut``: no merge can cross such a place; ``_sp_piece``).
 ``whole_first`` (``ignore_merges``) looks the whole piece up first: a hit becomes a fixed
 id, as an added token.
 
@@ -68,20 +68,6 @@ def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, nocut, arena
             prev_bad = cutting and src[i] < 0x80 and nocut[src[i]] != 0
             i += _next_char(src, i)
     return m, p
-
-
-def nocut_table(sp) -> np.ndarray:
-    """The word-cut table of a ``CpuSentencePieceEngine``: its ``nocut`` where it has one; an
-    engine with the older ``split_words`` flag cuts before every "▁" that follows another
-    character (the table holding "▁" alone), or nowhere."""
-    nocut = getattr(sp, "nocut", None)
-    if nocut is not None:
-        return np.ascontiguousarray(nocut, np.uint8)
-    if getattr(sp, "split_words", False):
-        t = np.zeros(129, np.uint8)
-        t[128] = 1
-        return t
-    return np.zeros(0, np.uint8)
 
 
 @njit_cached
