@@ -163,7 +163,7 @@ class ByteBPEEngine:
     # -------------------------------------------------------------------- core
     def pieces(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray], parallel: bool):
         """``(starts, ends, special)`` of every piece of the active documents."""
-        seg_s, seg_e, m_s, m_id = self._segments(data, doc_offsets, skip)
+        seg_s, seg_e, m_s, m_e, m_id = self._segments(data, doc_offsets, skip)
         N = data.shape[0]
         mask = np.zeros(N, np.uint8)
         if seg_s.shape[0]:
@@ -183,6 +183,7 @@ class ByteBPEEngine:
         kinds = mask[starts]
         special = np.full(starts.shape[0], -1, np.int32)
         special[kinds == 2] = m_id  # m_s is in text order, as the marks
+        ends[kinds == 2] = m_e  # a match overlapping the next one's start
         special[kinds == 3] = -2
         return starts, ends, special
 
@@ -221,9 +222,59 @@ class ByteBPEEngine:
         bad = (self._K.nfc_unchanged_docs(data, doc_offsets, *self.nfc) == 0).astype(np.uint8)
         return bad if skip is None else (skip | bad)
 
+    def nfc_normalize(self, data: np.ndarray, doc_offsets: np.ndarray):
+        """The documents with every gap between raw added-token matches NFC-normalized as
+        the reference does (it splits the raw text at those tokens first, then normalizes
+        each gap on its own): ``(data, doc_offsets)``, to encode with
+        ``run_ids(..., normalized=True)``, or None where the raw tokens would not match the
+        new text where they matched the old (a token the normalized text forms or loses at
+        its edges), which the caller then leaves to the reference.
+
+        Only the spans ``kernels.engine_cpu.nfc_spans`` finds are normalized (with the
+        reference's own ``cpu_ref`` normalizer, from boundary to boundary); the rest is
+        copied.
+        """
+        from .cpu_ref.normalizers import normalize_str
+
+        K = self._K
+        starts, ends = doc_offsets[:-1], doc_offsets[1:]
+        trie = self._tries[0]
+        if trie is not None:
+            seg_s, seg_e, m_s, m_e, m_id = K.match_added(data, starts, ends, *trie, self.cls)
+        else:
+            keep = ends > starts
+            seg_s, seg_e = starts[keep], ends[keep]
+        sp_s, sp_e = K.nfc_spans(data, seg_s, seg_e, *self.nfc)
+        buf = data.tobytes()
+        parts, grow, pos = [], np.zeros(sp_s.shape[0] + 1, np.int64), 0
+        nfc = C.UnicodeNormalizer("NFC")
+        done = {}  # the same spans recur (a word spelt with a combining mark)
+        for k, (a, b) in enumerate(zip(sp_s.tolist(), sp_e.tolist())):
+            old = buf[a:b]
+            new = done.get(old)
+            if new is None:
+                new = done[old] = normalize_str(nfc, old.decode("utf-8")).encode("utf-8")
+            parts += (buf[pos:a], new)
+            grow[k + 1] = grow[k] + len(new) - (b - a)
+            pos = b
+        parts.append(buf[pos:])
+
+        def moved(p):  # where byte position p (never inside a span) is in the new text
+            return p + grow[np.searchsorted(sp_e, p, side="right")]
+
+        data2 = np.frombuffer(b"".join(parts), np.uint8)
+        offsets2 = moved(doc_offsets)
+        if trie is not None:
+            got = K.match_added(data2, offsets2[:-1], offsets2[1:], *trie, self.cls)
+            want = (moved(seg_s), moved(seg_e), moved(m_s), moved(m_e), m_id)
+            if any(g.shape != w.shape or not np.array_equal(g, w) for g, w in zip(got, want)):
+                return None
+        return data2, offsets2
+
     def _segments(self, data, doc_offsets, skip):
-        """Added-token matching: ``(seg_s, seg_e, m_s, m_id)`` (gaps left for the
-        pre-tokenizer, and the matches in text order)."""
+        """Added-token matching: ``(seg_s, seg_e, m_s, m_e, m_id)`` (gaps left for the
+        pre-tokenizer, and the matches in text order; a match can overlap the whitespace
+        the one before it took, ``match_added``)."""
         K = self._K
         seg_s = doc_offsets[:-1]
         seg_e = doc_offsets[1:]
@@ -232,21 +283,23 @@ class ByteBPEEngine:
             keep &= skip == 0
         seg_s = np.ascontiguousarray(seg_s[keep])
         seg_e = np.ascontiguousarray(seg_e[keep])
-        ms, mi = [], []
+        ms, me, mi = [], [], []
         for trie in self._tries:
             if trie is None or seg_s.shape[0] == 0:
                 continue
             tkeys, tvals, term, first, flags, base = trie
-            seg_s, seg_e, m_s, _m_e, m_id = K.match_added(data, seg_s, seg_e, tkeys, tvals, term, first, flags,
+            seg_s, seg_e, m_s, m_e, m_id = K.match_added(data, seg_s, seg_e, tkeys, tvals, term, first, flags,
                                                           base, self.cls)
             ms.append(m_s)
+            me.append(m_e)
             mi.append(m_id)
         m_s = np.concatenate(ms) if ms else np.zeros(0, np.int64)
+        m_e = np.concatenate(me) if me else np.zeros(0, np.int64)
         m_id = np.concatenate(mi) if mi else np.zeros(0, np.int32)
         if len(ms) > 1:
             order = np.argsort(m_s, kind="stable")
-            m_s, m_id = m_s[order], m_id[order]
-        return seg_s, seg_e, m_s, m_id
+            m_s, m_e, m_id = m_s[order], m_e[order], m_id[order]
+        return seg_s, seg_e, m_s, m_e, m_id
 
     def _alloc_word_cache(self, workers: int):
         """Per worker: the short and wide word caches, the long-piece cache and the pair cache
@@ -265,14 +318,17 @@ class ByteBPEEngine:
         return self._wcache
 
     def run_ids(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray] = None,
-                num_threads: Optional[int] = None):
+                num_threads: Optional[int] = None, normalized: bool = False):
         """Encode packed text (ids only, fused scan + BPE). Returns ``(ids, row_splits, skip)``;
-        rows of skipped documents are empty (the caller fills them)."""
+        rows of skipped documents are empty (the caller fills them). ``normalized``: the
+        gaps between raw added tokens are already NFC (``nfc_normalize``), none is skipped
+        for it."""
         K = self._K
         threads, parallel = plan_threads(num_threads, data.shape[0])
         with numba_threads(threads if parallel else None):
-            skip = self._nfc_skip(data, doc_offsets, skip)
-            seg_s, seg_e, m_s, m_id = self._segments(data, doc_offsets, skip)
+            if not normalized:
+                skip = self._nfc_skip(data, doc_offsets, skip)
+            seg_s, seg_e, m_s, _m_e, m_id = self._segments(data, doc_offsets, skip)
             fam, end_whole, tab, fold = self._pretok._prepare(self.spec.family, self.spec.dialect)
             out = np.empty(max(data.shape[0], 1), np.int32)
             if m_s.shape[0]:
@@ -371,7 +427,8 @@ def nfc_tables():
 
     ``qc: uint8[0x110000]``: bit 1 when the reference's NFC changes the character on
     its own (it cannot occur in NFC text), bit 2 when it may compose with an earlier
-    starter (the second character of a composition pair, Hangul V and T jamo);
+    starter (the second character of a composition pair, Hangul V and T jamo), bit 4
+    when it is neither but its decomposition starts with such a character or a mark;
     ``ccc: uint8[0x110000]`` the combining classes, ``tccc`` the class of the last
     character of each character's canonical decomposition; the composition pairs as a
     ``hash_table`` keyed ``(first << 32) | second``. All from the measured tables
@@ -398,10 +455,17 @@ def nfc_tables():
         ccc = np.zeros(0x110000, np.uint8)
         for ch, k in T.ccc.items():
             ccc[ord(ch)] = k
+        # not a boundary before it (kernels.engine_cpu.nfc_spans) though NFC keeps it and it
+        # composes with nothing before it: its decomposition starts with a character that
+        # is not a starter or composes with one before it
+        nfd = C.UnicodeNormalizer("NFD")
+        for ch in T.nfd:
+            d0 = normalize_str(nfd, ch)[0]
+            if ccc[ord(d0)] != 0 or qc[ord(d0)] & 2:
+                qc[ord(ch)] |= 4
         # the class of the last character of the canonical decomposition (a composed
         # character followed by a mark of lower class is reordered, so changed)
         tccc = ccc.copy()
-        nfd = C.UnicodeNormalizer("NFD")
         for ch in T.nfd:
             tccc[ord(ch)] = T.ccc.get(normalize_str(nfd, ch)[-1], 0)
         ckeys, cvals = build_merge_table(np.array(rows, np.int64).reshape(-1, 4))
@@ -508,11 +572,34 @@ class CpuTokenizerEngine:
         data, offsets = pack(texts, check_text)
         ids, rs, skip = self.engine.run_ids(data, offsets, num_threads=num_threads)
         if skip is not None and skip.any():
-            rows = {int(i): self.ref.encode(texts[i], None, False).ids for i in np.flatnonzero(skip)}
-            ids, rs = splice_rows(ids, rs, rows)
+            ids, rs = splice_rows(ids, rs, self.skipped_rows(texts, skip, num_threads))
         if add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0]):
             ids, rs = self._K().add_template(ids, rs, self.prefix, self.suffix)
         return ids, rs
+
+    def skipped_rows(self, texts: Sequence[str], skip: np.ndarray, num_threads: Optional[int]) -> dict:
+        """``{index: ids}`` of the documents ``run_ids`` skipped (those NFC changes): their
+        gaps normalized (``ByteBPEEngine.nfc_normalize``) and encoded by the engine, all
+        together, else one by one, and a document the raw tokens would match differently
+        in by the reference path."""
+        from .cpu_ref.pipeline import check_text
+
+        todo = [int(i) for i in np.flatnonzero(skip)]
+        rows = {}
+        for group in ([todo] if len(todo) > 1 else []) + [[i] for i in todo]:
+            group = [i for i in group if i not in rows]
+            if not group:
+                continue
+            data, offsets = pack([texts[i] for i in group], check_text)
+            norm = self.engine.nfc_normalize(data, offsets)
+            if norm is None:
+                continue
+            ids, rs, _ = self.engine.run_ids(*norm, num_threads=num_threads, normalized=True)
+            rows.update((i, ids[rs[k]:rs[k + 1]]) for k, i in enumerate(group))
+        for i in todo:
+            if i not in rows:
+                rows[i] = self.ref.encode(texts[i], None, False).ids
+        return rows
 
     def _K(self):
         from .kernels import engine_cpu

@@ -757,12 +757,11 @@ class GpuTokenizer:
         if add_special_tokens:
             pre, suf = self.cpu.prefix, self.cpu.suffix
         ids, rs, skip = self.engine.encode_packed(self.host, data, offsets, num_threads, device_out, pre, suf)
-        if skip is not None and skip.any():  # documents NFC changes: the reference path (fast_cpu)
+        if skip is not None and skip.any():  # documents NFC changes (fast_cpu)
             if device_out:
                 ids, rs = ids.get(), rs.get()
             wrap = (list(pre), list(suf)) if pre is not None else ([], [])
-            rows = {int(i): wrap[0] + self.cpu.ref.encode(texts[i], None, False).ids + wrap[1]
-                    for i in np.flatnonzero(skip)}
+            rows = {i: wrap[0] + list(r) + wrap[1] for i, r in self.cpu.skipped_rows(texts, skip, num_threads).items()}
             ids, rs = splice_rows(ids, rs, rows)
             if device_out:
                 cp = _cupy()

@@ -201,6 +201,90 @@ def test_nfc_check_equals_reference():
     assert 0 < want.sum() < len(texts)
 
 
+def _small_served(normalizer, added):
+    """The small BPE of ``_small_bpe`` with GPT-2's pre-tokenizer (the compiled engine serves
+    it), ours and the pinned HF ``tokenizers``'."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from _small_bpe import PRE_TOKENIZERS, tokenizer_json
+
+    js = json.loads(tokenizer_json(normalizer=normalizer, added=added))
+    js["pre_tokenizer"] = PRE_TOKENIZERS["ByteLevelRegex"]
+    js = json.dumps(js)
+    ours = gpu_tok.Tokenizer.from_str(js)
+    assert ours._cpu_engine() is not None
+    return ours, tokenizers.Tokenizer.from_str(js)
+
+
+def test_added_token_matching_in_whitespace_a_token_stripped():
+    """A content that starts with whitespace ("  sp", " x") can match inside the whitespace
+    an ``rstrip`` token before it took: the reference searches from the end of that
+    token's content, then clamps the start (``lstrip``) or lets the two overlap. Ids and
+    every offset equal to the pinned HF ``tokenizers`` (found by the NFC test below: the
+    compiled matcher went on from the widened end)."""
+    from _small_bpe import ADDED
+
+    added = ADDED + [{"id": 0, "content": " x", "single_word": False, "lstrip": False, "rstrip": False,
+                      "normalized": False, "special": False}]
+    ours, ref = _small_served(None, added)
+    rng = random.Random(3)
+    pool = [" ", "  ", "x", " x", "sp", "  sp", "<r>", "[MASK]", "word", "the", "\u00e9", "\n", "HeLLo", "<|x|>"]
+    texts = ["  sp  sp", "<r> x", "<r>  x y"]
+    texts += ["".join(rng.choice(pool) for _ in range(rng.randint(0, 12))) for _ in range(600)]
+    want = ref.encode_batch(texts, add_special_tokens=False)
+    assert want[0].ids[0] == want[0].ids[1] and want[1].offsets == [(0, 4), (3, 5)]  # the cases meant
+    assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu").to_list() == [e.ids for e in want]
+    for text, a, b in zip(texts, ours.encode_batch(texts, add_special_tokens=False, device="cpu"), want):
+        assert (a.ids, a.tokens, [tuple(o) for o in a.offsets]) == (b.ids, b.tokens, b.offsets), text
+
+
+def test_nfc_documents_normalized_gap_by_gap_then_compiled():
+    """Documents NFC changes: each gap between raw added tokens normalized on its own (only
+    the spans ``nfc_spans`` finds), then the compiled engine; ids equal to the pinned HF
+    ``tokenizers``. A raw token that normalization would form ("\u212a;" -> "K;") or lose
+    sends its document to the reference path; a normalized token ("A\u030a" -> "\u00c5")
+    matches after normalization; a mark after a token does not compose with it."""
+    from _small_bpe import ADDED
+    from gpu_tok.config import UnicodeNormalizer
+    from gpu_tok.cpu_ref.normalizers import normalize_str
+
+    added = ADDED + [
+        {"id": 0, "content": "K;", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": False},
+        {"id": 0, "content": "\u00c5", "single_word": False, "lstrip": False, "rstrip": False, "normalized": True, "special": False},
+    ]
+    ours, ref = _small_served({"type": "NFC"}, added)
+    eng = ours._cpu_engine().engine
+    assert eng.nfc is not None
+    nfc = UnicodeNormalizer("NFC")
+
+    def norm(texts):
+        data, off = fast_cpu.pack(texts, None)
+        got = eng.nfc_normalize(data, off)
+        return None if got is None else [bytes(got[0][a:b]).decode() for a, b in zip(got[1][:-1], got[1][1:])]
+
+    plain = ["e\u0301t\u00e9 q\u0307\u0323 \u1100\u1161\u11a8 x", "\u212b\u0344 ab", "no change", "",
+             "\u0928\u093c \u0958\u093c\u0300 \u1e9b\u0323"]
+    assert norm(plain) == [normalize_str(nfc, t) for t in plain]
+    assert norm(["a<|x|>\u0338b>\u0338"]) == ["a<|x|>\u0338b\u226f"]  # the gap after the token starts with the mark
+    assert norm(["x \u212a; y"]) is None  # a raw token the normalized text would form
+    assert norm(["x \u212a y"]) == ["x K y"]
+
+    rng = random.Random(31)
+    alphabet = (["e", "\u0301", "\u0323", "\u0307", "q", "A", "\u030a", "\u212a", "K", ";", ">", "\u0338", " ",
+                 "\u00e9", "\u1100", "\u1161", "\u11a8", "\uac00", "\u0928", "\u093c", "\u4e2d", "\n", "the"]
+                + [t["content"] for t in added])
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(800)]
+    texts += ["word \u212a; word", "[MASK]\u0301 A\u030a\u0301", "<r> \u0338", "e\u0301" * 5000]
+    data, off = fast_cpu.pack(texts, None)
+    skip = eng._nfc_skip(data, off, None)
+    assert 100 < skip.sum() < len(texts)  # the path under test is taken, by many documents
+    want = [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
+    for threads in (1, 2):
+        assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu",
+                                     num_threads=threads).to_list() == want
+    for k in range(0, len(texts), 97):  # one at a time too (the fall-back to one by one)
+        assert ours.encode_batch_ids(texts[k:k + 1], add_special_tokens=False, device="cpu").to_list() == want[k:k + 1]
+
+
 _ALPHABET = st.sampled_from(list(
     " \t\n\r\x00'sStTmMdDlLvVrReE\u017f\u212aK.,!?/-_0123456789\u0663\u00b2\u00bd"
     "aéßÆ\u0301\u0300\u0916\u093f\u0928\u093c\u4e2d\u6587\u3042\uac00\u1100\u1161\u0627\u05d0"

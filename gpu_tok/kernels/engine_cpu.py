@@ -334,9 +334,12 @@ def _match_segment(data, a, b, tkeys, tvals, term, first, fb, trunk, tflags, id_
                 s = p
             start = max(s, start_offset)
         if fl & 4:
+            # the search goes on from the content's end, not the widened one: a content
+            # that starts with whitespace can match in the whitespace taken here (then from
+            # the widened end when it strips left, else overlapping this match), as in the
+            # reference (find_iter over the contents, the widening after it)
             while stop < b and (cls[_decode_at(data, stop)] & 32) != 0:
                 stop += _next_char(data, stop)
-            i = stop
         if start_offset < start:
             seg_s[ns] = start_offset
             seg_e[ns] = start
@@ -443,27 +446,122 @@ def build_trie(contents):
 
 
 # ------------------------------------------------------------------ pieces
-@njit_cached
-def nfc_unchanged_docs(data, doc_offsets, qc, ccc, tccc, ckeys, cvals):
-    """Per document, 1 when NFC leaves it unchanged (tables: ``fast_cpu.nfc_tables``).
+@njit_noalloc(inline="always")
+def _nfc_changes(c, k, q, last_ccc, starter, between, max_between, ckeys, cvals):
+    """Whether character ``c`` (class ``k``, quick-check bits ``q``: ``fast_cpu.nfc_tables``)
+    makes NFC change the text, after the state given (``last_ccc``: the class of the last
+    character of the previous character's decomposition; ``starter``: the last class-0
+    character, -1 for none; ``between``/``max_between``: the characters since it and their
+    highest class).
 
-    The Unicode quick check (no character that NFC changes on its own, combining
-    classes in canonical order, where a composed character counts with the class of
-    the last character of its decomposition), with each "maybe" character decided: it
-    changes the text only if it composes with the last starter before it and is not
-    blocked from it (a character between them with class 0 or a class >= its own).
-    Without any composition or reordering the text is its own NFC.
+    The Unicode quick check (no character that NFC changes on its own, combining classes
+    in canonical order, where a composed character counts with the class of the last
+    character of its decomposition), with each "maybe" character decided: it changes the
+    text only if it composes with the last starter before it and is not blocked from it
+    (a character between them with class 0 or a class >= its own).
     """
+    if (k != 0 and last_ccc > k) or (q & 1) != 0:
+        return True
+    if (q & 2) != 0 and starter >= 0:
+        blocked = between > 0 if k == 0 else max_between >= k
+        if not blocked:
+            if 0x1161 <= c < 0x1176:  # Hangul V after L
+                return 0x1100 <= starter < 0x1113
+            if 0x11A8 <= c < 0x11C3:  # Hangul T after LV
+                return 0xAC00 <= starter < 0xD7A4 and (starter - 0xAC00) % 28 == 0
+            return lookup(ckeys, cvals, (np.uint64(starter) << np.uint64(32)) | np.uint64(c)) != EMPTY
+    return False
+
+
+@njit_noalloc(inline="always")
+def _ascii_end(data, i, e):
+    """The first byte at or after ``i`` (before ``e``) that is not ASCII, else ``e``: 64
+    bytes at a time (SIMD compares) where the buffer allows."""
+    while i + 64 <= e:
+        m = _range_mask64(data, i, 0x80, 0xFF)
+        if m != 0:
+            return i + np.int64(_ctz64(m))
+        i += 64
+    while i < e and data[i] < 0x80:
+        i += 1
+    return i
+
+
+@njit_noalloc
+def _nfc_unchanged(data, i, e, qc, ccc, tccc, ckeys, cvals):
+    """1 when no character of ``data[i:e]`` ``_nfc_changes``. A run of ASCII characters
+    (class 0, kept, composing with nothing before them) is skipped at once: after it the
+    state is that of its last character."""
+    last_ccc = 0
+    starter = np.int64(-1)
+    between = 0
+    max_between = 0
+    while i < e:
+        if data[i] < 0x80:
+            j = _ascii_end(data, i, e)
+            starter = np.int64(data[j - 1])
+            between = 0
+            max_between = 0
+            last_ccc = 0
+            i = j
+            continue
+        c = _decode_at(data, i)
+        i += _next_char(data, i)
+        k = np.int64(ccc[c])
+        if _nfc_changes(c, k, qc[c], last_ccc, starter, between, max_between, ckeys, cvals):
+            return 0
+        if k == 0:
+            starter = c
+            between = 0
+            max_between = 0
+        else:
+            between += 1
+            if k > max_between:
+                max_between = k
+        last_ccc = np.int64(tccc[c])
+    return 1
+
+
+@njit_cached(parallel=True)
+def nfc_unchanged_docs(data, doc_offsets, qc, ccc, tccc, ckeys, cvals):
+    """Per document, 1 when NFC leaves it unchanged (tables: ``fast_cpu.nfc_tables``):
+    no character ``_nfc_changes``. Without any composition or reordering the text is its
+    own NFC."""
     n = doc_offsets.shape[0] - 1
     ok = np.ones(n, np.uint8)
-    for d in range(n):
-        i = doc_offsets[d]
-        e = doc_offsets[d + 1]
+    for d in prange(n):
+        ok[d] = _nfc_unchanged(data, doc_offsets[d], doc_offsets[d + 1], qc, ccc, tccc, ckeys, cvals)
+    return ok
+
+
+@njit_cached
+def nfc_spans(data, seg_s, seg_e, qc, ccc, tccc, ckeys, cvals):
+    """The byte spans ``(sp_s, sp_e)`` of the segments ``[seg_s, seg_e)`` that NFC may
+    change, each normalized on its own: a span runs from the last boundary before a
+    character that ``_nfc_changes`` (or its segment's start) to the next boundary (or its
+    segment's end). A boundary is a character of class 0 that NFC keeps, that composes
+    with nothing before it, and whose decomposition (if any: a Hangul syllable's starts
+    with a leading jamo) starts with such a character (``qc == 0``; every ASCII
+    character): NFC never reorders or composes across it, so
+    ``NFC(x + y) == NFC(x) + NFC(y)`` when ``y`` starts with one, and the text outside the
+    spans is its own NFC."""
+    cap = 0
+    for d in range(seg_s.shape[0]):
+        cap += seg_e[d] - seg_s[d]
+    sp_s = np.empty(cap + 1, np.int64)
+    sp_e = np.empty(cap + 1, np.int64)
+    ns = 0
+    for d in range(seg_s.shape[0]):
+        i = seg_s[d]
+        e = seg_e[d]
         last_ccc = 0
         starter = np.int64(-1)
         between = 0
         max_between = 0
+        bound = i  # where the last boundary character (or the segment) starts
+        dirty = False
         while i < e:
+            p = i
             if data[i] < 0x80:
                 c = np.int64(data[i])
                 i += 1
@@ -472,23 +570,15 @@ def nfc_unchanged_docs(data, doc_offsets, qc, ccc, tccc, ckeys, cvals):
                 i += _next_char(data, i)
             k = np.int64(ccc[c])
             q = qc[c]
-            if (k != 0 and last_ccc > k) or (q & 1) != 0:
-                ok[d] = 0
-                break
-            if (q & 2) != 0 and starter >= 0:
-                blocked = between > 0 if k == 0 else max_between >= k
-                if not blocked:
-                    if 0x1161 <= c < 0x1176:  # Hangul V after L
-                        if 0x1100 <= starter < 0x1113:
-                            ok[d] = 0
-                            break
-                    elif 0x11A8 <= c < 0x11C3:  # Hangul T after LV
-                        if 0xAC00 <= starter < 0xD7A4 and (starter - 0xAC00) % 28 == 0:
-                            ok[d] = 0
-                            break
-                    elif lookup(ckeys, cvals, (np.uint64(starter) << np.uint64(32)) | np.uint64(c)) != EMPTY:
-                        ok[d] = 0
-                        break
+            if q == 0 and k == 0:  # a boundary: the span open ends here
+                if dirty:
+                    sp_s[ns] = bound
+                    sp_e[ns] = p
+                    ns += 1
+                    dirty = False
+                bound = p
+            elif not dirty and _nfc_changes(c, k, q, last_ccc, starter, between, max_between, ckeys, cvals):
+                dirty = True
             if k == 0:
                 starter = c
                 between = 0
@@ -498,7 +588,11 @@ def nfc_unchanged_docs(data, doc_offsets, qc, ccc, tccc, ckeys, cvals):
                 if k > max_between:
                     max_between = k
             last_ccc = np.int64(tccc[c])
-    return ok
+        if dirty:
+            sp_s[ns] = bound
+            sp_e[ns] = e
+            ns += 1
+    return sp_s[:ns], sp_e[:ns]
 
 
 @njit_cached

@@ -66,6 +66,11 @@ CASES = [
      ["Hello <mask>!", "Hello<mask>", "Hello   <mask>  x", " <mask>", "<mask> <mask>", "a\n\t<mask>"]),
     ("0002-lstrip-rstrip", small(),
      ["a [MASK]", "a   [MASK]b", "<r>  x", "[MASK][MASK]", " [MASK]", "x<r>\n\ny", "<r>   [MASK]"]),
+    # a content starting with whitespace found inside the whitespace the token before took
+    ("0002-lstrip-rstrip", small(), ["  sp  sp", "a  sp  spx", "<r>  sp", "[MASK]  sp  sp"]),
+    # NFC runs on each gap the raw tokens leave: a mark after a token does not compose with it
+    ("0001-added-token-match-text", small("NFC"),
+     ["<|x|>\u0338", "<r>\u0338 e\u0301", "A\u030a x", "K\u0301<|x|>e\u0301", "\u212a [MASK]\u0301", ">\u0338"]),
     # 0004: byte-level offsets of tokens that cover part of a character
     ("0004-byte-level-partial-chars", {"model": "gpt2"}, ["東", "a東京", "🤖x", "é", "e\u0301", "👍🏽 ok"]),
     ("0004-byte-level-partial-chars", {"model": "qwen3"}, ["e\u0301x", "東京 🤖", "\u1100\u1161\u11a8"]),
