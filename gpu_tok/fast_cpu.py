@@ -35,7 +35,7 @@ from .kernels.hash_table import interleave
 
 _PARALLEL_MIN_BYTES = 1 << 18  # below this one thread does all (the thread pool costs ~30 ms per call here)
 _CACHE_SLOTS = 1 << 19  # short-piece cache slots per worker (32 bytes each: 16 MiB)
-_WIDE_SLOTS = 1 << 18  # short pieces with 5..12 ids (64 bytes each: 16 MiB)
+_WIDE_SLOTS = 1 << 18  # short pieces with 7..14 ids (64 bytes each: 16 MiB)
 _LONG_SLOTS = 1 << 16  # long-piece cache slots per worker, four-way sets (208 bytes each: 13 MiB)
 
 
@@ -88,6 +88,9 @@ def word_caches(workers: int):
     sets of four entries are 128-byte aligned."""
     return (aligned_zeros((workers, _CACHE_SLOTS, 4), np.uint64, 128),
             aligned_zeros((workers, _WIDE_SLOTS, 8), np.uint64, 128))
+
+
+MAX_IDS = 1 << 21  # ids the engines serve (kernels.engine_cpu keeps three to a 64-bit word)
 
 
 class NotServed(Exception):
@@ -535,8 +538,8 @@ def spec_for_config(cfg: C.TokenizerConfig, ref) -> EngineSpec:
             token_bytes[i] = bytes(CHAR_TO_BYTE[c] for c in tok)
         except KeyError:
             token_bytes[i] = None  # not a byte-level token: BPE can never produce it from bytes
-    if any(i >= 2 ** 31 for i in vocab.values()):
-        raise NotServed("ids beyond 2**31")
+    if size > MAX_IDS:
+        raise NotServed(f"ids of {MAX_IDS} and beyond (the word caches keep 21-bit ids)")
     raw, norm_toks = _added_token_lists(ref)
     # the reference's trie is built in the order of its map (first entry wins on equal content)
     return EngineSpec(family=family, dialect=dialect, init_ids=np.array(init, np.int32), token_bytes=token_bytes,
@@ -769,6 +772,8 @@ class CpuSentencePieceEngine:
         self.byte_id = np.array(byte_id, np.int32)
         self.char_id = np.full(0x110000, -1, np.int32)
         size = max(vocab.values()) + 1
+        if size > MAX_IDS:
+            raise NotServed(f"ids of {MAX_IDS} and beyond (the word caches keep 21-bit ids)")
         token_bytes: List[Optional[bytes]] = [None] * size
         for tok, i in vocab.items():
             token_bytes[i] = tok.encode("utf-8")
@@ -870,8 +875,8 @@ def spec_for_tiktoken(pat_str: str, id_bytes: dict) -> EngineSpec:
     if fam is None:
         raise NotServed("pat_str is not one of the compiled families")
     size = max(id_bytes) + 1
-    if size >= 2 ** 31:
-        raise NotServed("ranks beyond 2**31")
+    if size > MAX_IDS:
+        raise NotServed(f"ranks of {MAX_IDS} and beyond (the word caches keep 21-bit ids)")
     token_bytes: List[Optional[bytes]] = [None] * size
     for i, b in id_bytes.items():
         token_bytes[i] = b

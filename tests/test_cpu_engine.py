@@ -237,6 +237,30 @@ def test_added_token_matching_in_whitespace_a_token_stripped():
         assert (a.ids, a.tokens, [tuple(o) for o in a.offsets]) == (b.ids, b.tokens, b.offsets), text
 
 
+def test_ids_beyond_the_word_caches_are_refused_by_name():
+    """The word caches keep 21-bit ids: a vocabulary with a larger id is not served (the
+    reference path runs, and ``cpu_engine_reason`` says why), never truncated."""
+    from _small_bpe import PRE_TOKENIZERS, bpe_model, tokenizer_json
+
+    model = bpe_model()
+    model["vocab"] = dict(model["vocab"], far=fast_cpu.MAX_IDS)
+    js = json.loads(tokenizer_json(model=model, added=[]))
+    js["pre_tokenizer"] = PRE_TOKENIZERS["ByteLevelRegex"]
+    t = gpu_tok.Tokenizer.from_str(json.dumps(js))
+    assert t._cpu_engine() is None and "21-bit ids" in t.cpu_engine_reason
+    # the largest id served goes through the caches whole (a piece of several ids holding it)
+    model["vocab"].update(fa=len(model["vocab"]), far=fast_cpu.MAX_IDS - 1)
+    model["merges"] += ["f a", "fa r"]
+    js["model"] = model
+    t = gpu_tok.Tokenizer.from_str(json.dumps(js))
+    assert t._cpu_engine() is not None
+    texts = [" far far farfar the far"] * 3
+    want = t.encode_batch_ids(texts, device="ref").to_list()
+    assert fast_cpu.MAX_IDS - 1 in want[0]
+    for _ in range(2):  # the second time from the caches
+        assert t.encode_batch_ids(texts, device="cpu", num_threads=1).to_list() == want
+
+
 def test_nfc_documents_normalized_gap_by_gap_then_compiled():
     """Documents NFC changes: each gap between raw added tokens normalized on its own (only
     the spans ``nfc_spans`` finds), then the compiled engine; ids equal to the pinned HF

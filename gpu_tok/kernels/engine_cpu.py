@@ -626,15 +626,17 @@ def add_template(ids, row_splits, prefix, suffix):
 # must cut at), so a 10 MB single line is shared between the workers.
 #
 # Word caches (per worker ``w``, kept across calls, fixed size so memory is bounded):
-# * short pieces (1..15 bytes, at most 4 ids): ``cache: uint64[W, C, 4]``, 32-byte entries
-#   ``[w0, w1 | n << 56 | n_ids << 60, ids 0-1, ids 2-3]`` (``w0``/``w1``: the piece's bytes,
-#   little-endian; two ids per word, the first in the low half). ``w1``'s top byte is never
+# * short pieces (1..15 bytes, at most 6 ids): ``cache: uint64[W, C, 4]``, 32-byte entries
+#   ``[w0, w1 | n << 56 | n_ids << 60, ids 0-2, ids 3-5]`` (``w0``/``w1``: the piece's bytes,
+#   little-endian; three 21-bit ids per word, the first in the low bits: 4 ids in two
+#   32-bit halves sent the 5-6-id pieces, 8% of the multilingual file's, to a wide probe
+#   that waits on memory, 126 -> 106 ms per 8 MB, gpt2, one thread). ``w1``'s top byte is never
 #   0 in a used entry, so a zeroed slot is empty. Four-way sets (slots 4k..4k+3: two 64-byte
 #   lines when the array is 64-byte aligned): a new entry goes to 4k, the others move one
 #   way down and the oldest leaves; a hit in another way is swapped to 4k (so the branch
 #   on "found first" is predicted). The set is prefetched as soon as the piece is cut.
-# * short pieces with 5..12 ids: ``wide: uint64[W, C2, 8]``, 64-byte entries ``[w0, w1 | n << 56
-#   | n_ids << 60, six words of ids]``, four-way sets as above (hash bits 32 and up). A short
+# * short pieces with 7..14 ids: ``wide: uint64[W, C2, 8]``, 64-byte entries ``[w0, w1 | n << 56
+#   | n_ids << 60, six words of ids]`` (three to a word as above), four-way sets as above (hash bits 32 and up). A short
 #   piece with more ids leaves a mark there (``n_ids`` = 15: its ids are in the long cache),
 #   so a short piece missing both caches costs no probe of the long cache.
 # * long pieces (16..64 bytes) and short ones with more ids (at most 32): ``lmeta:
@@ -756,8 +758,10 @@ def _merge_short(data, s, n, init_ids, grid, mtab, pc, ids, rank, out, o):
 
 _SHORT = 64
 _SHORT_KEY = 15  # longest piece the short cache holds
-_SHORT_IDS = 4  # ids a short-cache entry holds
-_WIDE_IDS = 12  # ids a wide-cache entry holds
+_ID_BITS = 21  # ids are kept three to a word in the word caches (vocabularies below 2^21)
+_ID_MASK = np.uint64((1 << 21) - 1)
+_SHORT_IDS = 6  # ids a short-cache entry holds (two words)
+_WIDE_IDS = 14  # ids a wide-cache entry holds (six words; the count field stops at 15)
 _WAYS = 4  # entries per set in the short and wide caches
 _IN_LONG = 15  # a wide entry's id count meaning "the ids are in the long cache"
 _KEY1 = np.uint64(0x0FFFFFFFFFFFFFFF)  # w1's key bits (bytes 8..14 and n; n_ids above)
@@ -955,7 +959,7 @@ def _entry_ids(tab, w, e, out, o):
     """Copy entry ``e``'s ids to ``out[o:]``; returns how many."""
     c = _entry_count(tab, w, e)
     for k in range(c):
-        out[o + k] = np.int32((tab[w, e, 2 + (k >> 1)] >> np.uint64(32 * (k & 1))) & _M32)
+        out[o + k] = np.int32((tab[w, e, 2 + k // 3] >> np.uint64(_ID_BITS * (k % 3))) & _ID_MASK)
     return c
 
 
@@ -972,7 +976,7 @@ def _set_put(tab, w, slot, pw0, pw1, c, out, o, n_ids):
     for k in range(2, width):
         tab[w, slot, k] = np.uint64(0)
     for k in range(n_ids):
-        tab[w, slot, 2 + (k >> 1)] |= (np.uint64(out[o + k]) & _M32) << np.uint64(32 * (k & 1))
+        tab[w, slot, 2 + k // 3] |= np.uint64(out[o + k]) << np.uint64(_ID_BITS * (k % 3))
 
 
 @njit_noalloc(inline="always")
@@ -981,19 +985,23 @@ def _encode_hit(n, slot, pw0, pw1, cache, w, out, o):
     cache (pieces of one byte too: a branch on the length, taken for a fifth to a third of
     the pieces, cost more than their probe, which stays in the first level caches; 8 MB of
     English prose, gpt2, one thread, 42 -> 38 ms). Returns the new ``o``, or -1
-    (``_encode_miss``)."""
+    (``_encode_miss``).
+
+    The first word's three ids are written whatever the count: ids never outnumber bytes,
+    so ``out[o:o + n]`` is this piece's room; a write past ``o + n - 1`` goes there instead,
+    and the writes run from the last id to the first, so each position ends with its own."""
     if slot >= 0 and _find_to_front(cache, w, slot, pw0, pw1):
         c = np.int64(cache[w, slot, 1] >> np.uint64(60))
+        last = o + n - 1
         x = cache[w, slot, 2]
-        # ids never outnumber bytes: o + 1 is inside this piece's room when n >= 2 (for one
-        # byte the second write lands on o, which the first id then overwrites)
-        out[o + 1 if n > 1 else o] = np.int32(x >> np.uint64(32))
-        out[o] = np.int32(x & _M32)
-        if c > 2:
+        out[min(o + 2, last)] = np.int32(x >> np.uint64(2 * _ID_BITS))
+        out[min(o + 1, last)] = np.int32((x >> np.uint64(_ID_BITS)) & _ID_MASK)
+        out[o] = np.int32(x & _ID_MASK)
+        if c > 3:  # then n >= 4
             x = cache[w, slot, 3]
-            out[o + 2] = np.int32(x & _M32)
-            if c > 3:
-                out[o + 3] = np.int32(x >> np.uint64(32))
+            out[min(o + 5, last)] = np.int32(x >> np.uint64(2 * _ID_BITS))
+            out[min(o + 4, last)] = np.int32((x >> np.uint64(_ID_BITS)) & _ID_MASK)
+            out[o + 3] = np.int32(x & _ID_MASK)
         return o + c
     return -1
 
@@ -1006,7 +1014,7 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena,
     piece longer than ``_SHORT`` that needs the heap."""
     wslot = -1
     in_long = False
-    if slot >= 0:  # the wide cache: short pieces with 5.._WIDE_IDS ids (or a mark: in the long cache)
+    if slot >= 0:  # the wide cache: short pieces with 7.._WIDE_IDS ids (or a mark: in the long cache)
         wslot = _wide_slot(wide, ph)
         if _find_to_front(wide, w, wslot, pw0, pw1):
             if _entry_count(wide, w, wslot) == _IN_LONG:
