@@ -442,7 +442,8 @@ def _ascii_classes(data, i):
     r"""``(letters, digits, space, 
 , other white space or space)`` masks of ``data[i:i + 64]``
     (the ASCII classes of every family: ``\s`` is ``[	
- ]`` over ASCII in both dialects)."""
+
+ ]`` over ASCII in both dialects)."""
     lett = range_mask64(data, i, 0x41, 0x5A) | range_mask64(data, i, 0x61, 0x7A)
     dig = range_mask64(data, i, 0x30, 0x39)
     sp = range_mask64(data, i, 0x20, 0x20)
@@ -874,7 +875,16 @@ _piece_o200k_inline = _inline_twin(_piece_o200k)
 @njit_noalloc(inline="always")
 def _window_starts(data, i, e, stop, fam):
     """The family's 64-byte window at ``i`` (``_gpt2_starts`` and the others); needs
-    ``i + 64 <= data.shape[0]``."""
+    ``i + 64 <= data.shape[0]``.
+
+    A window settles bit ``k`` only when the bytes up to ``k + 1`` at least are ASCII, so
+    with a byte >= 0x80 among the first three it settles bit 0 alone: that answer at once,
+    without the class masks (text in other scripts, where nearly every piece starts so,
+    went through a whole window per piece: 8 MB of the multilingual file, gpt2, serial
+    scan, 25.7 -> 20.4 ms; cl100k 20.4 -> 18.5; the fused engine, where the window is
+    not the bottleneck, unchanged within noise)."""
+    if (load64(data, i) & np.uint64(0x808080)) != 0:
+        return np.uint64(1)
     if fam == _F_GPT2:
         return _gpt2_starts(data, i, e, stop)
     if fam == _F_O200K:
