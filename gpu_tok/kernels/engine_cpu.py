@@ -474,6 +474,15 @@ def _nfc_changes(c, k, q, last_ccc, starter, between, max_between, ckeys, cvals)
 
 
 @njit_noalloc(inline="always")
+def _nfc_after(c, k, tccc, starter, between, max_between):
+    """The ``_nfc_changes`` state after character ``c`` (class ``k``): ``(starter, between,
+    max_between, last_ccc)``."""
+    if k == 0:
+        return c, 0, 0, np.int64(tccc[c])
+    return starter, between + 1, max(max_between, k), np.int64(tccc[c])
+
+
+@njit_noalloc(inline="always")
 def _ascii_end(data, i, e):
     """The first byte at or after ``i`` (before ``e``) that is not ASCII, else ``e``: 64
     bytes at a time (SIMD compares) where the buffer allows."""
@@ -510,15 +519,7 @@ def _nfc_unchanged(data, i, e, qc, ccc, tccc, ckeys, cvals):
         k = np.int64(ccc[c])
         if _nfc_changes(c, k, qc[c], last_ccc, starter, between, max_between, ckeys, cvals):
             return 0
-        if k == 0:
-            starter = c
-            between = 0
-            max_between = 0
-        else:
-            between += 1
-            if k > max_between:
-                max_between = k
-        last_ccc = np.int64(tccc[c])
+        starter, between, max_between, last_ccc = _nfc_after(c, k, tccc, starter, between, max_between)
     return 1
 
 
@@ -579,15 +580,7 @@ def nfc_spans(data, seg_s, seg_e, qc, ccc, tccc, ckeys, cvals):
                 bound = p
             elif not dirty and _nfc_changes(c, k, q, last_ccc, starter, between, max_between, ckeys, cvals):
                 dirty = True
-            if k == 0:
-                starter = c
-                between = 0
-                max_between = 0
-            else:
-                between += 1
-                if k > max_between:
-                    max_between = k
-            last_ccc = np.int64(tccc[c])
+            starter, between, max_between, last_ccc = _nfc_after(c, k, tccc, starter, between, max_between)
         if dirty:
             sp_s[ns] = bound
             sp_e[ns] = e
