@@ -249,18 +249,16 @@ class ByteBPEEngine:
             seg_s, seg_e = starts[keep], ends[keep]
         sp_s, sp_e = K.nfc_spans(data, seg_s, seg_e, *self.nfc)
         buf = data.tobytes()
-        parts, grow, pos = [], np.zeros(sp_s.shape[0] + 1, np.int64), 0
+        a_s, a_e = sp_s.tolist(), sp_e.tolist()
+        olds = [buf[a:b] for a, b in zip(a_s, a_e)]
         nfc = C.UnicodeNormalizer("NFC")
-        done = {}  # the same spans recur (a word spelt with a combining mark)
-        for k, (a, b) in enumerate(zip(sp_s.tolist(), sp_e.tolist())):
-            old = buf[a:b]
-            new = done.get(old)
-            if new is None:
-                new = done[old] = normalize_str(nfc, old.decode("utf-8")).encode("utf-8")
-            parts += (buf[pos:a], new)
-            grow[k + 1] = grow[k] + len(new) - (b - a)
-            pos = b
-        parts.append(buf[pos:])
+        done = {old: normalize_str(nfc, old.decode("utf-8")).encode("utf-8") for old in set(olds)}  # spans recur
+        news = [done[old] for old in olds]
+        grow = np.zeros(sp_s.shape[0] + 1, np.int64)
+        np.cumsum(np.fromiter(map(len, news), np.int64, len(news)) - (sp_e - sp_s), out=grow[1:])
+        parts = [None] * (2 * len(news) + 1)
+        parts[0::2] = [buf[a:b] for a, b in zip([0] + a_e, a_s + [len(buf)])]  # the text between the spans
+        parts[1::2] = news
 
         def moved(p):  # where byte position p (never inside a span) is in the new text
             return p + grow[np.searchsorted(sp_e, p, side="right")]

@@ -530,7 +530,13 @@ def nfc_unchanged_docs(data, doc_offsets, qc, ccc, tccc, ckeys, cvals):
     own NFC."""
     n = doc_offsets.shape[0] - 1
     ok = np.ones(n, np.uint8)
-    for d in prange(n):
+    # the documents in a scattered order (a prime stride): the workers get equal shares of
+    # documents, and neighbours are often alike (a run of documents in other scripts is
+    # far slower than one of ASCII ones: 8 MB of the multilingual file, 2 threads, 6.9 ->
+    # 3.8 ms)
+    stride = 7919 if n % 7919 != 0 else (7907 if n % 7907 != 0 else 1)
+    for k in prange(n):
+        d = (k * stride) % n
         ok[d] = _nfc_unchanged(data, doc_offsets[d], doc_offsets[d + 1], qc, ccc, tccc, ckeys, cvals)
     return ok
 
