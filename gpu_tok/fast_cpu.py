@@ -90,7 +90,7 @@ def word_caches(workers: int):
             aligned_zeros((workers, _WIDE_SLOTS, 8), np.uint64, 128))
 
 
-MAX_IDS = 1 << 21  # ids the engines serve (kernels.engine_cpu keeps three to a 64-bit word)
+MAX_IDS = 1 << 21  # ids the engines serve (kernels.engine_cpu._ID_BITS: three to a 64-bit word)
 
 
 class NotServed(Exception):

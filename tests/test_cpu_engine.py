@@ -241,7 +241,9 @@ def test_ids_beyond_the_word_caches_are_refused_by_name():
     """The word caches keep 21-bit ids: a vocabulary with a larger id is not served (the
     reference path runs, and ``cpu_engine_reason`` says why), never truncated."""
     from _small_bpe import PRE_TOKENIZERS, bpe_model, tokenizer_json
+    from gpu_tok.kernels.engine_cpu import _ID_BITS
 
+    assert fast_cpu.MAX_IDS == 1 << _ID_BITS  # the bound is the caches' id width
     model = bpe_model()
     model["vocab"] = dict(model["vocab"], far=fast_cpu.MAX_IDS)
     js = json.loads(tokenizer_json(model=model, added=[]))

@@ -635,9 +635,10 @@ def add_template(ids, row_splits, prefix, suffix):
 #   way down and the oldest leaves; a hit in another way is swapped to 4k (so the branch
 #   on "found first" is predicted). The set is prefetched as soon as the piece is cut.
 # * short pieces with 7..14 ids: ``wide: uint64[W, C2, 8]``, 64-byte entries ``[w0, w1 | n << 56
-#   | n_ids << 60, six words of ids]`` (three to a word as above), four-way sets as above (hash bits 32 and up). A short
-#   piece with more ids leaves a mark there (``n_ids`` = 15: its ids are in the long cache),
-#   so a short piece missing both caches costs no probe of the long cache.
+#   | n_ids << 60, six words of ids]`` (three to a word as above), four-way sets as above
+#   (hash bits 32 and up). A short piece with more ids leaves a mark there (``n_ids`` = 15:
+#   its ids are in the long cache), so a short piece missing both caches costs no probe of
+#   the long cache.
 # * long pieces (16..64 bytes) and short ones with more ids (at most 32): ``lmeta:
 #   uint64[W, L, 2]`` ``[hash, n | n_ids << 16]``, ``lbytes: uint8[W, L, 64]`` the
 #   piece (compared byte for byte on a hit), ``lids: int32[W, L, 32]``; four-way sets
@@ -758,7 +759,7 @@ def _merge_short(data, s, n, init_ids, grid, mtab, pc, ids, rank, out, o):
 _SHORT = 64
 _SHORT_KEY = 15  # longest piece the short cache holds
 _ID_BITS = 21  # ids are kept three to a word in the word caches (vocabularies below 2^21)
-_ID_MASK = np.uint64((1 << 21) - 1)
+_ID_MASK = np.uint64((1 << _ID_BITS) - 1)
 _SHORT_IDS = 6  # ids a short-cache entry holds (two words)
 _WIDE_IDS = 14  # ids a wide-cache entry holds (six words; the count field stops at 15)
 _WAYS = 4  # entries per set in the short and wide caches
