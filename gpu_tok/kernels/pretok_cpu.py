@@ -442,8 +442,7 @@ def _ascii_classes(data, i):
     r"""``(letters, digits, space, 
 , other white space or space)`` masks of ``data[i:i + 64]``
     (the ASCII classes of every family: ``\s`` is ``[	
-
- ]`` over ASCII in both dialects)."""
+ ]`` over ASCII in both dialects)."""
     lett = range_mask64(data, i, 0x41, 0x5A) | range_mask64(data, i, 0x61, 0x7A)
     dig = range_mask64(data, i, 0x30, 0x39)
     sp = range_mask64(data, i, 0x20, 0x20)
