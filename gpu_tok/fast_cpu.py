@@ -573,26 +573,27 @@ class CpuTokenizerEngine:
         data, offsets = pack(texts, check_text)
         ids, rs, skip = self.engine.run_ids(data, offsets, num_threads=num_threads)
         if skip is not None and skip.any():
-            ids, rs = splice_rows(ids, rs, self.skipped_rows(texts, skip, num_threads))
+            ids, rs = splice_rows(ids, rs, self.skipped_rows(texts, skip, num_threads, data, offsets))
         if add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0]):
             ids, rs = self._K().add_template(ids, rs, self.prefix, self.suffix)
         return ids, rs
 
-    def skipped_rows(self, texts: Sequence[str], skip: np.ndarray, num_threads: Optional[int]) -> dict:
-        """``{index: ids}`` of the documents ``run_ids`` skipped (those NFC changes): their
-        gaps normalized (``ByteBPEEngine.nfc_normalize``) and encoded by the engine, all
-        together, else one by one, and a document the raw tokens would match differently
-        in by the reference path."""
-        from .cpu_ref.pipeline import check_text
-
+    def skipped_rows(self, texts: Sequence[str], skip: np.ndarray, num_threads: Optional[int],
+                     data: np.ndarray, offsets: np.ndarray) -> dict:
+        """``{index: ids}`` of the documents ``run_ids`` skipped (those NFC changes) in the
+        packed ``data``/``offsets`` of ``texts``: their gaps normalized
+        (``ByteBPEEngine.nfc_normalize``) and encoded by the engine, all together, else one
+        by one, and a document the raw tokens would match differently in by the reference
+        path."""
         todo = [int(i) for i in np.flatnonzero(skip)]
         rows = {}
         for group in ([todo] if len(todo) > 1 else []) + [[i] for i in todo]:
             group = [i for i in group if i not in rows]
             if not group:
                 continue
-            data, offsets = pack([texts[i] for i in group], check_text)
-            norm = self.engine.nfc_normalize(data, offsets)
+            sub = np.zeros(len(group) + 1, np.int64)
+            np.cumsum(offsets[1:][group] - offsets[:-1][group], out=sub[1:])
+            norm = self.engine.nfc_normalize(np.concatenate([data[offsets[i]:offsets[i + 1]] for i in group]), sub)
             if norm is None:
                 continue
             ids, rs, _ = self.engine.run_ids(*norm, num_threads=num_threads, normalized=True)

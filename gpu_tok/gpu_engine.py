@@ -761,7 +761,8 @@ class GpuTokenizer:
             if device_out:
                 ids, rs = ids.get(), rs.get()
             wrap = (list(pre), list(suf)) if pre is not None else ([], [])
-            rows = {i: wrap[0] + list(r) + wrap[1] for i, r in self.cpu.skipped_rows(texts, skip, num_threads).items()}
+            done = self.cpu.skipped_rows(texts, skip, num_threads, data, offsets)
+            rows = {i: wrap[0] + list(r) + wrap[1] for i, r in done.items()}
             ids, rs = splice_rows(ids, rs, rows)
             if device_out:
                 cp = _cupy()
