@@ -380,13 +380,39 @@ class ByteBPEEngine:
 
 
 # ---------------------------------------------------------------------- packing
-def pack(texts: Sequence[str], check) -> Tuple[np.ndarray, np.ndarray]:
+def pack(texts: Sequence[str], check, num_threads: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
     """``(data, doc_offsets)``: the UTF-8 of all texts and where each starts.
 
-    ``check(text)`` is called on every text when one cannot be encoded (wrong type,
-    lone surrogate): it raises the reference's error for it, or returns the text
-    the reference encodes instead (tiktoken repairs lone surrogates).
+    The bytes come from CPython's own UTF-8 of each string (``kernels.pack_cpu``: cached
+    on the string, as HF ``tokenizers`` and ``tiktoken`` leave it), copied in parallel
+    with ``num_threads`` (default: all cores). ``check(text)`` is called on every text
+    when one cannot be encoded (wrong type, lone surrogate): it raises the reference's
+    error for it, or returns the text the reference encodes instead (tiktoken repairs
+    lone surrogates).
     """
+    from .kernels import pack_cpu as PK
+
+    texts = texts if type(texts) in (list, tuple) else list(texts)  # hold every object while its bytes are read
+    n = len(texts)
+    objs = np.fromiter(map(id, texts), np.int64, n)
+    ptr = np.empty(n, np.int64)
+    size = np.empty(n, np.int64)
+    if PK.utf8_views(objs, ptr, size, PK.AS_UTF8, PK.ERR_CLEAR) >= 0:
+        return _pack_encoded(texts, check)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(size, out=offsets[1:])
+    data = np.empty(int(offsets[-1]), np.uint8)
+    threads, parallel = plan_threads(num_threads, data.shape[0])
+    if parallel:
+        with numba_threads(threads):
+            PK.gather_views(ptr, offsets, data)
+    else:
+        PK.gather_views_serial(ptr, offsets, data)
+    return data, offsets
+
+
+def _pack_encoded(texts: Sequence[str], check) -> Tuple[np.ndarray, np.ndarray]:
+    """``pack`` through ``str.encode``, with ``check`` on each text (some text cannot be UTF-8)."""
     try:
         bs = [t.encode("utf-8") for t in texts]
     except (UnicodeEncodeError, AttributeError, TypeError):
@@ -570,7 +596,7 @@ class CpuTokenizerEngine:
         from .cpu_ref.pipeline import check_text
 
         texts = texts if isinstance(texts, list) else list(texts)
-        data, offsets = pack(texts, check_text)
+        data, offsets = pack(texts, check_text, num_threads)
         ids, rs, skip = self.engine.run_ids(data, offsets, num_threads=num_threads)
         if skip is not None and skip.any():
             ids, rs = splice_rows(ids, rs, self.skipped_rows(texts, skip, num_threads, data, offsets))
@@ -619,7 +645,7 @@ class CpuTokenizerEngine:
         """Per text, the ``Encoding`` before post-processing (the reference's ``_encode_single``)."""
         from .cpu_ref.pipeline import check_text
 
-        data, offsets = pack(texts, check_text)
+        data, offsets = pack(texts, check_text, num_threads)
         ids, rs, skip, (starts, ends, special, pts) = self.engine.run(data, offsets, num_threads=num_threads,
                                                                        want_pieces=True)
         n = len(texts)
@@ -809,7 +835,7 @@ class CpuSentencePieceEngine:
 
         K = self.K
         texts = texts if isinstance(texts, list) else list(texts)
-        data, offsets = pack(texts, check_text)
+        data, offsets = pack(texts, check_text, num_threads)
         n = len(texts)
         dst = np.zeros(n + 1, np.int64)
         np.cumsum(3 * np.diff(offsets) + 3, out=dst[1:])

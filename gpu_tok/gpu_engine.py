@@ -750,7 +750,7 @@ class GpuTokenizer:
         from .fast_cpu import pack, splice_rows
 
         t0 = time.perf_counter()
-        data, offsets = pack(texts, check_text)
+        data, offsets = pack(texts, check_text, num_threads)
         self.engine.stats["pack_s"] += time.perf_counter() - t0
         device_out = not return_numpy and self.engine.be.name == "cuda" and _cupy() is not None
         pre = suf = None
@@ -846,7 +846,7 @@ def tiktoken_batch_ids(enc, texts: List[str], allowed_special, disallowed_specia
     from .tiktoken_encoding import _valid_text
 
     t0 = time.perf_counter()
-    data, offsets = pack(texts, _valid_text)
+    data, offsets = pack(texts, _valid_text, num_threads)
     g.engine.stats["pack_s"] += time.perf_counter() - t0
     if disallowed_special and g.cpu.contains_any(data, offsets, frozenset(disallowed_special)).any():
         return None

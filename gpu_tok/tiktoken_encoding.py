@@ -360,7 +360,7 @@ class TiktokenEncoding:
         from .fast_cpu import pack
 
         texts = texts if isinstance(texts, list) else list(texts)
-        data, offsets = pack(texts, _valid_text)
+        data, offsets = pack(texts, _valid_text, num_threads)
         if disallowed_special and eng.contains_any(data, offsets, frozenset(disallowed_special)).any():
             return None  # the reference path raises tiktoken's error for the first such text
         allowed = frozenset(allowed_special) & frozenset(self._special_tokens) if allowed_special else frozenset()

@@ -366,6 +366,46 @@ def test_bad_input_on_cpu():
     assert b.to_list() == t.encode_batch_ids(["", "\x00", ""], device="ref").to_list()
 
 
+class _Str(str):
+    pass
+
+
+def test_pack_reads_cpython_utf8_exactly():
+    """``fast_cpu.pack`` (CPython's UTF-8 of each string, copied in parallel) equals
+    ``str.encode`` on every kind of string: ASCII, 2-, 3- and 4-byte characters, empty, NUL,
+    a str subclass, NumPy strings and a generator (temporaries held while read); a string
+    that cannot be UTF-8 or an object that is not a str goes to ``check`` (no error left
+    set behind), then the old path."""
+    rng = random.Random(5)
+    alphabet = "ab \n\x00é€中😀\u0301ß"
+    texts = ["", "ascii only", "\x00"] + ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 300)))
+                                          for _ in range(2000)]
+    texts += [_Str("sub é"), "x" * 300_000]  # a big one: over the parallel threshold
+
+    def expect(ts):
+        bs = [s.encode("utf-8") for s in ts]
+        return b"".join(bs), np.cumsum([0] + [len(b) for b in bs])
+
+    for ts, threads in ((texts, 2), (texts, 1), (texts[:10], None)):
+        data, off = fast_cpu.pack(ts, None, threads)
+        want, woff = expect(ts)
+        assert data.dtype == np.uint8 and data.tobytes() == want and off.tolist() == woff.tolist()
+    arr = np.array(["ab", "ç中", ""])
+    assert fast_cpu.pack(arr, None)[0].tobytes() == "abç中".encode()
+    gen = (s + "é" for s in ["a", "b"])
+    assert fast_cpu.pack(gen, None)[0].tobytes() == "aébé".encode()
+    seen = []
+
+    def check(s):
+        seen.append(s)
+        return s.encode("utf-8", "replace").decode() if isinstance(s, str) else "?"
+
+    data, off = fast_cpu.pack(["ok", "a\ud800b", b"raw", "é"], check)
+    assert data.tobytes() == b"oka?b?\xc3\xa9" and off.tolist() == [0, 2, 5, 6, 8]
+    assert seen == ["ok", "a\ud800b", b"raw", "é"]
+    assert fast_cpu.pack(["fine"], None)[0].tobytes() == b"fine"  # no Python error left set
+
+
 def test_single_piece_linear():
     """A million-character single piece (no split point) takes about ten times as long as
     a hundred-thousand-character one (a loose bound: quadratic would be a hundred)."""

@@ -1,5 +1,6 @@
 """LLVM intrinsics the CPU kernels use (Numba ``@intrinsic``): a prefetch hint, an unaligned
-8-byte load and count-trailing-zeros. None of them changes a result."""
+8-byte load, count-trailing-zeros and a 64-byte range mask (none of them changes a result);
+for packing (``pack_cpu``), a copy from a raw address and calls of C functions by address."""
 
 from __future__ import annotations
 
@@ -101,5 +102,52 @@ def range_mask64(typingctx, arr, i, lo, hi):
         d = builder.sub(v, splat(lo_v))
         bits = builder.icmp_unsigned("<=", d, splat(span))
         return builder.bitcast(bits, ir.IntType(64))
+
+    return sig, codegen
+
+
+@intrinsic
+def copy_from_address(typingctx, arr, i, src, n):
+    """Copy ``n`` bytes from the raw address ``src`` (an ``int64``) to ``arr[i:i + n]`` of a
+    ``uint8`` array (``llvm.memcpy``); the caller keeps both ranges valid and disjoint."""
+    sig = types.void(arr, i, src, n)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = context.cast(builder, args[1], signature.args[1], types.intp)
+        dst = cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
+        sp = builder.inttoptr(context.cast(builder, args[2], signature.args[2], types.int64), ir.IntType(8).as_pointer())
+        cgutils.raw_memcpy(builder, dst, sp, context.cast(builder, args[3], signature.args[3], types.int64), 1)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def call_i64_i64_i64(typingctx, fn, a, b):
+    """Call the C function at address ``fn`` as ``int64 f(int64, int64)`` (pointers passed as
+    integers, the x86-64 / AArch64 calling conventions treat them alike). Taking the address
+    as an argument, not a ctypes object, keeps the calling kernel cacheable."""
+    sig = types.int64(types.int64, types.int64, types.int64)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        fnty = ir.FunctionType(i64, [i64, i64])
+        f = builder.inttoptr(args[0], fnty.as_pointer())
+        return builder.call(f, [args[1], args[2]])
+
+    return sig, codegen
+
+
+@intrinsic
+def call_void(typingctx, fn):
+    """Call the C function at address ``fn`` as ``void f(void)``."""
+    sig = types.void(types.int64)
+
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.VoidType(), [])
+        builder.call(builder.inttoptr(args[0], fnty.as_pointer()), [])
+        return context.get_dummy_value()
 
     return sig, codegen
