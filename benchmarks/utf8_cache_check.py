@@ -47,7 +47,6 @@ def main() -> None:
         pass
     try:
         import tiktoken
-        import tiktoken.load  # noqa: F401
 
         enc = tiktoken.Encoding("r50k_base", pat_str=r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
                                 mergeable_ranks=read_rank_file(models_dir() / "tiktoken" / "r50k_base.tiktoken"),
