@@ -36,7 +36,9 @@ from .kernels.hash_table import interleave
 _PARALLEL_MIN_BYTES = 1 << 18  # below this one thread does all (the thread pool costs ~30 ms per call here)
 _CACHE_SLOTS = 1 << 19  # short-piece cache slots per worker (32 bytes each: 16 MiB)
 _WIDE_SLOTS = 1 << 18  # short pieces with 7..14 ids (64 bytes each: 16 MiB)
-_LONG_SLOTS = 1 << 16  # long-piece cache slots per worker, four-way sets (208 bytes each: 13 MiB)
+_LONG_SLOTS = 1 << 17  # long-piece cache entries per worker, four-way sets (32 bytes each: 4 MiB)
+_LONG_BYTES = 1 << 22  # their bytes: a ring of 4 MiB per worker
+_LONG_ID_SLOTS = 1 << 21  # their ids: a ring of 8 MiB per worker
 
 
 def plan_threads(num_threads: Optional[int], n_bytes: int) -> Tuple[int, bool]:
@@ -304,11 +306,11 @@ class ByteBPEEngine:
 
     def _alloc_word_cache(self, workers: int):
         """Per worker: the short and wide word caches, the long-piece cache and the pair cache
-        (``kernels.engine_cpu``): about 45 MiB per worker thread."""
+        (``kernels.engine_cpu``): about 48 MiB per worker thread."""
         return (*word_caches(workers),
-                np.zeros((workers, _LONG_SLOTS, 2), np.uint64),
-                np.zeros((workers, _LONG_SLOTS, 64), np.uint8),
-                np.zeros((workers, _LONG_SLOTS, 32), np.int32),
+                np.zeros((workers, _LONG_SLOTS + 1, 4), np.uint64),
+                np.zeros((workers, _LONG_BYTES), np.uint8),
+                np.zeros((workers, _LONG_ID_SLOTS), np.int32),
                 np.full((workers, 2 << self._K.PAIR_CACHE_BITS), np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64))
 
     def _word_cache(self, locked: bool, workers: int):

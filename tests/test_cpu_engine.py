@@ -162,6 +162,8 @@ def test_tiny_word_caches_evict_and_reorder_exactly(family, monkeypatch):
     monkeypatch.setattr(fast_cpu, "_CACHE_SLOTS", 16)
     monkeypatch.setattr(fast_cpu, "_WIDE_SLOTS", 8)
     monkeypatch.setattr(fast_cpu, "_LONG_SLOTS", 4)
+    monkeypatch.setattr(fast_cpu, "_LONG_BYTES", 64)  # rings that go round every few pieces
+    monkeypatch.setattr(fast_cpu, "_LONG_ID_SLOTS", 32)
     rng = random.Random(12)
     pool = list("abcdefgh") + ["é", "ж", "中", "ش", "ก"]
     words = [" " + "".join(rng.choice(pool) for _ in range(rng.randint(1, 14))) for _ in range(300)]
@@ -177,6 +179,49 @@ def test_tiny_word_caches_evict_and_reorder_exactly(family, monkeypatch):
         assert eng._wcache[0].shape[1] == 16  # the tiny caches were the ones used
     finally:
         eng._wcache = None
+
+
+def test_long_cache_rings_forget_what_they_overwrote():
+    """The long cache's index and rings (``engine_cpu._long_insert`` / ``_long_find``) on a
+    ring of 64 bytes and 16 ids, every key in the one four-way set: a piece whose bytes or
+    ids the rings have written over is absent, even where the same bytes lie there again;
+    the others are found with their own ids; a piece bigger than a ring is not kept."""
+    from gpu_tok.kernels import engine_cpu as K
+
+    lidx = np.zeros((1, 5, 4), np.uint64)
+    lbytes = np.zeros((1, 64), np.uint8)
+    lids = np.zeros((1, 16), np.int32)
+    data = np.frombuffer(b"A" * 20 + b"B" * 20 + b"C" * 30 + b"A" * 20 + b"D" * 70, np.uint8)
+    out = np.zeros(128, np.int32)
+
+    def put(a, n, ids, h):
+        out[:len(ids)] = ids
+        K._long_insert(data, a, n, len(ids), np.uint64(h), K._long_set(lidx, np.uint64(h)), lidx, lbytes, lids, 0,
+                       out, 0)
+
+    def get(a, n, h):
+        out[:] = -1
+        c = K._long_find(data, a, n, np.uint64(h), K._long_set(lidx, np.uint64(h)), lidx, lbytes, lids, 0, out, 0)
+        return None if c < 0 else out[:c].tolist()
+
+    put(0, 20, [1, 2, 3, 4, 5], 8)  # A: bytes 0-19, ids 0-4
+    put(20, 20, [6, 7, 8], 12)  # B: bytes 20-39, ids 5-7
+    assert get(0, 20, 8) == [1, 2, 3, 4, 5] and get(20, 20, 12) == [6, 7, 8]
+    put(40, 30, [9, 10], 16)  # C: 30 bytes do not fit after 40: bytes 0-29 (over A), ids 8-9
+    assert get(0, 20, 8) is None  # A's bytes were written over
+    assert get(40, 30, 16) == [9, 10]
+    # B's bytes are intact, but the counter went past its position + 64 when C skipped
+    # the ring's end: the check is by position only, so B counts as gone (never wrong)
+    assert get(20, 20, 12) is None
+    put(70, 20, [11] * 7, 20)  # A's bytes again: bytes 30-49; 7 ids do not fit after 10: ids 0-6
+    assert get(70, 20, 20) == [11] * 7 and get(0, 20, 20) == [11] * 7  # the same bytes anywhere: found
+    assert get(40, 30, 16) == [9, 10]  # C's bytes (0-29) and ids (8-9) are intact
+    put(40, 30, list(range(12, 22)), 24)  # E: bytes 0-29 (over C), ids 0-9 (over the 7 ids)
+    assert get(70, 20, 20) is None  # its ids went, its bytes did not
+    assert get(40, 30, 16) is None  # C's bytes went
+    assert get(40, 30, 24) == list(range(12, 22))
+    put(90, 70, [1], 28)  # bigger than the byte ring: not kept
+    assert get(90, 70, 28) is None
 
 
 def test_nfc_check_equals_reference():
