@@ -36,6 +36,7 @@ from .kernels.hash_table import interleave
 _PARALLEL_MIN_BYTES = 1 << 18  # below this one thread does all (the thread pool costs ~30 ms per call here)
 _CACHE_SLOTS = 1 << 19  # short-piece cache slots per worker (32 bytes each: 16 MiB)
 _WIDE_SLOTS = 1 << 18  # short pieces with 7..14 ids (64 bytes each: 16 MiB)
+_NFC_SPANS_KEPT = 1 << 16  # normalized spans an engine keeps (nfc_normalize)
 _LONG_SLOTS = 1 << 17  # long-piece cache entries per worker, four-way sets (32 bytes each: 4 MiB)
 _LONG_BYTES = 1 << 22  # their bytes: a ring of 4 MiB per worker
 _LONG_ID_SLOTS = 1 << 21  # their ids: a ring of 8 MiB per worker
@@ -140,6 +141,7 @@ class ByteBPEEngine:
         self.cls = _np_flags()
         self._set_added(spec.raw_tokens, spec.norm_tokens)
         self.nfc = nfc_tables() if spec.nfc else None
+        self._nfc_done = {}  # span bytes -> its NFC bytes (nfc_normalize), kept across calls, bounded
         self._lock = threading.Lock()
         self._wcache = None
 
@@ -253,9 +255,20 @@ class ByteBPEEngine:
         buf = data.tobytes()
         a_s, a_e = sp_s.tolist(), sp_e.tolist()
         olds = [buf[a:b] for a, b in zip(a_s, a_e)]
-        nfc = C.UnicodeNormalizer("NFC")
-        done = {old: normalize_str(nfc, old.decode("utf-8")).encode("utf-8") for old in set(olds)}  # spans recur
-        news = [done[old] for old in olds]
+        # spans recur (the same few accented letters), within a call and across calls: the
+        # engine keeps what it normalized (bounded: emptied when full; another thread may
+        # empty it meanwhile, so this call reads its own dict)
+        kept = self._nfc_done
+        got = {old: kept.get(old) for old in set(olds)}
+        new = [old for old, v in got.items() if v is None]
+        if new:
+            nfc = C.UnicodeNormalizer("NFC")
+            for old in new:
+                got[old] = normalize_str(nfc, old.decode("utf-8")).encode("utf-8")
+            if len(kept) + len(new) > _NFC_SPANS_KEPT:
+                kept.clear()
+            kept.update((old, got[old]) for old in new)
+        news = [got[old] for old in olds]
         grow = np.zeros(sp_s.shape[0] + 1, np.int64)
         np.cumsum(np.fromiter(map(len, news), np.int64, len(news)) - (sp_e - sp_s), out=grow[1:])
         parts = [None] * (2 * len(news) + 1)

@@ -352,6 +352,20 @@ def test_nfc_documents_normalized_gap_by_gap_then_compiled():
     for threads in (1, 2):
         assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu",
                                      num_threads=threads).to_list() == want
+    assert eng._nfc_done  # the normalized spans are kept for the next calls
+    kept = eng._nfc_done.copy()
+    eng._nfc_done.clear()
+    eng._nfc_done.update((k, b"z") for k in kept)  # a wrong kept value shows in the ids: it is used
+    assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu").to_list() != want
+    eng._nfc_done.clear()
+    old_kept = fast_cpu._NFC_SPANS_KEPT
+    fast_cpu._NFC_SPANS_KEPT = 3  # emptied over and over: still exact
+    try:
+        for _ in range(2):
+            assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu").to_list() == want
+        assert len(eng._nfc_done) <= max(3, len(kept))
+    finally:
+        fast_cpu._NFC_SPANS_KEPT = old_kept
     for k in range(0, len(texts), 97):  # one at a time too (the fall-back to one by one)
         assert ours.encode_batch_ids(texts[k:k + 1], add_special_tokens=False, device="cpu").to_list() == want[k:k + 1]
 
