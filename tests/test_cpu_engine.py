@@ -232,7 +232,9 @@ def test_nfc_check_equals_reference():
     nfc = UnicodeNormalizer("NFC")
     rng = random.Random(5)
     alphabet = ("e\u0301\u0316\u0300\u0327aAc\u1100\u1161\u11a8\uac00\uac01\u0928\u093c\u09c7\u09be\u0958 "
-                "x\u00e9\u212b\u0344\u0f73\u0f71\u0f72\u1e0b\u0323\u0307\u05b8\u05b7\u3099\u304b")
+                "x\u00e9\u212b\u0344\u0f73\u0f71\u0f72\u1e0b\u0323\u0307\u05b8\u05b7\u3099\u304b"
+                # Cyrillic, CJK, Hangul, Arabic, and marks that compose with them or reorder
+                "\u0418\u0306\u0436\u4e2d\ud55c\u00c5\u0627\u0653")
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 7))) for _ in range(20000)]
     data, off = fast_cpu.pack(texts, None)
     got = nfc_unchanged_docs(data, off, *fast_cpu.nfc_tables())
