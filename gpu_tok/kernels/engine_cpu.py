@@ -1026,7 +1026,10 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena,
     piece longer than ``_SHORT`` that needs the heap."""
     wslot = -1
     in_long = False
-    if slot >= 0:  # the wide cache: short pieces with 7.._WIDE_IDS ids (or a mark: in the long cache)
+    if slot >= 0 and n > _SHORT_IDS:  # the wide cache: short pieces with 7.._WIDE_IDS ids (or a
+        # mark: in the long cache); a piece of at most _SHORT_IDS bytes has no more ids than
+        # that (one byte, one symbol at least), so it is never there: no probe (most misses
+        # of English text, where that probe waited on memory each time)
         wslot = _wide_slot(wide, ph)
         if _find_to_front(wide, w, wslot, pw0, pw1):
             if _entry_count(wide, w, wslot) == _IN_LONG:
