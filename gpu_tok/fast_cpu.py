@@ -252,14 +252,18 @@ class ByteBPEEngine:
             keep = ends > starts
             seg_s, seg_e = starts[keep], ends[keep]
         sp_s, sp_e = K.nfc_spans(data, seg_s, seg_e, *self.nfc)
-        buf = data.tobytes()
-        a_s, a_e = sp_s.tolist(), sp_e.tolist()
-        olds = [buf[a:b] for a, b in zip(a_s, a_e)]
-        # spans recur (the same few accented letters), within a call and across calls: the
-        # engine keeps what it normalized (bounded: emptied when full; another thread may
-        # empty it meanwhile, so this call reads its own dict)
+        # the distinct spans (they recur: the same few accented letters), grouped by hash
+        # and checked byte for byte; each normalized once, then the text rebuilt in one pass
+        _u, first, which = np.unique(K.span_keys(data, sp_s, sp_e), return_index=True, return_inverse=True)
+        which = which.reshape(-1)
+        if not K.spans_equal(data, sp_s, sp_e, first[which]):  # a 64-bit hash collision: no grouping
+            first = np.arange(sp_s.shape[0])
+            which = first
+        olds = [data[a:b].tobytes() for a, b in zip(sp_s[first].tolist(), sp_e[first].tolist())]
+        # the engine keeps what it normalized across calls (bounded: emptied when full;
+        # another thread may empty it meanwhile, so this call reads its own dict)
         kept = self._nfc_done
-        got = {old: kept.get(old) for old in set(olds)}
+        got = {old: kept.get(old) for old in olds}
         new = [old for old, v in got.items() if v is None]
         if new:
             nfc = C.UnicodeNormalizer("NFC")
@@ -269,16 +273,17 @@ class ByteBPEEngine:
                 kept.clear()
             kept.update((old, got[old]) for old in new)
         news = [got[old] for old in olds]
+        roff = np.zeros(len(news) + 1, np.int64)
+        np.cumsum(np.fromiter(map(len, news), np.int64, len(news)), out=roff[1:])
+        repl = np.frombuffer(b"".join(news), np.uint8) if roff[-1] else np.zeros(1, np.uint8)
         grow = np.zeros(sp_s.shape[0] + 1, np.int64)
-        np.cumsum(np.fromiter(map(len, news), np.int64, len(news)) - (sp_e - sp_s), out=grow[1:])
-        parts = [None] * (2 * len(news) + 1)
-        parts[0::2] = [buf[a:b] for a, b in zip([0] + a_e, a_s + [len(buf)])]  # the text between the spans
-        parts[1::2] = news
+        np.cumsum((roff[1:] - roff[:-1])[which] - (sp_e - sp_s), out=grow[1:])
+        data2 = np.empty(data.shape[0] + int(grow[-1]), np.uint8)
+        K.splice_spans(data, sp_s, sp_e, which, repl, roff, data2)
 
         def moved(p):  # where byte position p (never inside a span) is in the new text
             return p + grow[np.searchsorted(sp_e, p, side="right")]
 
-        data2 = np.frombuffer(b"".join(parts), np.uint8)
         offsets2 = moved(doc_offsets)
         if trie is not None:
             got = K.match_added(data2, offsets2[:-1], offsets2[1:], *trie, self.cls)

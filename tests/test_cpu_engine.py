@@ -368,6 +368,15 @@ def test_nfc_documents_normalized_gap_by_gap_then_compiled():
         assert len(eng._nfc_done) <= max(3, len(kept))
     finally:
         fast_cpu._NFC_SPANS_KEPT = old_kept
+    from gpu_tok.kernels import engine_cpu
+
+    real_keys = engine_cpu.span_keys
+    engine_cpu.span_keys = lambda data, a, b: np.zeros(a.shape[0], np.uint64)  # every span "collides"
+    try:
+        eng._nfc_done.clear()
+        assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu").to_list() == want
+    finally:
+        engine_cpu.span_keys = real_keys
     for k in range(0, len(texts), 97):  # one at a time too (the fall-back to one by one)
         assert ours.encode_batch_ids(texts[k:k + 1], add_special_tokens=False, device="cpu").to_list() == want[k:k + 1]
 

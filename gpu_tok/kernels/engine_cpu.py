@@ -595,6 +595,49 @@ def nfc_spans(data, seg_s, seg_e, qc, ccc, tccc, ckeys, cvals):
 
 
 @njit_cached
+def span_keys(data, sp_s, sp_e):
+    """``bytes_hash`` of each span ``data[sp_s[k]:sp_e[k]]``."""
+    h = np.empty(sp_s.shape[0], np.uint64)
+    for k in range(sp_s.shape[0]):
+        h[k] = bytes_hash(data, sp_s[k], sp_e[k])
+    return h
+
+
+@njit_cached
+def spans_equal(data, sp_s, sp_e, rep):
+    """Whether every span has the same bytes as span ``rep[k]`` (spans grouped by hash: a
+    collision would group different spans)."""
+    for k in range(sp_s.shape[0]):
+        r = rep[k]
+        n = sp_e[k] - sp_s[k]
+        if sp_e[r] - sp_s[r] != n:
+            return False
+        for j in range(n):
+            if data[sp_s[k] + j] != data[sp_s[r] + j]:
+                return False
+    return True
+
+
+@njit_cached
+def splice_spans(data, sp_s, sp_e, which, repl, roff, out):
+    """``out``: ``data`` with each span ``k`` (in order, disjoint) replaced by the bytes
+    ``repl[roff[u]:roff[u + 1]]`` of ``u = which[k]``."""
+    o = 0
+    prev = 0
+    for k in range(sp_s.shape[0]):
+        n = sp_s[k] - prev
+        out[o:o + n] = data[prev:sp_s[k]]
+        o += n
+        u = which[k]
+        m = roff[u + 1] - roff[u]
+        out[o:o + m] = repl[roff[u]:roff[u + 1]]
+        o += m
+        prev = sp_e[k]
+    n = data.shape[0] - prev
+    out[o:o + n] = data[prev:]
+
+
+@njit_cached
 def add_template(ids, row_splits, prefix, suffix):
     """Insert ``prefix`` before and ``suffix`` after every row."""
     n = row_splits.shape[0] - 1
