@@ -23,6 +23,15 @@ def _prefetch(context, builder, aryty, ary_value, idx_values, idx_types):
     return context.get_dummy_value()
 
 
+def _item_ptr(context, builder, signature, args):
+    """The address of ``arr[i]`` for an intrinsic whose first two arguments are a
+    one-dimensional array and an index."""
+    aryty = signature.args[0]
+    ary = context.make_array(aryty)(context, builder, args[0])
+    idx = context.cast(builder, args[1], signature.args[1], types.intp)
+    return cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
+
+
 @intrinsic
 def prefetch3(typingctx, arr, i, j, k):
     """Hint the processor to load ``arr[i, j, k]``'s cache line (LLVM ``llvm.prefetch``, read,
@@ -53,10 +62,7 @@ def load64(typingctx, arr, i):
     sig = types.uint64(arr, i)
 
     def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        idx = context.cast(builder, args[1], signature.args[1], types.intp)
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
+        ptr = _item_ptr(context, builder, signature, args)
         return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
 
     return sig, codegen
@@ -83,10 +89,7 @@ def range_mask64(typingctx, arr, i, lo, hi):
     sig = types.uint64(arr, i, lo, hi)
 
     def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        idx = context.cast(builder, args[1], signature.args[1], types.intp)
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
+        ptr = _item_ptr(context, builder, signature, args)
         i8 = ir.IntType(8)
         vty = ir.VectorType(i8, 64)
         v = builder.load(builder.bitcast(ptr, vty.as_pointer()), align=1)
@@ -113,10 +116,7 @@ def copy_from_address(typingctx, arr, i, src, n):
     sig = types.void(arr, i, src, n)
 
     def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        idx = context.cast(builder, args[1], signature.args[1], types.intp)
-        dst = cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
+        dst = _item_ptr(context, builder, signature, args)
         sp = builder.inttoptr(context.cast(builder, args[2], signature.args[2], types.int64), ir.IntType(8).as_pointer())
         cgutils.raw_memcpy(builder, dst, sp, context.cast(builder, args[3], signature.args[3], types.int64), 1)
         return context.get_dummy_value()
