@@ -154,6 +154,31 @@ def test_cached_pieces_of_every_length_and_id_count(family):
         assert got == want
 
 
+@pytest.mark.parametrize("family", ["gpt2", "llama3"])
+def test_run_entries_of_the_short_cache(family):
+    """Short pieces whose ids are one id then another repeated (GPT-2: an indentation of
+    up to 15 spaces is one id per space) are kept in the short cache as a run
+    (``engine_cpu._RUN_IDS``, count 7..15); three passes equal to the reference, the second
+    and third served from those entries (gpt2 holds some after the first pass)."""
+    from gpu_tok.kernels import engine_cpu as K
+
+    rng = random.Random(13)
+    lines = []
+    for _ in range(400):
+        k = rng.randint(0, 16)
+        lines.append(rng.choice(["\n", "\r\n", ""]) + " " * k + rng.choice(["x = 1", "if y:", "}", "#", "\t\tz"]))
+    texts = ["".join(lines[i:i + 20]) for i in range(0, 400, 20)] + ["a" + " " * k + "b" for k in range(1, 18)]
+    t = tok(family)
+    want = t.encode_batch_ids(texts, add_special_tokens=False, device="ref").to_list()
+    eng = t._cpu_engine().engine
+    eng._wcache = None
+    for p in range(3):
+        assert t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list() == want
+        counts = eng._wcache[0][0, :, 1] >> np.uint64(60)
+        if family == "gpt2":
+            assert (counts > K._SHORT_IDS).sum() > 5
+
+
 @pytest.mark.parametrize("family", ["gpt2", "llama3", "gpt-4o"])
 def test_tiny_word_caches_evict_and_reorder_exactly(family, monkeypatch):
     """Word caches of a few sets each, so nearly every lookup contends: keys evicted from

@@ -813,6 +813,11 @@ _SHORT_IDS = 6  # ids a short-cache entry holds (two words)
 _WIDE_IDS = 14  # ids a wide-cache entry holds (six words; the count field stops at 15)
 _WAYS = 4  # entries per set in the short and wide caches
 _IN_LONG = 15  # a wide entry's id count meaning "the ids are in the long cache"
+# _RUN_IDS: a short-cache entry with a count above _SHORT_IDS (7..15) holds a run: its
+# first id, then its second id count - 1 times (GPT-2's vocabulary has no token for two
+# spaces: an indentation of 8 is "\n" or " " then 7 x " ", 80k of the 2.2M pieces of the
+# code bench file; they were wide-cache hits, each a probe that waited on memory). Only
+# the byte-level engine writes such entries (not the SentencePiece one's _entry_ids).
 _KEY1 = np.uint64(0x0FFFFFFFFFFFFFFF)  # w1's key bits (bytes 8..14 and n; n_ids above)
 _LONG_MAX = 1024  # pieces of 16.._LONG_MAX bytes use the long cache
 _LONG_IDS = 1024  # and their ids (and short pieces with more than _WIDE_IDS ids) when at most this many
@@ -1053,12 +1058,34 @@ def _encode_hit(n, slot, pw0, pw1, cache, w, out, o):
         out[min(o + 1, last)] = np.int32((x >> np.uint64(_ID_BITS)) & _ID_MASK)
         out[o] = np.int32(x & _ID_MASK)
         if c > 3:  # then n >= 4
+            if c > _SHORT_IDS:  # a run: the second id c - 1 times (_RUN_IDS)
+                return _write_run(out, o, c, np.int32((x >> np.uint64(_ID_BITS)) & _ID_MASK))
             x = cache[w, slot, 3]
             out[min(o + 5, last)] = np.int32(x >> np.uint64(2 * _ID_BITS))
             out[min(o + 4, last)] = np.int32((x >> np.uint64(_ID_BITS)) & _ID_MASK)
             out[o + 3] = np.int32(x & _ID_MASK)
         return o + c
     return -1
+
+
+@njit_noalloc
+def _write_run(out, o, c, r):
+    """``out[o + 3:o + c] = r`` (a run entry's ids after the first three); returns ``o + c``.
+    Not inlined: the hit loop stays as small as without runs."""
+    for k in range(3, c):
+        out[o + k] = r
+    return o + c
+
+
+@njit_noalloc(inline="always")
+def _is_run(out, o, c):
+    """Whether the ``c`` ids ``out[o:o + c]`` (a short piece's: ``c <= 15``) are one id then
+    one other id repeated (``_RUN_IDS``)."""
+    r = out[o + 1]
+    for k in range(2, c):
+        if out[o + k] != r:
+            return False
+    return True
 
 
 @njit_noalloc
@@ -1102,6 +1129,8 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena,
         c = _merge_short(data, a, n, init_ids, grid, mtab, pc, sids, srank, out, o)
     if slot >= 0 and c <= _SHORT_IDS:
         _set_put(cache, w, slot, pw0, pw1, c, out, o, c)
+    elif slot >= 0 and _is_run(out, o, c):
+        _set_put(cache, w, slot, pw0, pw1, c, out, o, 3)  # a run: [first, second, second] and c
     elif slot >= 0 and c <= _WIDE_IDS:
         _set_put(wide, w, wslot, pw0, pw1, c, out, o, c)
     elif slot >= 0 and not in_long:
