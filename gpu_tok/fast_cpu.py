@@ -263,16 +263,16 @@ class ByteBPEEngine:
         # the engine keeps what it normalized across calls (bounded: emptied when full;
         # another thread may empty it meanwhile, so this call reads its own dict)
         kept = self._nfc_done
-        got = {old: kept.get(old) for old in olds}
-        new = [old for old, v in got.items() if v is None]
+        norm_of = {old: kept.get(old) for old in olds}
+        new = [old for old, v in norm_of.items() if v is None]
         if new:
             nfc = C.UnicodeNormalizer("NFC")
             for old in new:
-                got[old] = normalize_str(nfc, old.decode("utf-8")).encode("utf-8")
+                norm_of[old] = normalize_str(nfc, old.decode("utf-8")).encode("utf-8")
             if len(kept) + len(new) > _NFC_SPANS_KEPT:
                 kept.clear()
-            kept.update((old, got[old]) for old in new)
-        news = [got[old] for old in olds]
+            kept.update((old, norm_of[old]) for old in new)
+        news = [norm_of[old] for old in olds]
         roff = np.zeros(len(news) + 1, np.int64)
         np.cumsum(np.fromiter(map(len, news), np.int64, len(news)), out=roff[1:])
         repl = np.frombuffer(b"".join(news), np.uint8) if roff[-1] else np.zeros(1, np.uint8)

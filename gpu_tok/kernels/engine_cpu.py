@@ -919,7 +919,7 @@ def _hash_batch(data, nb, sc, cache, w):
 
 
 @njit_noalloc
-def _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes,
+def _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes,
                 lids, pc, w, out, o, cnt, c0):
     """Encode pieces ``q, q+1, ...`` of the batch into ``out[o:]`` until the end or a long
     piece that needs the heap (``_bpe_long`` allocates, so the caller runs it); returns
@@ -932,7 +932,7 @@ def _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bv
         o2 = _encode_hit(b - a, pslot[q], pw0[q], pw1[q], cache, w, out, o)
         if o2 < 0:
             o2 = _encode_miss(data, a, b, b - a, pslot[q], pw0[q], pw1[q], ph[q], init_ids, grid, mtab, arena, tok_off,
-                              bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pc, w, sids, srank, out, o)
+                              bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, w, sids, srank, out, o)
             if o2 < 0:
                 return o, q
         if record:
@@ -944,7 +944,7 @@ def _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bv
 
 @njit_noalloc
 def _encode_batch(data, nb, q, hashed, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache,
-                  wide, lmeta, lbytes, lids, pc, w, out, o, cnt, c0):
+                  wide, lidx, lbytes, lids, pc, w, out, o, cnt, c0):
     """Encode pieces ``q, q+1, ...`` of the ``nb`` pieces ``[ps[q], ps[q+1])`` (``ps = sc[0]``)
     into ``out[o:]`` (hashing the batch first when ``q == 0``, unless ``hashed``: the fused path
     keys each piece as it cuts it); with a non-empty ``cnt``,
@@ -954,7 +954,7 @@ def _encode_batch(data, nb, q, hashed, sc, init_ids, grid, mtab, arena, tok_off,
     if q == 0 and hashed == 0:
         _hash_batch(data, nb, sc, cache, w)
     return _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide,
-                       lmeta, lbytes, lids, pc, w, out, o, cnt, c0)
+                       lidx, lbytes, lids, pc, w, out, o, cnt, c0)
 
 
 @njit_cached
@@ -1090,7 +1090,7 @@ def _is_run(out, o, c):
 
 @njit_noalloc
 def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
-                 cache, wide, lmeta, lbytes, lids, pc, w, sids, srank, out, o):
+                 cache, wide, lidx, lbytes, lids, pc, w, sids, srank, out, o):
     """A piece ``_encode_hit`` did not serve: the long cache, else the vocabulary
     (``whole_first``), else BPE, and the result cached; returns the new ``o``, or -1 for a
     piece longer than ``_SHORT`` that needs the heap."""
@@ -1112,9 +1112,9 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena,
     lh = np.uint64(0)
     if n <= _LONG_MAX:
         lh = ph if slot >= 0 else bytes_hash(data, a, b)
-        lslot = _long_set(lmeta, lh)
+        lslot = _long_set(lidx, lh)
     if lslot >= 0 and (slot < 0 or in_long):
-        c = _long_find(data, a, n, lh, lslot, lmeta, lbytes, lids, w, out, o)
+        c = _long_find(data, a, n, lh, lslot, lidx, lbytes, lids, w, out, o)
         if c >= 0:
             return o + c
     c = -1
@@ -1136,9 +1136,9 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena,
     elif slot >= 0 and not in_long:
         # more ids than a wide entry holds: a mark there, the ids in the long cache
         _set_put(wide, w, wslot, pw0, pw1, _IN_LONG, out, o, 0)
-        _long_insert(data, a, n, c, lh, lslot, lmeta, lbytes, lids, w, out, o)
+        _long_insert(data, a, n, c, lh, lslot, lidx, lbytes, lids, w, out, o)
     elif lslot >= 0 and c <= _LONG_IDS:
-        _long_insert(data, a, n, c, lh, lslot, lmeta, lbytes, lids, w, out, o)
+        _long_insert(data, a, n, c, lh, lslot, lidx, lbytes, lids, w, out, o)
     return o + c
 
 
@@ -1214,7 +1214,7 @@ def _long_insert(data, a, n, c, lh, lslot, lidx, lbytes, lids, w, out, o):
 
 @njit_cached
 def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off,
-                 bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, w, out, o):
+                 bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, w, out, o):
     """Scan ``[i, stop)`` (a segment ending at ``end``), encode its pieces into ``out[o:]``;
     returns the new ``o``."""
     sc = _scratch()
@@ -1226,17 +1226,17 @@ def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, grid, 
         q = 0
         while True:
             o, q = _encode_batch(data, nb, q, 1, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
-                                 cache, wide, lmeta, lbytes, lids, pc, w, out, o, nocnt, 0)
+                                 cache, wide, lidx, lbytes, lids, pc, w, out, o, nocnt, 0)
             if q >= nb:
                 break
-            o = _heap_piece(data, sc, q, init_ids, mtab, pc, lmeta, lbytes, lids, w, out, o, nocnt, 0)
+            o = _heap_piece(data, sc, q, init_ids, mtab, pc, lidx, lbytes, lids, w, out, o, nocnt, 0)
             q += 1
     return o
 
 
 @njit_cached
 def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, grid, mtab, arena, tok_off, bkeys, bvals,
-                        whole_first, cache, wide, lmeta, lbytes, lids, pcache, w, out, opos, counts):
+                        whole_first, cache, wide, lidx, lbytes, lids, pcache, w, out, opos, counts):
     """The piece path (for offsets): pieces ``lo..hi`` given; ``special``: an added token's
     id, -1 for a piece to encode, -2 for one to skip. Piece ``p``'s ids go to
     ``out[opos[p]:opos[p] + counts[p]]``."""
@@ -1265,10 +1265,10 @@ def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, grid, mta
         o2 = o
         while True:
             o2, q = _encode_batch(data, nb, q, 0, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
-                                  cache, wide, lmeta, lbytes, lids, pc, w, out, o2, counts, p)
+                                  cache, wide, lidx, lbytes, lids, pc, w, out, o2, counts, p)
             if q >= nb:
                 break
-            o2 = _heap_piece(data, sc, q, init_ids, mtab, pc, lmeta, lbytes, lids, w, out, o2, counts, p)
+            o2 = _heap_piece(data, sc, q, init_ids, mtab, pc, lidx, lbytes, lids, w, out, o2, counts, p)
             q += 1
         q = nb
         for k in range(q):
@@ -1279,40 +1279,40 @@ def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, grid, mta
 
 @njit_cached(parallel=True)
 def encode_pieces_parallel(data, starts, ends, special, blocks, init_ids, grid, mtab, arena, tok_off, bkeys, bvals,
-                           whole_first, cache, wide, lmeta, lbytes, lids, pcache, out, opos, counts):
+                           whole_first, cache, wide, lidx, lbytes, lids, pcache, out, opos, counts):
     """``prange`` over ``blocks`` (piece-index bounds)."""
     for b in prange(blocks.shape[0] - 1):
         _encode_piece_range(data, starts, ends, special, blocks[b], blocks[b + 1], init_ids, grid, mtab, arena, tok_off,
-                            bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, get_thread_id(), out,
+                            bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, get_thread_id(), out,
                             opos, counts)
 
 
 @njit_cached
 def encode_pieces_serial(data, starts, ends, special, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
-                         cache, wide, lmeta, lbytes, lids, pcache, out, opos, counts):
+                         cache, wide, lidx, lbytes, lids, pcache, out, opos, counts):
     _encode_piece_range(data, starts, ends, special, 0, starts.shape[0], init_ids, grid, mtab, arena, tok_off, bkeys,
-                        bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, 0, out, opos, counts)
+                        bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, 0, out, opos, counts)
 
 
 @njit_cached
 def _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
-              tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, w, out, seg_count, unit_count):
+              tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, w, out, seg_count, unit_count):
     if uc[u] < 0:
         for s in range(ua[u], ub[u]):
             a = seg_s[s]
             seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, grid, mtab,
-                                        arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache,
+                                        arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache,
                                         w, out, a) - a
     elif sync[u] >= 0:
         a = sync[u]
         unit_count[u] = _encode_span(data, a, unit_stop(seg_e, ua, uc, sync, u), seg_e[ua[u]], fam, end_whole, tab,
-                                     fold, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta,
+                                     fold, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx,
                                      lbytes, lids, pcache, w, out, a) - a
 
 
 @njit_cached(parallel=True)
 def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
-                          tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, out):
+                          tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, out):
     """Returns ``(rec_start, rec_count)``: per segment (count 0 for a cut segment) and per
     cut unit, where its ids begin in ``out`` (its first byte) and how many there are."""
     ua, ub, uc = _plan(seg_s, seg_e, chunk)
@@ -1325,19 +1325,19 @@ def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, 
     unit_count = np.zeros(U, np.int64)
     for u in prange(U):
         _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
-                  tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, get_thread_id(), out, seg_count,
+                  tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, get_thread_id(), out, seg_count,
                   unit_count)
     return _records(seg_s, sync, seg_count, unit_count)
 
 
 @njit_cached
 def encode_fused_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off,
-                        bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, out):
+                        bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, out):
     S = seg_s.shape[0]
     seg_count = np.zeros(S, np.int64)
     for s in range(S):
         a = seg_s[s]
-        seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lmeta, lbytes, lids, pcache, 0, out,
+        seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, 0, out,
                                     a) - a
     return seg_s.copy(), seg_count
 
