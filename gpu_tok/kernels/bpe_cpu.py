@@ -45,6 +45,7 @@ import numpy as np
 from numba import prange
 
 from .hash_table import EMPTY, PAIR_CACHE_BITS, interleave, lookup_cached, njit_cached
+from .hash_table import uidx as _U
 
 __all__ = ["bpe_packed", "bpe_packed_serial", "bpe_packed_parallel", "merge_piece", "pieces_to_symbols",
            "unpack_tokens"]
@@ -56,16 +57,16 @@ _CHUNK = 256  # pieces per parallel task (scratch arrays are allocated once per 
 
 @njit_cached
 def _swap(hkey, hnew, hpair, i, j):
-    hkey[i], hkey[j] = hkey[j], hkey[i]
-    hnew[i], hnew[j] = hnew[j], hnew[i]
-    hpair[i], hpair[j] = hpair[j], hpair[i]
+    hkey[_U(i)], hkey[_U(j)] = hkey[_U(j)], hkey[_U(i)]
+    hnew[_U(i)], hnew[_U(j)] = hnew[_U(j)], hnew[_U(i)]
+    hpair[_U(i)], hpair[_U(j)] = hpair[_U(j)], hpair[_U(i)]
 
 
 @njit_cached
 def _heap_less(hkey, hnew, a, b):
-    ka = hkey[a]
-    kb = hkey[b]
-    return ka < kb or (ka == kb and hnew[a] < hnew[b])
+    ka = hkey[_U(a)]
+    kb = hkey[_U(b)]
+    return ka < kb or (ka == kb and hnew[_U(a)] < hnew[_U(b)])
 
 
 @njit_cached
@@ -88,9 +89,9 @@ def _sift_down(hkey, hnew, hpair, i, size):
 @njit_cached
 def _push(hkey, hnew, hpair, size, k, nid, pair):
     i = size
-    hkey[i] = k
-    hnew[i] = nid
-    hpair[i] = pair
+    hkey[_U(i)] = k
+    hnew[_U(i)] = nid
+    hpair[_U(i)] = pair
     while i > 0:
         p = (i - 1) >> 1
         if _heap_less(hkey, hnew, i, p):
@@ -116,20 +117,20 @@ def merge_piece(symbols, sym_len, s0, n, mtab, pc, ids, lens, prv, nxt, hkey, hn
     in the reference (valid when the current pair's result is the queued id).
     """
     for i in range(n):
-        ids[i] = symbols[s0 + i]
-        lens[i] = sym_len[s0 + i]
-        prv[i] = i - 1
-        nxt[i] = i + 1
+        ids[_U(i)] = symbols[_U(s0 + i)]
+        lens[_U(i)] = sym_len[_U(s0 + i)]
+        prv[_U(i)] = i - 1
+        nxt[_U(i)] = i + 1
     if n > 1:
-        nxt[n - 1] = -1
+        nxt[_U(n - 1)] = -1
         size = 0
         for i in range(n - 1):
-            pk = (np.uint64(ids[i]) << _S32) | np.uint64(ids[i + 1])
+            pk = (np.uint64(ids[_U(i)]) << _S32) | np.uint64(ids[_U(i + 1)])
             v = lookup_cached(mtab, pc, pk)
             if v != EMPTY:
-                hkey[size] = (v & ~_LOW) | np.uint64(i)
-                hnew[size] = np.int32(v & _LOW)
-                hpair[size] = pk
+                hkey[_U(size)] = (v & ~_LOW) | np.uint64(i)
+                hnew[_U(size)] = np.int32(v & _LOW)
+                hpair[_U(size)] = pk
                 size += 1
         for i in range(size // 2 - 1, -1, -1):
             _sift_down(hkey, hnew, hpair, i, size)
@@ -139,44 +140,44 @@ def merge_piece(symbols, sym_len, s0, n, mtab, pc, ids, lens, prv, nxt, hkey, hn
             queued = hpair[0]
             size -= 1
             if size > 0:
-                hkey[0] = hkey[size]
-                hnew[0] = hnew[size]
-                hpair[0] = hpair[size]
+                hkey[0] = hkey[_U(size)]
+                hnew[0] = hnew[_U(size)]
+                hpair[0] = hpair[_U(size)]
                 _sift_down(hkey, hnew, hpair, 0, size)
             pos = np.int64(top & _LOW)
-            if lens[pos] == 0:
+            if lens[_U(pos)] == 0:
                 continue
-            j = nxt[pos]
+            j = nxt[_U(pos)]
             if j == -1:
                 continue
-            cur = (np.uint64(ids[pos]) << _S32) | np.uint64(ids[j])
+            cur = (np.uint64(ids[_U(pos)]) << _S32) | np.uint64(ids[_U(j)])
             if cur != queued:
                 v = lookup_cached(mtab, pc, cur)
                 if v == EMPTY or np.int32(v & _LOW) != new_id:
                     continue
-            ids[pos] = new_id
-            lens[pos] += lens[j]
-            lens[j] = 0
-            k = nxt[j]
-            nxt[pos] = k
+            ids[_U(pos)] = new_id
+            lens[_U(pos)] += lens[_U(j)]
+            lens[_U(j)] = 0
+            k = nxt[_U(j)]
+            nxt[_U(pos)] = k
             if k != -1:
-                prv[k] = pos
-            p = prv[pos]
+                prv[_U(k)] = pos
+            p = prv[_U(pos)]
             if p >= 0:
-                pk = (np.uint64(ids[p]) << _S32) | np.uint64(new_id)
+                pk = (np.uint64(ids[_U(p)]) << _S32) | np.uint64(new_id)
                 v = lookup_cached(mtab, pc, pk)
                 if v != EMPTY:
                     size = _push(hkey, hnew, hpair, size, (v & ~_LOW) | np.uint64(p), np.int32(v & _LOW), pk)
             if k != -1:
-                pk = (np.uint64(new_id) << _S32) | np.uint64(ids[k])
+                pk = (np.uint64(new_id) << _S32) | np.uint64(ids[_U(k)])
                 v = lookup_cached(mtab, pc, pk)
                 if v != EMPTY:
                     size = _push(hkey, hnew, hpair, size, (v & ~_LOW) | np.uint64(pos), np.int32(v & _LOW), pk)
     c = 0
     for i in range(n):
-        if lens[i] != 0:
-            out_ids[o0 + c] = ids[i]
-            out_lens[o0 + c] = lens[i]
+        if lens[_U(i)] != 0:
+            out_ids[_U(o0 + c)] = ids[_U(i)]
+            out_lens[_U(o0 + c)] = lens[_U(i)]
             c += 1
     return c
 

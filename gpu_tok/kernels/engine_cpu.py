@@ -44,6 +44,7 @@ from ._intrinsics import prefetch1 as _prefetch1
 from ._intrinsics import prefetch3 as _prefetch3
 from .bpe_cpu import merge_piece
 from .hash_table import _GOLD, EMPTY, PAIR_CACHE_BITS, lookup, lookup2, lookup_cached, mix64, njit_cached, njit_noalloc
+from .hash_table import uidx as _U
 
 _CACHE_IDS = 8
 _CACHE_MAX_LEN = 16
@@ -60,7 +61,7 @@ def bytes_hash(buf, s, e):
         w = np.uint64(0)
         k = 0
         while k < 8 and i < e:
-            w |= np.uint64(buf[i]) << np.uint64(8 * k)
+            w |= np.uint64(buf[_U(i)]) << np.uint64(8 * k)
             i += 1
             k += 1
         h = mix64(h ^ w)
@@ -110,16 +111,16 @@ def bytes_lookup(buf, s, e, arena, tok_off, bkeys, bvals):
     i = np.int64(h & np.uint64(mask))
     n = e - s
     while True:
-        k = bkeys[i]
+        k = bkeys[_U(i)]
         if k == EMPTY:
             return -1
         if k == h:
-            t = bvals[i]
-            a = tok_off[t]
-            if tok_off[t + 1] - a == n:
+            t = bvals[_U(i)]
+            a = tok_off[_U(t)]
+            if tok_off[_U(t + 1)] - a == n:
                 same = True
                 for j in range(n):
-                    if arena[a + j] != buf[s + j]:
+                    if arena[_U(a + j)] != buf[_U(s + j)]:
                         same = False
                         break
                 if same:
@@ -743,7 +744,7 @@ def _merge_ids(ids, n, mtab, pc, rank):
     pair, leftmost first, merged until none is left; the same result as ``merge_piece``.
     Returns the number of tokens left in ``ids``."""
     for k in range(n - 1):
-        rank[k] = lookup_cached(mtab, pc, (np.uint64(ids[k]) << np.uint64(32)) | np.uint64(ids[k + 1]))
+        rank[_U(k)] = lookup_cached(mtab, pc, (np.uint64(ids[_U(k)]) << np.uint64(32)) | np.uint64(ids[_U(k + 1)]))
     return _merge_ranked(ids, n, mtab, pc, rank)
 
 
@@ -755,26 +756,26 @@ def _merge_ranked(ids, n, mtab, pc, rank):
         best = 0
         bv = rank[0]
         for k in range(1, m - 1):
-            if rank[k] < bv:
-                bv = rank[k]
+            if rank[_U(k)] < bv:
+                bv = rank[_U(k)]
                 best = k
         if bv == EMPTY:
             break
-        ids[best] = np.int32(bv & _M32)
+        ids[_U(best)] = np.int32(bv & _M32)
         # the two pairs to look up next are known now: start loading their table slots
         # while the arrays shift (the lookups sit on the merge loop's dependency chain)
         if best > 0:
-            _prefetch_pair(mtab, pc, (np.uint64(ids[best - 1]) << np.uint64(32)) | np.uint64(ids[best]))
+            _prefetch_pair(mtab, pc, (np.uint64(ids[_U(best - 1)]) << np.uint64(32)) | np.uint64(ids[_U(best)]))
         if best + 2 < m:
-            _prefetch_pair(mtab, pc, (np.uint64(ids[best]) << np.uint64(32)) | np.uint64(ids[best + 2]))
+            _prefetch_pair(mtab, pc, (np.uint64(ids[_U(best)]) << np.uint64(32)) | np.uint64(ids[_U(best + 2)]))
         for k in range(best + 1, m - 1):
-            ids[k] = ids[k + 1]
-            rank[k] = rank[k + 1]
+            ids[_U(k)] = ids[_U(k + 1)]
+            rank[_U(k)] = rank[_U(k + 1)]
         m -= 1
         if best > 0:
-            rank[best - 1] = lookup_cached(mtab, pc, (np.uint64(ids[best - 1]) << np.uint64(32)) | np.uint64(ids[best]))
+            rank[_U(best - 1)] = lookup_cached(mtab, pc, (np.uint64(ids[_U(best - 1)]) << np.uint64(32)) | np.uint64(ids[_U(best)]))
         if best < m - 1:
-            rank[best] = lookup_cached(mtab, pc, (np.uint64(ids[best]) << np.uint64(32)) | np.uint64(ids[best + 1]))
+            rank[_U(best)] = lookup_cached(mtab, pc, (np.uint64(ids[_U(best)]) << np.uint64(32)) | np.uint64(ids[_U(best + 1)]))
     return m
 
 
@@ -796,12 +797,12 @@ def _merge_short(data, s, n, init_ids, grid, mtab, pc, ids, rank, out, o):
     """Byte-level BPE of a short piece (n <= _SHORT bytes) with ``_merge_ranked``, the first
     round of ranks from ``grid``."""
     for k in range(n):
-        ids[k] = init_ids[data[s + k]]
+        ids[_U(k)] = init_ids[_U(data[_U(s + k)])]
     for k in range(n - 1):
-        rank[k] = grid[(np.int64(data[s + k]) << 8) | np.int64(data[s + k + 1])]
+        rank[_U(k)] = grid[_U((np.int64(data[_U(s + k)]) << 8) | np.int64(data[_U(s + k + 1)]))]
     m = _merge_ranked(ids, n, mtab, pc, rank)
     for k in range(m):
-        out[o + k] = ids[k]
+        out[_U(o + k)] = ids[_U(k)]
     return m
 
 
@@ -834,10 +835,10 @@ def _key_piece(data, q, a, b, sc, cache, w):
         w0, w1, h = short_key(data, a, n)
         slot = _short_slot(cache, h)  # a set: two cache lines
         _prefetch3(cache, w, slot, 0)  # the set's other line comes with it (128-byte aligned pair)
-        sc[2][q] = w0
-        sc[3][q] = w1
-        sc[4][q] = h
-    sc[1][q] = slot
+        sc[2][_U(q)] = w0
+        sc[3][_U(q)] = w1
+        sc[4][_U(q)] = h
+    sc[1][_U(q)] = slot
 
 
 @njit_noalloc
@@ -854,19 +855,19 @@ def _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc, cache, w):
             if m != 0:
                 base = i + 1
                 while m != 0 and nb < _BATCH:
-                    ps[nb] = i
+                    ps[_U(nb)] = i
                     j = base + np.int64(_ctz64(m))
                     _key_piece(data, nb, i, j, sc, cache, w)
                     i = j
                     nb += 1
                     m &= m - np.uint64(1)
                 continue
-        ps[nb] = i
+        ps[_U(nb)] = i
         j = _next_piece(data, i, end, fam, end_whole, tab, fold)
         _key_piece(data, nb, i, j, sc, cache, w)
         i = j
         nb += 1
-    ps[nb] = i
+    ps[_U(nb)] = i
     return nb
 
 
@@ -915,7 +916,7 @@ def _hash_batch(data, nb, sc, cache, w):
     independent loads the processor overlaps."""
     ps = sc[0]
     for q in range(nb):
-        _key_piece(data, q, ps[q], ps[q + 1], sc, cache, w)
+        _key_piece(data, q, ps[_U(q)], ps[_U(q + 1)], sc, cache, w)
 
 
 @njit_noalloc
@@ -927,16 +928,16 @@ def _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bv
     ps, pslot, pw0, pw1, ph, sids, srank = sc
     record = cnt.shape[0] > 0
     while q < nb:
-        a = ps[q]
-        b = ps[q + 1]
-        o2 = _encode_hit(b - a, pslot[q], pw0[q], pw1[q], cache, w, out, o)
+        a = ps[_U(q)]
+        b = ps[_U(q + 1)]
+        o2 = _encode_hit(b - a, pslot[_U(q)], pw0[_U(q)], pw1[_U(q)], cache, w, out, o)
         if o2 < 0:
-            o2 = _encode_miss(data, a, b, b - a, pslot[q], pw0[q], pw1[q], ph[q], init_ids, grid, mtab, arena, tok_off,
+            o2 = _encode_miss(data, a, b, b - a, pslot[_U(q)], pw0[_U(q)], pw1[_U(q)], ph[_U(q)], init_ids, grid, mtab, arena, tok_off,
                               bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, w, sids, srank, out, o)
             if o2 < 0:
                 return o, q
         if record:
-            cnt[c0 + q] = o2 - o
+            cnt[_U(c0 + q)] = o2 - o
         o = o2
         q += 1
     return o, q
@@ -986,7 +987,7 @@ def _wide_slot(wide, h):
 
 @njit_noalloc(inline="always")
 def _is_key(tab, w, e, pw0, pw1):
-    return tab[w, e, 0] == pw0 and (tab[w, e, 1] & _KEY1) == pw1
+    return tab[_U(w), _U(e), 0] == pw0 and (tab[_U(w), _U(e), 1] & _KEY1) == pw1
 
 
 @njit_noalloc(inline="always")
@@ -1002,16 +1003,16 @@ def _find_to_front(tab, w, slot, pw0, pw1):
         e = slot + way
         if _is_key(tab, w, e, pw0, pw1):
             for k in range(tab.shape[2]):
-                t = tab[w, slot, k]
-                tab[w, slot, k] = tab[w, e, k]
-                tab[w, e, k] = t
+                t = tab[_U(w), _U(slot), _U(k)]
+                tab[_U(w), _U(slot), _U(k)] = tab[_U(w), _U(e), _U(k)]
+                tab[_U(w), _U(e), _U(k)] = t
             return True
     return False
 
 
 @njit_noalloc(inline="always")
 def _entry_count(tab, w, e):
-    return np.int64(tab[w, e, 1] >> np.uint64(60))
+    return np.int64(tab[_U(w), _U(e), 1] >> np.uint64(60))
 
 
 @njit_noalloc(inline="always")
@@ -1019,7 +1020,7 @@ def _entry_ids(tab, w, e, out, o):
     """Copy entry ``e``'s ids to ``out[o:]``; returns how many."""
     c = _entry_count(tab, w, e)
     for k in range(c):
-        out[o + k] = np.int32((tab[w, e, 2 + k // 3] >> np.uint64(_ID_BITS * (k % 3))) & _ID_MASK)
+        out[_U(o + k)] = np.int32((tab[_U(w), _U(e), _U(2 + k // 3)] >> np.uint64(_ID_BITS * (k % 3))) & _ID_MASK)
     return c
 
 
@@ -1030,13 +1031,13 @@ def _set_put(tab, w, slot, pw0, pw1, c, out, o, n_ids):
     width = tab.shape[2]
     for way in range(_WAYS - 1, 0, -1):
         for k in range(width):
-            tab[w, slot + way, k] = tab[w, slot + way - 1, k]
-    tab[w, slot, 0] = pw0
-    tab[w, slot, 1] = pw1 | (np.uint64(c) << np.uint64(60))
+            tab[_U(w), _U(slot + way), _U(k)] = tab[_U(w), _U(slot + way - 1), _U(k)]
+    tab[_U(w), _U(slot), 0] = pw0
+    tab[_U(w), _U(slot), 1] = pw1 | (np.uint64(c) << np.uint64(60))
     for k in range(2, width):
-        tab[w, slot, k] = np.uint64(0)
+        tab[_U(w), _U(slot), _U(k)] = np.uint64(0)
     for k in range(n_ids):
-        tab[w, slot, 2 + k // 3] |= np.uint64(out[o + k]) << np.uint64(_ID_BITS * (k % 3))
+        tab[_U(w), _U(slot), _U(2 + k // 3)] |= np.uint64(out[_U(o + k)]) << np.uint64(_ID_BITS * (k % 3))
 
 
 @njit_noalloc(inline="always")
@@ -1051,19 +1052,19 @@ def _encode_hit(n, slot, pw0, pw1, cache, w, out, o):
     so ``out[o:o + n]`` is this piece's room; a write past ``o + n - 1`` goes there instead,
     and the writes run from the last id to the first, so each position ends with its own."""
     if slot >= 0 and _find_to_front(cache, w, slot, pw0, pw1):
-        c = np.int64(cache[w, slot, 1] >> np.uint64(60))
+        c = np.int64(cache[_U(w), _U(slot), 1] >> np.uint64(60))
         last = o + n - 1
-        x = cache[w, slot, 2]
-        out[min(o + 2, last)] = np.int32(x >> np.uint64(2 * _ID_BITS))
-        out[min(o + 1, last)] = np.int32((x >> np.uint64(_ID_BITS)) & _ID_MASK)
-        out[o] = np.int32(x & _ID_MASK)
+        x = cache[_U(w), _U(slot), 2]
+        out[_U(min(o + 2, last))] = np.int32(x >> np.uint64(2 * _ID_BITS))
+        out[_U(min(o + 1, last))] = np.int32((x >> np.uint64(_ID_BITS)) & _ID_MASK)
+        out[_U(o)] = np.int32(x & _ID_MASK)
         if c > 3:  # then n >= 4
             if c > _SHORT_IDS:  # a run: the second id c - 1 times (_RUN_IDS)
                 return _write_run(out, o, c, np.int32((x >> np.uint64(_ID_BITS)) & _ID_MASK))
-            x = cache[w, slot, 3]
-            out[min(o + 5, last)] = np.int32(x >> np.uint64(2 * _ID_BITS))
-            out[min(o + 4, last)] = np.int32((x >> np.uint64(_ID_BITS)) & _ID_MASK)
-            out[o + 3] = np.int32(x & _ID_MASK)
+            x = cache[_U(w), _U(slot), 3]
+            out[_U(min(o + 5, last))] = np.int32(x >> np.uint64(2 * _ID_BITS))
+            out[_U(min(o + 4, last))] = np.int32((x >> np.uint64(_ID_BITS)) & _ID_MASK)
+            out[_U(o + 3)] = np.int32(x & _ID_MASK)
         return o + c
     return -1
 
@@ -1073,7 +1074,7 @@ def _write_run(out, o, c, r):
     """``out[o + 3:o + c] = r`` (a run entry's ids after the first three); returns ``o + c``.
     Not inlined: the hit loop stays as small as without runs."""
     for k in range(3, c):
-        out[o + k] = r
+        out[_U(o + k)] = r
     return o + c
 
 
@@ -1081,9 +1082,9 @@ def _write_run(out, o, c, r):
 def _is_run(out, o, c):
     """Whether the ``c`` ids ``out[o:o + c]`` (a short piece's: ``c <= 15``) are one id then
     one other id repeated (``_RUN_IDS``)."""
-    r = out[o + 1]
+    r = out[_U(o + 1)]
     for k in range(2, c):
-        if out[o + k] != r:
+        if out[_U(o + k)] != r:
             return False
     return True
 
@@ -1121,7 +1122,7 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena,
     if whole_first:
         t = bytes_lookup(data, a, b, arena, tok_off, bkeys, bvals)
         if t >= 0:
-            out[o] = t
+            out[_U(o)] = t
             c = 1
     if c < 0:
         if n > _SHORT:
@@ -1155,25 +1156,25 @@ def _long_find(data, a, n, lh, lslot, lidx, lbytes, lids, w, out, o):
     L = lidx.shape[1] - 1
     nb = lbytes.shape[1]
     ni = lids.shape[1]
-    btot = np.int64(lidx[w, L, 0])
-    itot = np.int64(lidx[w, L, 1])
+    btot = np.int64(lidx[_U(w), _U(L), 0])
+    itot = np.int64(lidx[_U(w), _U(L), 1])
     for e in range(lslot, lslot + _WAYS):
-        if lidx[w, e, 0] == lh and np.int64(lidx[w, e, 3] & _M32) == n:
-            bp = np.int64(lidx[w, e, 1])
-            ip = np.int64(lidx[w, e, 2])
+        if lidx[_U(w), _U(e), 0] == lh and np.int64(lidx[_U(w), _U(e), 3] & _M32) == n:
+            bp = np.int64(lidx[_U(w), _U(e), 1])
+            ip = np.int64(lidx[_U(w), _U(e), 2])
             if btot > bp + nb or itot > ip + ni:
                 continue  # the rings went round past it
             bo = bp & (nb - 1)
             same = True
             for k in range(n):
-                if lbytes[w, bo + k] != data[a + k]:
+                if lbytes[_U(w), _U(bo + k)] != data[_U(a + k)]:
                     same = False
                     break
             if same:
-                c = np.int64(lidx[w, e, 3] >> np.uint64(32))
+                c = np.int64(lidx[_U(w), _U(e), 3] >> np.uint64(32))
                 io = ip & (ni - 1)
                 for k in range(c):
-                    out[o + k] = lids[w, io + k]
+                    out[_U(o + k)] = lids[_U(w), _U(io + k)]
                 return c
     return -1
 
@@ -1187,29 +1188,29 @@ def _long_insert(data, a, n, c, lh, lslot, lidx, lbytes, lids, w, out, o):
     ni = lids.shape[1]
     if n > nb or c > ni:
         return
-    bp = np.int64(lidx[w, L, 0])
+    bp = np.int64(lidx[_U(w), _U(L), 0])
     bo = bp & (nb - 1)
     if bo + n > nb:  # no entry straddles the end: start the ring again
         bp += nb - bo
         bo = 0
-    ip = np.int64(lidx[w, L, 1])
+    ip = np.int64(lidx[_U(w), _U(L), 1])
     io = ip & (ni - 1)
     if io + c > ni:
         ip += ni - io
         io = 0
     for k in range(n):
-        lbytes[w, bo + k] = data[a + k]
+        lbytes[_U(w), _U(bo + k)] = data[_U(a + k)]
     for k in range(c):
-        lids[w, io + k] = out[o + k]
-    lidx[w, L, 0] = np.uint64(bp + n)
-    lidx[w, L, 1] = np.uint64(ip + c)
+        lids[_U(w), _U(io + k)] = out[_U(o + k)]
+    lidx[_U(w), _U(L), 0] = np.uint64(bp + n)
+    lidx[_U(w), _U(L), 1] = np.uint64(ip + c)
     for e in range(lslot + _WAYS - 1, lslot, -1):
         for j in range(4):
-            lidx[w, e, j] = lidx[w, e - 1, j]
-    lidx[w, lslot, 0] = lh
-    lidx[w, lslot, 1] = np.uint64(bp)
-    lidx[w, lslot, 2] = np.uint64(ip)
-    lidx[w, lslot, 3] = np.uint64(n) | (np.uint64(c) << np.uint64(32))
+            lidx[_U(w), _U(e), _U(j)] = lidx[_U(w), _U(e - 1), _U(j)]
+    lidx[_U(w), _U(lslot), 0] = lh
+    lidx[_U(w), _U(lslot), 1] = np.uint64(bp)
+    lidx[_U(w), _U(lslot), 2] = np.uint64(ip)
+    lidx[_U(w), _U(lslot), 3] = np.uint64(n) | (np.uint64(c) << np.uint64(32))
 
 
 @njit_cached
@@ -1222,7 +1223,7 @@ def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, grid, 
     nocnt = np.zeros(0, np.int64)
     while i < stop:
         nb = _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc, cache, w)
-        i = sc[0][nb]
+        i = sc[0][_U(nb)]
         q = 0
         while True:
             o, q = _encode_batch(data, nb, q, 1, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,

@@ -82,6 +82,20 @@ def njit_noalloc(fn=None, **kw):
     return deco(fn) if fn is not None else deco
 
 
+@njit_noalloc(inline="always")
+def uidx(i):
+    """An array index ``i`` (known to be >= 0) as ``uint64``. Numba wraps a signed index
+    around (``i < 0`` counts from the end), which costs three instructions per access and
+    keeps LLVM from simplifying the code around it; an unsigned index is used as it is.
+    On the per-piece paths of the CPU kernels this was about a fifth of the time (llama3,
+    8 MB of code, one thread, 38 -> 30 ms). Mixing it in arithmetic with signed integers
+    gives floats in Numba, so it is only ever the whole subscript: ``a[uidx(i + 1)]``."""
+    return np.uint64(i)
+
+
+_U = uidx
+
+
 @njit_noalloc
 def mix64(x):
     """splitmix64 finalizer (uint64 -> uint64), a bijection with good avalanche."""
@@ -113,9 +127,9 @@ def lookup(keys, values, key):
     mask = np.int64(keys.shape[0] - 1)
     i = np.int64(mix64(key) & np.uint64(mask))
     while True:
-        k = keys[i]
+        k = keys[_U(i)]
         if k == key:
-            return values[i]
+            return values[_U(i)]
         if k == EMPTY:
             return EMPTY
         i = (i + 1) & mask
@@ -136,9 +150,9 @@ def lookup2(mtab, key):
     mask = np.int64((mtab.shape[0] >> 1) - 1)
     i = np.int64(mix64(key) & np.uint64(mask))
     while True:
-        k = mtab[2 * i]
+        k = mtab[_U(2 * i)]
         if k == key:
-            return mtab[2 * i + 1]
+            return mtab[_U(2 * i + 1)]
         if k == EMPTY:
             return EMPTY
         i = (i + 1) & mask
@@ -158,11 +172,11 @@ def lookup_cached(mtab, pc, key):
     """``lookup2`` through a small direct-mapped pair cache ``pc`` (``new_pair_cache``): the
     pairs that recur stay dense in the processor's nearest caches. Same result."""
     i = np.int64((key * _GOLD) >> np.uint64(64 - PAIR_CACHE_BITS)) << 1
-    if pc[i] == key:
-        return pc[i + 1]
+    if pc[_U(i)] == key:
+        return pc[_U(i + 1)]
     v = lookup2(mtab, key)
-    pc[i] = key
-    pc[i + 1] = v
+    pc[_U(i)] = key
+    pc[_U(i + 1)] = v
     return v
 
 
@@ -173,10 +187,10 @@ def _insert_all(keys, values, new_keys, new_values):
         key = new_keys[j]
         i = np.int64(mix64(key) & np.uint64(mask))
         while True:
-            k = keys[i]
+            k = keys[_U(i)]
             if k == EMPTY or k == key:
-                keys[i] = key
-                values[i] = new_values[j]
+                keys[_U(i)] = key
+                values[_U(i)] = new_values[j]
                 break
             i = (i + 1) & mask
 

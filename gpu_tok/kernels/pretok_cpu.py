@@ -91,6 +91,7 @@ from numba import njit, prange
 
 from ._intrinsics import ctz64, load64, range_mask64
 from .hash_table import njit_cached, njit_noalloc
+from .hash_table import uidx as _U
 
 __all__ = [
     "FAMILIES", "DIALECTS", "PATTERNS", "family_of_pattern", "class_table", "fold_table", "scan_mask",
@@ -277,29 +278,29 @@ _SPACE = 32
 @njit_noalloc(inline="always")
 def _dec(data, p):
     """(code point, byte length) of the UTF-8 character at ``p`` (valid UTF-8 assumed)."""
-    b0 = np.int64(data[p])
+    b0 = np.int64(data[_U(p)])
     if b0 < 0x80:
         return b0, 1
     if b0 < 0xE0:
-        return ((b0 & 0x1F) << 6) | (np.int64(data[p + 1]) & 0x3F), 2
+        return ((b0 & 0x1F) << 6) | (np.int64(data[_U(p + 1)]) & 0x3F), 2
     if b0 < 0xF0:
-        return (((b0 & 0x0F) << 12) | ((np.int64(data[p + 1]) & 0x3F) << 6)
-                | (np.int64(data[p + 2]) & 0x3F)), 3
-    return (((b0 & 0x07) << 18) | ((np.int64(data[p + 1]) & 0x3F) << 12)
-            | ((np.int64(data[p + 2]) & 0x3F) << 6) | (np.int64(data[p + 3]) & 0x3F)), 4
+        return (((b0 & 0x0F) << 12) | ((np.int64(data[_U(p + 1)]) & 0x3F) << 6)
+                | (np.int64(data[_U(p + 2)]) & 0x3F)), 3
+    return (((b0 & 0x07) << 18) | ((np.int64(data[_U(p + 1)]) & 0x3F) << 12)
+            | ((np.int64(data[_U(p + 2)]) & 0x3F) << 6) | (np.int64(data[_U(p + 3)]) & 0x3F)), 4
 
 
 @_piece_jit
 def _fold(fold, c):
     if c < fold.shape[0]:
-        return fold[c]
+        return fold[_U(c)]
     return 0
 
 
 @_piece_jit
 def _contraction(data, p, e, fold):
     """Byte length of ``'s|'t|'re|'ve|'m|'ll|'d`` (letters through ``fold``) at ``p``, else 0."""
-    if p + 1 >= e or data[p] != _APOS:
+    if p + 1 >= e or data[_U(p)] != _APOS:
         return 0
     c, n = _dec(data, p + 1)
     f = _fold(fold, c)
@@ -366,7 +367,7 @@ def _ascii_run(data, p, e, kind):
                 continue
             p += np.int64(ctz64(~m & _H) >> np.uint64(3))
             return p if p < e else e
-        b = data[p]
+        b = data[_U(p)]
         if kind == 0:
             ok = 0x61 <= (b | 0x20) <= 0x7A
         elif kind == 1:
@@ -384,22 +385,22 @@ def _ascii_run(data, p, e, kind):
 @_piece_jit
 def _piece_gpt2(data, i, e, tab, fold):
     # the common pieces first: ' ?[A-Za-z]+' ending before an ASCII byte
-    b0 = data[i]
+    b0 = data[_U(i)]
     q = i + 1 if b0 == _SPACE and i + 1 < e else i
-    if 0x61 <= (data[q] | 0x20) <= 0x7A:
+    if 0x61 <= (data[_U(q)] | 0x20) <= 0x7A:
         p = _ascii_run(data, q + 1, e, 0)
-        if p >= e or data[p] < 0x80:
+        if p >= e or data[_U(p)] < 0x80:
             return p
     c, n = _dec(data, i)
     if c == _APOS:
         m = _contraction(data, i, e, fold)
         if m > 0:
             return i + m
-    k = tab[c]
+    k = tab[_U(c)]
     p = i + n
     if c == _SPACE and p < e:  # ' ?' before \p{L}+, \p{N}+ or [^\s\p{L}\p{N}]+
         c2, n2 = _dec(data, p)
-        k2 = tab[c2]
+        k2 = tab[_U(c2)]
         if k2 & C_WS == 0:
             k = k2
             p += n2
@@ -410,14 +411,14 @@ def _piece_gpt2(data, i, e, tab, fold):
         elif want == C_N:
             p = _ascii_run(data, p, e, 3)
         while p < e:
-            b = data[p]
+            b = data[_U(p)]
             if b < 0x80:
-                if tab[b] & _WLN != want:
+                if tab[_U(b)] & _WLN != want:
                     break
                 p += 1
             else:
                 c2, n2 = _dec(data, p)
-                if tab[c2] & _WLN != want:
+                if tab[_U(c2)] & _WLN != want:
                     break
                 p += n2
         return p
@@ -540,7 +541,7 @@ def _digit_run(data, p, e, tab, max_digits):
     cnt = 1
     while cnt < max_digits and p < e:
         c2, n2 = _dec(data, p)
-        if tab[c2] & C_N == 0:
+        if tab[_U(c2)] & C_N == 0:
             break
         p += n2
         cnt += 1
@@ -556,23 +557,23 @@ def _other_run(data, c, k, p, e, tab, slash):
         other = p
     elif c == _SPACE and p < e:
         c2, n2 = _dec(data, p)
-        if tab[c2] & _WLN == 0:
+        if tab[_U(c2)] & _WLN == 0:
             other = p + n2
     if other < 0:
         return -1
     p = other
     while p < e:
-        b = data[p]
+        b = data[_U(p)]
         if b < 0x80:
-            if tab[b] & _WLN != 0:
+            if tab[_U(b)] & _WLN != 0:
                 break
             p += 1
         else:
             c2, n2 = _dec(data, p)
-            if tab[c2] & _WLN != 0:
+            if tab[_U(c2)] & _WLN != 0:
                 break
             p += n2
-    while p < e and (data[p] == 10 or data[p] == 13 or (slash and data[p] == 47)):
+    while p < e and (data[_U(p)] == 10 or data[_U(p)] == 13 or (slash and data[_U(p)] == 47)):
         p += 1
     return p
 
@@ -588,7 +589,7 @@ def _ws_run(data, i, e, tab, newlines, end_whole):
     cnt = 0
     while q < e:
         c2, n2 = _dec(data, q)
-        k2 = tab[c2]
+        k2 = tab[_U(c2)]
         if k2 & C_WS == 0:
             break
         if newlines and k2 & C_NL:
@@ -669,7 +670,7 @@ def _piece_cl100k(data, i, e, tab, fold, max_digits, end_whole):
         m = _contraction(data, i, e, fold)
         if m > 0:
             return i + m
-    k = tab[c]
+    k = tab[_U(c)]
     p = i + n
     # [^\r\n\p{L}\p{N}]?\p{L}+
     letters = -1
@@ -677,19 +678,19 @@ def _piece_cl100k(data, i, e, tab, fold, max_digits, end_whole):
         letters = p
     elif k & (C_L | C_N | C_NL) == 0 and p < e:
         c2, n2 = _dec(data, p)
-        if tab[c2] & C_L:
+        if tab[_U(c2)] & C_L:
             letters = p + n2
     if letters >= 0:
         p = _ascii_run(data, letters, e, 0)
         while p < e:
-            b = data[p]
+            b = data[_U(p)]
             if b < 0x80:
-                if tab[b] & C_L == 0:
+                if tab[_U(b)] & C_L == 0:
                     break
                 p += 1
             else:
                 c2, n2 = _dec(data, p)
-                if tab[c2] & C_L == 0:
+                if tab[_U(c2)] & C_L == 0:
                     break
                 p += n2
         return p
@@ -711,7 +712,7 @@ def _o200k_ascii_word(data, i, e):
     (at least one letter) ending before an ASCII byte or the segment's end. Then the first
     alternative matched (``[a-z]+`` after the capitals) or, with no small letter, the second
     (``[A-Z]+``); both end there. -1 when not decided (the general code runs)."""
-    b = data[i]
+    b = data[_U(i)]
     if b >= 0x80:
         return -1
     q = i
@@ -719,14 +720,14 @@ def _o200k_ascii_word(data, i, e):
         if b == 10 or b == 13 or 0x30 <= b <= 0x39 or i + 1 >= e:
             return -1
         q = i + 1
-        b = data[q]
+        b = data[_U(q)]
         if not 0x61 <= (b | 0x20) <= 0x7A:
             return -1
     q = _ascii_run(data, q, e, 1)
-    if q < e and data[q] >= 0x80:
+    if q < e and data[_U(q)] >= 0x80:
         return -1
     q = _ascii_run(data, q, e, 2)
-    if q < e and data[q] >= 0x80:
+    if q < e and data[_U(q)] >= 0x80:
         return -1
     return q
 
@@ -784,11 +785,11 @@ def _o200k_starts(data, i, e, stop):
 def _piece_o200k(data, i, e, tab, fold):
     r = _o200k_ascii_word(data, i, e)
     if r >= 0:
-        if r < e and data[r] == _APOS:
+        if r < e and data[_U(r)] == _APOS:
             return r + _contraction(data, r, e, fold)
         return r
     c, n = _dec(data, i)
-    k = tab[c]
+    k = tab[_U(c)]
     p = i + n
     prefix = k & (C_L | C_N | C_NL) == 0 and p < e  # [^\r\n\p{L}\p{N}]? is tried taken first
     # alternative 1: P?[UP]*[LO]+ ; alternative 2: P?[UP]+[LO]* ; each then (?i:'s|...)?
@@ -810,13 +811,13 @@ def _piece_o200k(data, i, e, tab, fold):
             r = -2
             while q < e:
                 c2, n2 = _dec(data, q)
-                k2 = tab[c2]
+                k2 = tab[_U(c2)]
                 if k2 & C_UP == 0:
                     if k2 & C_LO:
                         q += n2
                         while q < e:
                             c3, n3 = _dec(data, q)
-                            if tab[c3] & C_LO == 0:
+                            if tab[_U(c3)] & C_LO == 0:
                                 break
                             q += n3
                         r = q
@@ -831,23 +832,23 @@ def _piece_o200k(data, i, e, tab, fold):
             r = -1
             if q < e:
                 c2, n2 = _dec(data, q)
-                if tab[c2] & C_UP:
+                if tab[_U(c2)] & C_UP:
                     q += n2
                     while q < e:
                         c3, n3 = _dec(data, q)
-                        if tab[c3] & C_UP == 0:
+                        if tab[_U(c3)] & C_UP == 0:
                             break
                         q += n3
                     while q < e:
                         c3, n3 = _dec(data, q)
-                        if tab[c3] & C_LO == 0:
+                        if tab[_U(c3)] & C_LO == 0:
                             break
                         q += n3
                     r = q
         if r >= 0:
             break
     if r >= 0:
-        if r < e and data[r] == _APOS:
+        if r < e and data[_U(r)] == _APOS:
             return r + _contraction(data, r, e, fold)
         return r
     # \p{N}{1,3}
@@ -914,11 +915,11 @@ def _scan_range(data, start, stop, end, fam, end_whole, tab, fold, mask):
             if m != 0:
                 base = i + 1
                 while m != 0:
-                    mask[i] = 1
+                    mask[_U(i)] = 1
                     i = base + np.int64(ctz64(m))
                     m &= m - np.uint64(1)
                 continue
-        mask[i] = 1
+        mask[_U(i)] = 1
         i = _next_piece(data, i, end, fam, end_whole, tab, fold)
 
 
