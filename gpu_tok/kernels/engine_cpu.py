@@ -163,7 +163,7 @@ def concat_merges(arena, tok_off, bkeys, bvals, ranks_of_id):
 @njit_noalloc
 def _next_char(data, i):
     """Byte length of the UTF-8 character at ``data[i]``."""
-    b = data[i]
+    b = data[_U(i)]
     if b < 0x80:
         return 1
     if b < 0xE0:
@@ -175,22 +175,22 @@ def _next_char(data, i):
 
 @njit_noalloc
 def _decode_at(data, i):
-    b = np.int64(data[i])
+    b = np.int64(data[_U(i)])
     if b < 0x80:
         return b
     if b < 0xE0:
-        return ((b & 0x1F) << 6) | (np.int64(data[i + 1]) & 0x3F)
+        return ((b & 0x1F) << 6) | (np.int64(data[_U(i + 1)]) & 0x3F)
     if b < 0xF0:
-        return ((b & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (np.int64(data[i + 2]) & 0x3F)
-    return (((b & 0x07) << 18) | ((np.int64(data[i + 1]) & 0x3F) << 12) | ((np.int64(data[i + 2]) & 0x3F) << 6)
-            | (np.int64(data[i + 3]) & 0x3F))
+        return ((b & 0x0F) << 12) | ((np.int64(data[_U(i + 1)]) & 0x3F) << 6) | (np.int64(data[_U(i + 2)]) & 0x3F)
+    return (((b & 0x07) << 18) | ((np.int64(data[_U(i + 1)]) & 0x3F) << 12) | ((np.int64(data[_U(i + 2)]) & 0x3F) << 6)
+            | (np.int64(data[_U(i + 3)]) & 0x3F))
 
 
 @njit_noalloc
 def _prev_start(data, i):
     """Start of the character that ends just before byte ``i``."""
     j = i - 1
-    while (data[j] & 0xC0) == 0x80:
+    while (data[_U(j)] & 0xC0) == 0x80:
         j -= 1
     return j
 
@@ -259,7 +259,7 @@ def _match_segment(data, a, b, tkeys, tvals, term, first, fb, trunk, tflags, id_
         if nfb > 0 and i + 64 <= N:  # 64 bytes at a time (SIMD compares)
             m = np.uint64(0)
             for f in range(nfb):
-                v = np.int64(fb[f])
+                v = np.int64(fb[_U(f)])
                 m |= _range_mask64(data, i, v, v)
             if m == 0:
                 i += 64
@@ -273,7 +273,7 @@ def _match_segment(data, a, b, tkeys, tvals, term, first, fb, trunk, tflags, id_
             x = _load64(data, i)
             m = np.uint64(0)
             for f in range(nfb):
-                y = x ^ (np.uint64(fb[f]) * _ONES8)
+                y = x ^ (np.uint64(fb[_U(f)]) * _ONES8)
                 m |= (y - _ONES8) & ~y & _HIGH8
             if m == 0:
                 i += 8
@@ -281,7 +281,7 @@ def _match_segment(data, a, b, tkeys, tvals, term, first, fb, trunk, tflags, id_
             i += np.int64(_ctz64(m) >> np.uint64(3))
             if i >= b:
                 break
-        if first[data[i]] == 0:
+        if first[_U(data[_U(i)])] == 0:
             i += 1
             continue
         # every content starts with the trunk: compare it before walking the trie
@@ -292,7 +292,7 @@ def _match_segment(data, a, b, tkeys, tvals, term, first, fb, trunk, tflags, id_
                 continue
             same = True
             for k in range(1, tl):
-                if data[i + k] != trunk[k]:
+                if data[_U(i + k)] != trunk[_U(k)]:
                     same = False
                     break
             if not same:
@@ -303,26 +303,26 @@ def _match_segment(data, a, b, tkeys, tvals, term, first, fb, trunk, tflags, id_
         best_end = -1
         best_id = -1
         while j < b:
-            v = lookup(tkeys, tvals, (np.uint64(node) << _U8) | np.uint64(data[j]))
+            v = lookup(tkeys, tvals, (np.uint64(node) << _U8) | np.uint64(data[_U(j)]))
             if v == EMPTY:
                 break
             node = np.int64(v)
             j += 1
-            if term[node] >= 0:
+            if term[_U(node)] >= 0:
                 best_end = j
-                best_id = term[node]
+                best_id = term[_U(node)]
         if best_end < 0:
             i += 1
             continue
         start = i
         stop = best_end
-        fl = tflags[best_id - id_base]
+        fl = tflags[_U(best_id - id_base)]
         i = best_end
         if fl & 1:
             ok = True
-            if start > a and (cls[_decode_at(data, _prev_start(data, start))] & 16) != 0:
+            if start > a and (cls[_U(_decode_at(data, _prev_start(data, start)))] & 16) != 0:
                 ok = False
-            if stop < b and (cls[_decode_at(data, stop)] & 16) != 0:
+            if stop < b and (cls[_U(_decode_at(data, stop))] & 16) != 0:
                 ok = False
             if not ok:
                 continue
@@ -330,7 +330,7 @@ def _match_segment(data, a, b, tkeys, tvals, term, first, fb, trunk, tflags, id_
             s = start
             while s > a:
                 p = _prev_start(data, s)
-                if (cls[_decode_at(data, p)] & 32) == 0:
+                if (cls[_U(_decode_at(data, p))] & 32) == 0:
                     break
                 s = p
             start = max(s, start_offset)
@@ -339,20 +339,20 @@ def _match_segment(data, a, b, tkeys, tvals, term, first, fb, trunk, tflags, id_
             # that starts with whitespace can match in the whitespace taken here (then from
             # the widened end when it strips left, else overlapping this match), as in the
             # reference (find_iter over the contents, the widening after it)
-            while stop < b and (cls[_decode_at(data, stop)] & 32) != 0:
+            while stop < b and (cls[_U(_decode_at(data, stop))] & 32) != 0:
                 stop += _next_char(data, stop)
         if start_offset < start:
-            seg_s[ns] = start_offset
-            seg_e[ns] = start
+            seg_s[_U(ns)] = start_offset
+            seg_e[_U(ns)] = start
             ns += 1
-        m_s[nm] = start
-        m_e[nm] = stop
-        m_id[nm] = best_id
+        m_s[_U(nm)] = start
+        m_e[_U(nm)] = stop
+        m_id[_U(nm)] = best_id
         nm += 1
         start_offset = stop
     if start_offset < b:
-        seg_s[ns] = start_offset
-        seg_e[ns] = b
+        seg_s[_U(ns)] = start_offset
+        seg_e[_U(ns)] = b
         ns += 1
     return ns, nm
 
@@ -367,7 +367,7 @@ def match_added(data, in_s, in_e, tkeys, tvals, term, first, tflags, id_base, cl
     S = in_s.shape[0]
     total = 0
     for k in range(S):
-        total += in_e[k] - in_s[k]
+        total += in_e[_U(k)] - in_s[_U(k)]
     cap = S + total + 1
     seg_s = np.empty(cap, np.int64)
     seg_e = np.empty(cap, np.int64)
@@ -379,7 +379,7 @@ def match_added(data, in_s, in_e, tkeys, tvals, term, first, tflags, id_base, cl
     fb = _first_bytes(first)
     trunk = trie_trunk(tkeys, tvals, term)
     for k in range(S):
-        ns, nm = _match_segment(data, in_s[k], in_e[k], tkeys, tvals, term, first, fb, trunk, tflags, id_base, cls,
+        ns, nm = _match_segment(data, in_s[_U(k)], in_e[_U(k)], tkeys, tvals, term, first, fb, trunk, tflags, id_base, cls,
                                 seg_s, seg_e, m_s, m_e, m_id, ns, nm)
     return seg_s[:ns], seg_e[:ns], m_s[:nm], m_e[:nm], m_id[:nm]
 
@@ -390,20 +390,20 @@ def any_match(data, in_s, in_e, tkeys, tvals, term, first):
     S = in_s.shape[0]
     out = np.zeros(S, np.uint8)
     for k in range(S):
-        b = in_e[k]
-        i = in_s[k]
-        while i < b and out[k] == 0:
-            if first[data[i]] != 0:
+        b = in_e[_U(k)]
+        i = in_s[_U(k)]
+        while i < b and out[_U(k)] == 0:
+            if first[_U(data[_U(i)])] != 0:
                 node = np.int64(0)
                 j = i
                 while j < b:
-                    v = lookup(tkeys, tvals, (np.uint64(node) << _U8) | np.uint64(data[j]))
+                    v = lookup(tkeys, tvals, (np.uint64(node) << _U8) | np.uint64(data[_U(j)]))
                     if v == EMPTY:
                         break
                     node = np.int64(v)
                     j += 1
-                    if term[node] >= 0:
-                        out[k] = 1
+                    if term[_U(node)] >= 0:
+                        out[_U(k)] = 1
                         break
             i += 1
     return out
@@ -479,8 +479,8 @@ def _nfc_after(c, k, tccc, starter, between, max_between):
     """The ``_nfc_changes`` state after character ``c`` (class ``k``): ``(starter, between,
     max_between, last_ccc)``."""
     if k == 0:
-        return c, 0, 0, np.int64(tccc[c])
-    return starter, between + 1, max(max_between, k), np.int64(tccc[c])
+        return c, 0, 0, np.int64(tccc[_U(c)])
+    return starter, between + 1, max(max_between, k), np.int64(tccc[_U(c)])
 
 
 @njit_noalloc(inline="always")
@@ -492,7 +492,7 @@ def _ascii_end(data, i, e):
         if m != 0:
             return i + np.int64(_ctz64(m))
         i += 64
-    while i < e and data[i] < 0x80:
+    while i < e and data[_U(i)] < 0x80:
         i += 1
     return i
 
@@ -507,9 +507,9 @@ def _nfc_unchanged(data, i, e, qc, ccc, tccc, ckeys, cvals):
     between = 0
     max_between = 0
     while i < e:
-        if data[i] < 0x80:
+        if data[_U(i)] < 0x80:
             j = _ascii_end(data, i, e)
-            starter = np.int64(data[j - 1])
+            starter = np.int64(data[_U(j - 1)])
             between = 0
             max_between = 0
             last_ccc = 0
@@ -517,8 +517,8 @@ def _nfc_unchanged(data, i, e, qc, ccc, tccc, ckeys, cvals):
             continue
         c = _decode_at(data, i)
         i += _next_char(data, i)
-        k = np.int64(ccc[c])
-        if _nfc_changes(c, k, qc[c], last_ccc, starter, between, max_between, ckeys, cvals):
+        k = np.int64(ccc[_U(c)])
+        if _nfc_changes(c, k, qc[_U(c)], last_ccc, starter, between, max_between, ckeys, cvals):
             return 0
         starter, between, max_between, last_ccc = _nfc_after(c, k, tccc, starter, between, max_between)
     return 1
@@ -538,7 +538,7 @@ def nfc_unchanged_docs(data, doc_offsets, qc, ccc, tccc, ckeys, cvals):
     stride = 7919 if n % 7919 != 0 else (7907 if n % 7907 != 0 else 1)
     for k in prange(n):
         d = (k * stride) % n
-        ok[d] = _nfc_unchanged(data, doc_offsets[d], doc_offsets[d + 1], qc, ccc, tccc, ckeys, cvals)
+        ok[_U(d)] = _nfc_unchanged(data, doc_offsets[_U(d)], doc_offsets[_U(d + 1)], qc, ccc, tccc, ckeys, cvals)
     return ok
 
 
@@ -555,13 +555,13 @@ def nfc_spans(data, seg_s, seg_e, qc, ccc, tccc, ckeys, cvals):
     spans is its own NFC."""
     cap = 0
     for d in range(seg_s.shape[0]):
-        cap += seg_e[d] - seg_s[d]
+        cap += seg_e[_U(d)] - seg_s[_U(d)]
     sp_s = np.empty(cap + 1, np.int64)
     sp_e = np.empty(cap + 1, np.int64)
     ns = 0
     for d in range(seg_s.shape[0]):
-        i = seg_s[d]
-        e = seg_e[d]
+        i = seg_s[_U(d)]
+        e = seg_e[_U(d)]
         last_ccc = 0
         starter = np.int64(-1)
         between = 0
@@ -570,18 +570,18 @@ def nfc_spans(data, seg_s, seg_e, qc, ccc, tccc, ckeys, cvals):
         dirty = False
         while i < e:
             p = i
-            if data[i] < 0x80:
-                c = np.int64(data[i])
+            if data[_U(i)] < 0x80:
+                c = np.int64(data[_U(i)])
                 i += 1
             else:
                 c = _decode_at(data, i)
                 i += _next_char(data, i)
-            k = np.int64(ccc[c])
-            q = qc[c]
+            k = np.int64(ccc[_U(c)])
+            q = qc[_U(c)]
             if q == 0 and k == 0:  # a boundary: the span open ends here
                 if dirty:
-                    sp_s[ns] = bound
-                    sp_e[ns] = p
+                    sp_s[_U(ns)] = bound
+                    sp_e[_U(ns)] = p
                     ns += 1
                     dirty = False
                 bound = p
@@ -589,8 +589,8 @@ def nfc_spans(data, seg_s, seg_e, qc, ccc, tccc, ckeys, cvals):
                 dirty = True
             starter, between, max_between, last_ccc = _nfc_after(c, k, tccc, starter, between, max_between)
         if dirty:
-            sp_s[ns] = bound
-            sp_e[ns] = e
+            sp_s[_U(ns)] = bound
+            sp_e[_U(ns)] = e
             ns += 1
     return sp_s[:ns], sp_e[:ns]
 
@@ -600,7 +600,7 @@ def span_keys(data, sp_s, sp_e):
     """``bytes_hash`` of each span ``data[sp_s[k]:sp_e[k]]``."""
     h = np.empty(sp_s.shape[0], np.uint64)
     for k in range(sp_s.shape[0]):
-        h[k] = bytes_hash(data, sp_s[k], sp_e[k])
+        h[_U(k)] = bytes_hash(data, sp_s[_U(k)], sp_e[_U(k)])
     return h
 
 
@@ -609,12 +609,12 @@ def spans_equal(data, sp_s, sp_e, rep):
     """Whether every span has the same bytes as span ``rep[k]`` (spans grouped by hash: a
     collision would group different spans)."""
     for k in range(sp_s.shape[0]):
-        r = rep[k]
-        n = sp_e[k] - sp_s[k]
-        if sp_e[r] - sp_s[r] != n:
+        r = rep[_U(k)]
+        n = sp_e[_U(k)] - sp_s[_U(k)]
+        if sp_e[_U(r)] - sp_s[_U(r)] != n:
             return False
         for j in range(n):
-            if data[sp_s[k] + j] != data[sp_s[r] + j]:
+            if data[_U(sp_s[_U(k)] + j)] != data[_U(sp_s[_U(r)] + j)]:
                 return False
     return True
 
@@ -626,14 +626,14 @@ def splice_spans(data, sp_s, sp_e, which, repl, roff, out):
     o = 0
     prev = 0
     for k in range(sp_s.shape[0]):
-        n = sp_s[k] - prev
-        out[o:o + n] = data[prev:sp_s[k]]
+        n = sp_s[_U(k)] - prev
+        out[o:o + n] = data[prev:sp_s[_U(k)]]
         o += n
-        u = which[k]
-        m = roff[u + 1] - roff[u]
-        out[o:o + m] = repl[roff[u]:roff[u + 1]]
+        u = which[_U(k)]
+        m = roff[_U(u + 1)] - roff[_U(u)]
+        out[o:o + m] = repl[roff[_U(u)]:roff[_U(u + 1)]]
         o += m
-        prev = sp_e[k]
+        prev = sp_e[_U(k)]
     n = data.shape[0] - prev
     out[o:o + n] = data[prev:]
 
@@ -646,18 +646,18 @@ def add_template(ids, row_splits, prefix, suffix):
     b = suffix.shape[0]
     rs = np.empty(n + 1, np.int64)
     for d in range(n + 1):
-        rs[d] = row_splits[d] + d * (a + b)
-    out = np.empty(rs[n], np.int32)
+        rs[_U(d)] = row_splits[_U(d)] + d * (a + b)
+    out = np.empty(rs[_U(n)], np.int32)
     for d in range(n):
-        o = rs[d]
+        o = rs[_U(d)]
         for k in range(a):
-            out[o + k] = prefix[k]
+            out[_U(o + k)] = prefix[_U(k)]
         o += a
-        for k in range(row_splits[d], row_splits[d + 1]):
-            out[o] = ids[k]
+        for k in range(row_splits[_U(d)], row_splits[_U(d + 1)]):
+            out[_U(o)] = ids[_U(k)]
             o += 1
         for k in range(b):
-            out[o + k] = suffix[k]
+            out[_U(o + k)] = suffix[_U(k)]
     return out, rs
 
 
@@ -886,7 +886,7 @@ def _merge_heap(hs, n, mtab, pc, out, o):
     """``merge_piece`` on the ``n`` symbols in ``hs[0]``/``hs[1]``; the ids to ``out[o:]``."""
     c = merge_piece(hs[0], hs[1], 0, n, mtab, pc, hs[2], hs[3], hs[4], hs[5], hs[6], hs[7], hs[8], hs[9], hs[10], 0)
     for k in range(c):
-        out[o + k] = hs[9][k]
+        out[_U(o + k)] = hs[9][_U(k)]
     return c
 
 
@@ -896,8 +896,8 @@ def _bpe_long(data, a, b, init_ids, mtab, pc, out, o):
     n = b - a
     hs = _heap_scratch(n)
     for k in range(n):
-        hs[0][k] = init_ids[data[a + k]]
-        hs[1][k] = 1
+        hs[0][_U(k)] = init_ids[_U(data[_U(a + k)])]
+        hs[1][_U(k)] = 1
     return _merge_heap(hs, n, mtab, pc, out, o)
 
 
@@ -962,14 +962,14 @@ def _encode_batch(data, nb, q, hashed, sc, init_ids, grid, mtab, arena, tok_off,
 def _heap_piece(data, sc, q, init_ids, mtab, pc, lidx, lbytes, lids, w, out, o, cnt, c0):
     """Piece ``q`` of the batch with the heap (``_bpe_long``), the result put in the long
     cache (up to ``_LONG_MAX`` bytes); returns the new ``o``."""
-    a = sc[0][q]
-    b = sc[0][q + 1]
+    a = sc[0][_U(q)]
+    b = sc[0][_U(q + 1)]
     c = _bpe_long(data, a, b, init_ids, mtab, pc, out, o)
     if b - a <= _LONG_MAX and c <= _LONG_IDS:
         lh = bytes_hash(data, a, b)
         _long_insert(data, a, b - a, c, lh, _long_set(lidx, lh), lidx, lbytes, lids, w, out, o)
     if cnt.shape[0] > 0:
-        cnt[c0 + q] = c
+        cnt[_U(c0 + q)] = c
     return o + c
 
 
@@ -1243,24 +1243,24 @@ def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, grid, mta
     ``out[opos[p]:opos[p] + counts[p]]``."""
     sc = _scratch()
     ps = sc[0]
-    pc = pcache[w]
+    pc = pcache[_U(w)]
     p = lo
     while p < hi:
-        if special[p] != -1:
-            opos[p] = starts[p]
-            if special[p] >= 0:
-                out[starts[p]] = special[p]
-                counts[p] = 1
+        if special[_U(p)] != -1:
+            opos[_U(p)] = starts[_U(p)]
+            if special[_U(p)] >= 0:
+                out[_U(starts[_U(p)])] = special[_U(p)]
+                counts[_U(p)] = 1
             else:
-                counts[p] = 0
+                counts[_U(p)] = 0
             p += 1
             continue
         q = 0
-        while p + q < hi and q < _BATCH and special[p + q] == -1:
-            ps[q] = starts[p + q]
+        while p + q < hi and q < _BATCH and special[_U(p + q)] == -1:
+            ps[_U(q)] = starts[_U(p + q)]
             q += 1
-        ps[q] = ends[p + q - 1]
-        o = starts[p]
+        ps[_U(q)] = ends[_U(p + q - 1)]
+        o = starts[_U(p)]
         nb = q
         q = 0
         o2 = o
@@ -1273,8 +1273,8 @@ def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, grid, mta
             q += 1
         q = nb
         for k in range(q):
-            opos[p + k] = o
-            o += counts[p + k]
+            opos[_U(p + k)] = o
+            o += counts[_U(p + k)]
         p += q
 
 
@@ -1283,7 +1283,7 @@ def encode_pieces_parallel(data, starts, ends, special, blocks, init_ids, grid, 
                            whole_first, cache, wide, lidx, lbytes, lids, pcache, out, opos, counts):
     """``prange`` over ``blocks`` (piece-index bounds)."""
     for b in prange(blocks.shape[0] - 1):
-        _encode_piece_range(data, starts, ends, special, blocks[b], blocks[b + 1], init_ids, grid, mtab, arena, tok_off,
+        _encode_piece_range(data, starts, ends, special, blocks[_U(b)], blocks[_U(b + 1)], init_ids, grid, mtab, arena, tok_off,
                             bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, get_thread_id(), out,
                             opos, counts)
 
@@ -1298,15 +1298,15 @@ def encode_pieces_serial(data, starts, ends, special, init_ids, grid, mtab, aren
 @njit_cached
 def _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
               tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, w, out, seg_count, unit_count):
-    if uc[u] < 0:
-        for s in range(ua[u], ub[u]):
-            a = seg_s[s]
-            seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, grid, mtab,
+    if uc[_U(u)] < 0:
+        for s in range(ua[_U(u)], ub[_U(u)]):
+            a = seg_s[_U(s)]
+            seg_count[_U(s)] = _encode_span(data, a, seg_e[_U(s)], seg_e[_U(s)], fam, end_whole, tab, fold, init_ids, grid, mtab,
                                         arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache,
                                         w, out, a) - a
-    elif sync[u] >= 0:
-        a = sync[u]
-        unit_count[u] = _encode_span(data, a, unit_stop(seg_e, ua, uc, sync, u), seg_e[ua[u]], fam, end_whole, tab,
+    elif sync[_U(u)] >= 0:
+        a = sync[_U(u)]
+        unit_count[_U(u)] = _encode_span(data, a, unit_stop(seg_e, ua, uc, sync, u), seg_e[_U(ua[_U(u)])], fam, end_whole, tab,
                                      fold, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx,
                                      lbytes, lids, pcache, w, out, a) - a
 
@@ -1321,7 +1321,7 @@ def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, 
     S = seg_s.shape[0]
     sync = np.empty(U, np.int64)
     for u in prange(U):
-        sync[u] = unit_sync(data, seg_s, seg_e, ua, ub, uc, chunk, tab, u)
+        sync[_U(u)] = unit_sync(data, seg_s, seg_e, ua, ub, uc, chunk, tab, u)
     seg_count = np.zeros(S, np.int64)
     unit_count = np.zeros(U, np.int64)
     for u in prange(U):
@@ -1337,8 +1337,8 @@ def encode_fused_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, init_ids,
     S = seg_s.shape[0]
     seg_count = np.zeros(S, np.int64)
     for s in range(S):
-        a = seg_s[s]
-        seg_count[s] = _encode_span(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, 0, out,
+        a = seg_s[_U(s)]
+        seg_count[_U(s)] = _encode_span(data, a, seg_e[_U(s)], seg_e[_U(s)], fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, 0, out,
                                     a) - a
     return seg_s.copy(), seg_count
 
@@ -1348,18 +1348,18 @@ def _records(seg_s, sync, seg_count, unit_count):
     S = seg_s.shape[0]
     n = S
     for u in range(sync.shape[0]):
-        if sync[u] >= 0:
+        if sync[_U(u)] >= 0:
             n += 1
     rs = np.empty(n, np.int64)
     rc = np.empty(n, np.int64)
     for s in range(S):
-        rs[s] = seg_s[s]
-        rc[s] = seg_count[s]
+        rs[_U(s)] = seg_s[_U(s)]
+        rc[_U(s)] = seg_count[_U(s)]
     k = S
     for u in range(sync.shape[0]):
-        if sync[u] >= 0:
-            rs[k] = sync[u]
-            rc[k] = unit_count[u]
+        if sync[_U(u)] >= 0:
+            rs[_U(k)] = sync[_U(u)]
+            rc[_U(k)] = unit_count[_U(u)]
             k += 1
     return rs, rc
 
@@ -1367,18 +1367,18 @@ def _records(seg_s, sync, seg_count, unit_count):
 @njit_cached(parallel=True)
 def gather_parallel(out, rec_start, rec_count, pos, ids):
     for r in prange(rec_start.shape[0]):
-        a = rec_start[r]
-        o = pos[r]
-        c = rec_count[r]
+        a = rec_start[_U(r)]
+        o = pos[_U(r)]
+        c = rec_count[_U(r)]
         ids[o:o + c] = out[a:a + c]  # a slice copy: about twice the element loop's speed
 
 
 @njit_cached
 def gather_serial(out, rec_start, rec_count, pos, ids):
     for r in range(rec_start.shape[0]):
-        a = rec_start[r]
-        o = pos[r]
-        c = rec_count[r]
+        a = rec_start[_U(r)]
+        o = pos[_U(r)]
+        c = rec_count[_U(r)]
         ids[o:o + c] = out[a:a + c]
 
 
@@ -1403,21 +1403,21 @@ def _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o):
     i = a
     while i < b:
         ln = _next_char(buf, i)
-        t = char_id[_decode_at(buf, i)]
+        t = char_id[_U(_decode_at(buf, i))]
         if t >= 0:
-            sym[n] = t
-            sym_len[n] = ln
+            sym[_U(n)] = t
+            sym_len[_U(n)] = ln
             n += 1
         else:
             for k in range(ln):
-                sym[n] = byte_id[buf[i + k]]
-                sym_len[n] = 1
+                sym[_U(n)] = byte_id[_U(buf[_U(i + k)])]
+                sym_len[_U(n)] = 1
                 n += 1
         i += ln
     if n <= _SHORT:
         c = _merge_ids(sym, n, mtab, pc, rank)
         for k in range(c):
-            out[o + k] = sym[k]
+            out[_U(o + k)] = sym[_U(k)]
         return c
     return _merge_heap(hs, n, mtab, pc, out, o)
 
@@ -1456,7 +1456,7 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
     if whole_first:
         t = bytes_lookup(buf, a, b, arena, tok_off, bkeys, bvals)
         if t >= 0:
-            out[o] = t
+            out[_U(o)] = t
             return 1
     if nocut.shape[0] == 0:
         return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
@@ -1465,8 +1465,8 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
     prev_bad = False
     i = a
     while i < b:
-        x = buf[i]
-        is_sp = i + 2 < b and x == 0xE2 and buf[i + 1] == 0x96 and buf[i + 2] == 0x81
+        x = buf[_U(i)]
+        is_sp = i + 2 < b and x == 0xE2 and buf[_U(i + 1)] == 0x96 and buf[_U(i + 2)] == 0x81
         if is_sp:
             if i > w0 and not prev_bad:
                 o += _sp_word_cached(buf, w0, i, char_id, byte_id, mtab, pc, hs, rank, cache, wide, w, out, o)
@@ -1474,7 +1474,7 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
             prev_bad = nocut[128] != 0
             i += 3
         else:
-            prev_bad = x < 0x80 and nocut[x] != 0
+            prev_bad = x < 0x80 and nocut[_U(x)] != 0
             i += _next_char(buf, i)
     o += _sp_word_cached(buf, w0, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, w, out, o)
     return o - o0
@@ -1522,59 +1522,59 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
     gi = 0
     mk = 0
     while gi < ng or mk < nm:
-        if mk < nm and (gi >= ng or ms[mk] < gs[gi]):
-            out[o] = mi[mk]
+        if mk < nm and (gi >= ng or ms[_U(mk)] < gs[_U(gi)]):
+            out[_U(o)] = mi[_U(mk)]
             o += 1
             mk += 1
             continue
         # normalize the gap into nbuf
-        x = gs[gi]
-        y = ge[gi]
+        x = gs[_U(gi)]
+        y = ge[_U(gi)]
         gi += 1
         n = 0
         if prepend == 1 and y > x:
             for k in range(3):
-                nbuf[n + k] = _SP_CHAR[k]
+                nbuf[_U(n + k)] = _SP_CHAR[_U(k)]
             n += 3
         for k in range(x, y):
-            if data[k] == 32 and prepend < 2:
-                nbuf[n] = 0xE2
-                nbuf[n + 1] = 0x96
-                nbuf[n + 2] = 0x81
+            if data[_U(k)] == 32 and prepend < 2:
+                nbuf[_U(n)] = 0xE2
+                nbuf[_U(n + 1)] = 0x96
+                nbuf[_U(n + 2)] = 0x81
                 n += 3
             else:
-                nbuf[n] = data[k]
+                nbuf[_U(n)] = data[_U(k)]
                 n += 1
         n2, nm2 = _split_added(nbuf, 0, n, nt, cls, s2, e2, ms2, me2, mi2)
         g2 = 0
         k2 = 0
         while g2 < n2 or k2 < nm2:
-            if k2 < nm2 and (g2 >= n2 or ms2[k2] < s2[g2]):
-                out[o] = mi2[k2]
+            if k2 < nm2 and (g2 >= n2 or ms2[_U(k2)] < s2[_U(g2)]):
+                out[_U(o)] = mi2[_U(k2)]
                 o += 1
                 k2 += 1
                 continue
             if prepend < 2:
-                o += _sp_piece(nbuf, s2[g2], e2[g2], char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
+                o += _sp_piece(nbuf, s2[_U(g2)], e2[_U(g2)], char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
                                whole_first, nocut, hs, rank, cache, wide, w, out, o)
             else:  # Metaspace on this piece
-                p0 = s2[g2]
-                p1 = e2[g2]
+                p0 = s2[_U(g2)]
+                p1 = e2[_U(g2)]
                 q = 0
-                starts_sp = nbuf[p0] == 32 or (p1 - p0 >= 3 and nbuf[p0] == 0xE2 and nbuf[p0 + 1] == 0x96
-                                               and nbuf[p0 + 2] == 0x81)
+                starts_sp = nbuf[_U(p0)] == 32 or (p1 - p0 >= 3 and nbuf[_U(p0)] == 0xE2 and nbuf[_U(p0 + 1)] == 0x96
+                                               and nbuf[_U(p0 + 2)] == 0x81)
                 if not starts_sp and (prepend == 3 or x + p0 == a):
                     for k in range(3):
-                        pbuf[k] = _SP_CHAR[k]
+                        pbuf[_U(k)] = _SP_CHAR[_U(k)]
                     q = 3
                 for k in range(p0, p1):
-                    if nbuf[k] == 32:
-                        pbuf[q] = 0xE2
-                        pbuf[q + 1] = 0x96
-                        pbuf[q + 2] = 0x81
+                    if nbuf[_U(k)] == 32:
+                        pbuf[_U(q)] = 0xE2
+                        pbuf[_U(q + 1)] = 0x96
+                        pbuf[_U(q + 2)] = 0x81
                         q += 3
                     else:
-                        pbuf[q] = nbuf[k]
+                        pbuf[_U(q)] = nbuf[_U(k)]
                         q += 1
                 o += _sp_piece(pbuf, 0, q, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
                                whole_first, nocut, hs, rank, cache, wide, w, out, o)
@@ -1587,16 +1587,16 @@ def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byt
               bkeys, bvals, whole_first, nocut, cache, wide, w, out, counts):
     big = 1
     for d in range(d0, d1):
-        ln = doc_offsets[d + 1] - doc_offsets[d]
+        ln = doc_offsets[_U(d + 1)] - doc_offsets[_U(d)]
         if ln > big:
             big = ln
     nbuf = np.empty(3 * big + 8, np.uint8)
     pbuf = np.empty(3 * big + 8, np.uint8)
     pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
     for d in range(d0, d1):
-        counts[d] = _sp_doc(data, doc_offsets[d], doc_offsets[d + 1], rt, nt, cls, prepend, char_id, byte_id,
+        counts[_U(d)] = _sp_doc(data, doc_offsets[_U(d)], doc_offsets[_U(d + 1)], rt, nt, cls, prepend, char_id, byte_id,
                             mtab, pc, arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, w, nbuf,
-                            pbuf, out, dst[d]) - dst[d]
+                            pbuf, out, dst[_U(d)]) - dst[_U(d)]
 
 
 @njit_cached(parallel=True)
@@ -1605,7 +1605,7 @@ def sp_encode_parallel(data, doc_offsets, dst, blocks, rt, nt, cls, prepend, cha
     """``prange`` over ``blocks`` of documents (bounds into the document list); each worker
     uses its own row of the word caches (``get_thread_id()``)."""
     for k in prange(blocks.shape[0] - 1):
-        _sp_block(data, doc_offsets, dst, blocks[k], blocks[k + 1], rt, nt, cls, prepend, char_id, byte_id, mtab,
+        _sp_block(data, doc_offsets, dst, blocks[_U(k)], blocks[_U(k + 1)], rt, nt, cls, prepend, char_id, byte_id, mtab,
                   arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, get_thread_id(), out, counts)
 
 
