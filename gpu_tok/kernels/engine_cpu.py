@@ -708,16 +708,18 @@ _HM1 = np.uint64(0x9E3779B97F4A7C15)
 _HM2 = np.uint64(0xC2B2AE3D27D4EB4F)
 
 
+# _KEY_MASKS[n], _KEY_MASKS[16 + n]: the masks of a piece of n <= 15 bytes' first and
+# second words (its bytes 0..7 and 8..14)
+_KEY_MASKS = np.array([(1 << (8 * min(n, 8))) - 1 for n in range(16)]
+                      + [(1 << (8 * max(n - 8, 0))) - 1 for n in range(16)], np.uint64)
+
+
 @njit_noalloc(inline="always")
 def short_key(data, a, n):
     """``(w0, w1 | n << 56, hash)`` of the piece ``data[a:a + n]`` (``1 <= n <= 15``)."""
-    if a + 16 <= data.shape[0]:
-        w0 = _load64(data, a)
-        w1 = np.uint64(0)
-        if n < 8:
-            w0 &= (np.uint64(1) << np.uint64(8 * n)) - np.uint64(1)
-        else:
-            w1 = _load64(data, a + 8) & ((np.uint64(1) << np.uint64(8 * (n - 8))) - np.uint64(1))
+    if a + 16 <= data.shape[0]:  # the two words masked to the piece's bytes: no branch on n
+        w0 = _load64(data, a) & _KEY_MASKS[_U(n)]
+        w1 = _load64(data, a + 8) & _KEY_MASKS[_U(n + 16)]
     else:  # the last bytes of the buffer: no 8-byte load past its end
         w0 = np.uint64(0)
         w1 = np.uint64(0)
@@ -726,9 +728,15 @@ def short_key(data, a, n):
         for k in range(8, n):
             w1 |= np.uint64(data[a + k]) << np.uint64(8 * (k - 8))
     w1 |= np.uint64(n) << np.uint64(56)
+    return w0, w1, key_hash(w0, w1)
+
+
+@njit_noalloc(inline="always")
+def key_hash(w0, w1):
+    """The hash of a short piece's key words (``short_key``)."""
     h = w0 * _HM1 + w1
     h = (h ^ (h >> np.uint64(32))) * _HM2
-    return w0, w1, h ^ (h >> np.uint64(29))
+    return h ^ (h >> np.uint64(29))
 
 
 @njit_noalloc(inline="always")
@@ -827,7 +835,7 @@ _BATCH = 128
 
 @njit_noalloc(inline="always")
 def _key_piece(data, q, a, b, sc, cache, w):
-    """Cache slot, key words and hash of piece ``q`` (``[a, b)``) into the batch arrays, and
+    """Cache slot and key words of piece ``q`` (``[a, b)``) into the batch arrays, and
     its cache line prefetched (``_hash_batch`` for one piece)."""
     n = b - a
     slot = -1
@@ -837,7 +845,6 @@ def _key_piece(data, q, a, b, sc, cache, w):
         _prefetch3(cache, w, slot, 0)  # the set's other line comes with it (128-byte aligned pair)
         sc[2][_U(q)] = w0
         sc[3][_U(q)] = w1
-        sc[4][_U(q)] = h
     sc[1][_U(q)] = slot
 
 
@@ -903,15 +910,14 @@ def _bpe_long(data, a, b, init_ids, mtab, pc, out, o):
 
 @njit_cached
 def _scratch():
-    """Per-batch arrays: piece bounds, cache slots, key words, hashes; short-BPE ids and ranks."""
+    """Per-batch arrays: piece bounds, cache slots, key words; short-BPE ids and ranks."""
     return (np.empty(_BATCH + 1, np.int64), np.empty(_BATCH, np.int64), np.empty(_BATCH, np.uint64),
-            np.empty(_BATCH, np.uint64), np.empty(_BATCH, np.uint64), np.empty(_SHORT, np.int32),
-            np.empty(_SHORT + 1, np.uint64))
+            np.empty(_BATCH, np.uint64), np.empty(_SHORT, np.int32), np.empty(_SHORT + 1, np.uint64))
 
 
 @njit_noalloc
 def _hash_batch(data, nb, sc, cache, w):
-    """Cache slots, key words and hashes of the ``nb`` pieces ``[ps[q], ps[q+1])``
+    """Cache slots and key words of the ``nb`` pieces ``[ps[q], ps[q+1])``
     (``ps = sc[0]``); their cache lines are prefetched, so the probes that follow are
     independent loads the processor overlaps."""
     ps = sc[0]
@@ -925,14 +931,14 @@ def _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bv
     """Encode pieces ``q, q+1, ...`` of the batch into ``out[o:]`` until the end or a long
     piece that needs the heap (``_bpe_long`` allocates, so the caller runs it); returns
     ``(o, q)``. With a non-empty ``cnt``, ``cnt[c0 + q]`` = ids of piece ``q``."""
-    ps, pslot, pw0, pw1, ph, sids, srank = sc
+    ps, pslot, pw0, pw1, sids, srank = sc
     record = cnt.shape[0] > 0
     while q < nb:
         a = ps[_U(q)]
         b = ps[_U(q + 1)]
         o2 = _encode_hit(b - a, pslot[_U(q)], pw0[_U(q)], pw1[_U(q)], cache, w, out, o)
         if o2 < 0:
-            o2 = _encode_miss(data, a, b, b - a, pslot[_U(q)], pw0[_U(q)], pw1[_U(q)], ph[_U(q)], init_ids, grid, mtab, arena, tok_off,
+            o2 = _encode_miss(data, a, b, b - a, pslot[_U(q)], pw0[_U(q)], pw1[_U(q)], init_ids, grid, mtab, arena, tok_off,
                               bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, w, sids, srank, out, o)
             if o2 < 0:
                 return o, q
@@ -1090,13 +1096,14 @@ def _is_run(out, o, c):
 
 
 @njit_noalloc
-def _encode_miss(data, a, b, n, slot, pw0, pw1, ph, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
+def _encode_miss(data, a, b, n, slot, pw0, pw1, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
                  cache, wide, lidx, lbytes, lids, pc, w, sids, srank, out, o):
     """A piece ``_encode_hit`` did not serve: the long cache, else the vocabulary
     (``whole_first``), else BPE, and the result cached; returns the new ``o``, or -1 for a
     piece longer than ``_SHORT`` that needs the heap."""
     wslot = -1
     in_long = False
+    ph = key_hash(pw0, pw1)  # the short key's hash (not kept from _key_piece: a store and a load per piece)
     if slot >= 0 and n > _SHORT_IDS:  # the wide cache: short pieces with 7.._WIDE_IDS ids (or a
         # mark: in the long cache); a piece of at most _SHORT_IDS bytes has no more ids than
         # that (one byte, one symbol at least), so it is never there: no probe (most misses
