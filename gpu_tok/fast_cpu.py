@@ -170,7 +170,7 @@ class ByteBPEEngine:
     # -------------------------------------------------------------------- core
     def pieces(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray], parallel: bool):
         """``(starts, ends, special)`` of every piece of the active documents."""
-        seg_s, seg_e, m_s, m_e, m_id = self._segments(data, doc_offsets, skip)
+        seg_s, seg_e, m_s, m_e, m_id = self._segments(data, doc_offsets, skip, parallel)
         N = data.shape[0]
         mask = np.zeros(N, np.uint8)
         if seg_s.shape[0]:
@@ -292,10 +292,11 @@ class ByteBPEEngine:
                 return None
         return data2, offsets2
 
-    def _segments(self, data, doc_offsets, skip):
+    def _segments(self, data, doc_offsets, skip, parallel: bool = False):
         """Added-token matching: ``(seg_s, seg_e, m_s, m_e, m_id)`` (gaps left for the
         pre-tokenizer, and the matches in text order; a match can overlap the whitespace
-        the one before it took, ``match_added``)."""
+        the one before it took, ``match_added``; ``parallel``: the documents shared between
+        Numba's threads, ``match_added_parallel``)."""
         K = self._K
         seg_s = doc_offsets[:-1]
         seg_e = doc_offsets[1:]
@@ -309,8 +310,14 @@ class ByteBPEEngine:
             if trie is None or seg_s.shape[0] == 0:
                 continue
             tkeys, tvals, term, first, flags, base = trie
-            seg_s, seg_e, m_s, m_e, m_id = K.match_added(data, seg_s, seg_e, tkeys, tvals, term, first, flags,
-                                                          base, self.cls)
+            if parallel:
+                import numba
+
+                seg_s, seg_e, m_s, m_e, m_id = K.match_added_parallel(data, seg_s, seg_e, tkeys, tvals, term, first,
+                                                                       flags, base, self.cls, 4 * numba.get_num_threads())
+            else:
+                seg_s, seg_e, m_s, m_e, m_id = K.match_added(data, seg_s, seg_e, tkeys, tvals, term, first, flags,
+                                                              base, self.cls)
             ms.append(m_s)
             me.append(m_e)
             mi.append(m_id)
@@ -349,7 +356,7 @@ class ByteBPEEngine:
         with numba_threads(threads if parallel else None):
             if not normalized:
                 skip = self._nfc_skip(data, doc_offsets, skip)
-            seg_s, seg_e, m_s, _m_e, m_id = self._segments(data, doc_offsets, skip)
+            seg_s, seg_e, m_s, _m_e, m_id = self._segments(data, doc_offsets, skip, parallel)
             fam, end_whole, tab, fold = self._pretok._prepare(self.spec.family, self.spec.dialect)
             out = np.empty(max(data.shape[0], 1), np.int32)
             if m_s.shape[0]:

@@ -307,6 +307,19 @@ def test_added_token_matching_in_whitespace_a_token_stripped():
     assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu").to_list() == [e.ids for e in want]
     for text, a, b in zip(texts, ours.encode_batch(texts, add_special_tokens=False, device="cpu"), want):
         assert (a.ids, a.tokens, [tuple(o) for o in a.offsets]) == (b.ids, b.tokens, b.offsets), text
+    # the matcher with the documents shared out in runs (match_added_parallel) finds the
+    # same gaps and matches as the serial one, however the runs fall
+    eng = ours._cpu_engine().engine
+    K = eng._K
+    data, off = fast_cpu.pack(texts, None)
+    seg_s, seg_e = off[:-1][off[1:] > off[:-1]].copy(), off[1:][off[1:] > off[:-1]].copy()
+    trie = next(tr for tr in eng._tries if tr is not None)
+    want_m = K.match_added(data, seg_s, seg_e, *trie, eng.cls)
+    assert want_m[2].shape[0] > 100  # matches to place
+    for runs in (1, 2, 3, 7, 64, 10_000):
+        got_m = K.match_added_parallel(data, seg_s, seg_e, *trie, eng.cls, runs)
+        for a, b in zip(got_m, want_m):
+            assert np.array_equal(a, b), runs
 
 
 def test_ids_beyond_the_word_caches_are_refused_by_name():

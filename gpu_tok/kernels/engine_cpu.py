@@ -384,6 +384,65 @@ def match_added(data, in_s, in_e, tkeys, tvals, term, first, tflags, id_base, cl
     return seg_s[:ns], seg_e[:ns], m_s[:nm], m_e[:nm], m_id[:nm]
 
 
+@njit_cached(parallel=True)
+def match_added_parallel(data, in_s, in_e, tkeys, tvals, term, first, tflags, id_base, cls, nblocks):
+    """``match_added`` with the segments shared out in ``nblocks`` runs of about equal bytes.
+    Run ``r`` (segments ``k0..k1``) writes its gaps from ``k0 + B[k0]`` and its matches from
+    ``B[k0]`` (``B``: the bytes before a segment), where no other run writes (a segment
+    leaves at most one gap per match plus one, and a match takes a byte at least); the
+    runs are then put together in order."""
+    S = in_s.shape[0]
+    cb = np.empty(S + 1, np.int64)
+    cb[0] = 0
+    for k in range(S):
+        cb[_U(k + 1)] = cb[_U(k)] + in_e[_U(k)] - in_s[_U(k)]
+    total = cb[_U(S)]
+    R = max(1, min(nblocks, S))
+    rb = np.empty(R + 1, np.int64)  # run bounds (segment indices)
+    rb[0] = 0
+    k = 0
+    for r in range(1, R):
+        goal = total * r // R
+        while k < S and cb[_U(k)] < goal:
+            k += 1
+        rb[_U(r)] = max(k, rb[_U(r - 1)])
+    rb[_U(R)] = S
+    seg_s = np.empty(S + total + 1, np.int64)
+    seg_e = np.empty(S + total + 1, np.int64)
+    m_s = np.empty(total + 1, np.int64)
+    m_e = np.empty(total + 1, np.int64)
+    m_id = np.empty(total + 1, np.int32)
+    ns_r = np.empty(R, np.int64)
+    nm_r = np.empty(R, np.int64)
+    for r in prange(R):
+        k0 = rb[_U(r)]
+        ns = k0 + cb[_U(k0)]
+        nm = cb[_U(k0)]
+        fb = _first_bytes(first)
+        trunk = trie_trunk(tkeys, tvals, term)
+        for j in range(k0, rb[_U(r + 1)]):
+            ns, nm = _match_segment(data, in_s[_U(j)], in_e[_U(j)], tkeys, tvals, term, first, fb, trunk, tflags,
+                                    id_base, cls, seg_s, seg_e, m_s, m_e, m_id, ns, nm)
+        ns_r[_U(r)] = ns - (k0 + cb[_U(k0)])
+        nm_r[_U(r)] = nm - cb[_U(k0)]
+    ns = 0
+    nm = 0
+    for r in range(R):
+        k0 = rb[_U(r)]
+        a = k0 + cb[_U(k0)]
+        for j in range(ns_r[_U(r)]):
+            seg_s[_U(ns + j)] = seg_s[_U(a + j)]
+            seg_e[_U(ns + j)] = seg_e[_U(a + j)]
+        ns += ns_r[_U(r)]
+        a = cb[_U(k0)]
+        for j in range(nm_r[_U(r)]):
+            m_s[_U(nm + j)] = m_s[_U(a + j)]
+            m_e[_U(nm + j)] = m_e[_U(a + j)]
+            m_id[_U(nm + j)] = m_id[_U(a + j)]
+        nm += nm_r[_U(r)]
+    return seg_s[:ns], seg_e[:ns], m_s[:nm], m_e[:nm], m_id[:nm]
+
+
 @njit_cached
 def any_match(data, in_s, in_e, tkeys, tvals, term, first):
     """Per segment, whether any content occurs in it (no flags; tiktoken's special check)."""
