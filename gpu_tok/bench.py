@@ -12,7 +12,7 @@ the repository) run this module with the same options and output:
 
 Each row: one engine encoding the first --max-mb MB (10^6 UTF-8 bytes, whole documents)
 of one bench file with one model; seconds are the best of --repeat timed runs after one
-untimed warm-up run. Ids are checked against the reference engine (HF tokenizers for
+untimed warm-up run (the runs of all engines interleaved in rounds). Ids are checked against the reference engine (HF tokenizers for
 tokenizer.json models, tiktoken for tiktoken encodings): exact ids on --check-docs
 documents spread over the input, and the token count of every document. Every mismatch
 is printed; a mismatch (or an error) of ours makes the exit status 1.
@@ -358,20 +358,6 @@ def unavailable_reason(engine: str) -> Optional[str]:
 
 
 # ----------------------------------------------------------------------------- measuring
-def time_runs(runner: Runner, texts: List[str], repeat: int):
-    """One untimed warm-up run, then the best of ``repeat`` timed runs; the output
-    of the last run is returned for the checks."""
-    out = runner.encode(texts)
-    best = math.inf
-    for _ in range(repeat):
-        out = None  # free the previous output outside the timed region
-        gc.collect()
-        t0 = time.perf_counter()
-        out = runner.encode(texts)
-        best = min(best, time.perf_counter() - t0)
-    return best, out
-
-
 def sample_indices(n: int, k: int) -> List[int]:
     if k <= 0 or n == 0:
         return []
@@ -480,8 +466,9 @@ def bench_one(model: Model, fname: str, texts: List[str], engines: List[str], ru
     """Time every engine on ``texts`` and check its ids against the reference engine.
 
     The reference runs first (timed if selected, else once untimed); each engine's
-    output is reduced to per-document token counts and the sampled rows right after
-    its timing and then dropped, so no engine is timed while others' outputs are held."""
+    warm-up output is reduced to per-document token counts and the sampled rows and
+    then dropped, so no engine is timed while others' outputs are held; then the timed
+    rounds (``time_rounds``)."""
     np = _np()
     nbytes, n = utf8_len(texts), len(texts)
     idx = sample_indices(n, args.check_docs)
@@ -498,6 +485,7 @@ def bench_one(model: Model, fname: str, texts: List[str], engines: List[str], ru
             ref_problem = short_error(e)
         out = None
     results = []
+    timed = []  # (result, runner) of the engines that ran
     for eng in order:
         r = runners.get(eng)
         if r is None or isinstance(r, NotApplicable):
@@ -512,10 +500,11 @@ def bench_one(model: Model, fname: str, texts: List[str], engines: List[str], ru
         try:
             if args.unseen and not shape:
                 res.seconds, lens, rows = time_unseen(eng, model, fname, args)
-            else:
-                res.seconds, out = time_runs(r, texts, args.repeat)
+            else:  # the warm-up run, checked; timed runs below, in rounds over the engines
+                out = r.encode(texts)
                 lens = np.asarray(r.lengths(out), dtype=np.int64)
                 rows = r.rows(out, idx) if args.check_docs > 0 else None
+                timed.append((res, r))
             res.tokens = int(lens.sum())
         except Exception as e:  # noqa: BLE001
             res.status, res.problem = f"FAILED: {short_error(e)}", True
@@ -532,7 +521,29 @@ def bench_one(model: Model, fname: str, texts: List[str], engines: List[str], ru
             res.status = f"UNCHECKED ({ref_name} {ref_problem})"
         else:
             compare(res, lens, rows, ref_lens, ref_rows, idx, ref_name)
+    time_rounds(timed, texts, args.repeat)
     return results
+
+
+def time_rounds(timed, texts: List[str], repeat: int) -> None:
+    """``repeat`` rounds, each timing one run of every engine in turn; each keeps its best.
+    Interleaved, so that a slow spell of the machine (on this 2-vCPU host the same work
+    takes ~1.5x as long for seconds at a time, whatever the engine) falls on all engines
+    alike instead of on the one timed then. Outputs are freed outside the timed region."""
+    for res, _r in timed:
+        res.seconds = math.inf
+    for _ in range(repeat):
+        for res, r in timed:
+            gc.collect()
+            try:
+                t0 = time.perf_counter()
+                out = r.encode(texts)
+                dt = time.perf_counter() - t0
+            except Exception as e:  # noqa: BLE001
+                res.status, res.problem = f"FAILED: {short_error(e)}", True
+                continue
+            del out
+            res.seconds = min(res.seconds, dt)
 
 
 # ----------------------------------------------------------------------------- memory (subprocess)
@@ -706,7 +717,7 @@ def append_results(args, text_blocks: List[str]) -> None:
 def method_note(args) -> str:
     if args.unseen and not args.scaling:
         return "(--unseen: fresh process per timed run, warm-up on the next --max-mb MB of the file)"
-    return "(+1 warm-up run on the same texts)"
+    return "(+1 warm-up run on the same texts; the engines' runs interleaved in rounds)"
 
 
 def parse_args(argv=None, prog=None):
