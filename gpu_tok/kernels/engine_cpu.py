@@ -414,12 +414,12 @@ def match_added_parallel(data, in_s, in_e, tkeys, tvals, term, first, tflags, id
     m_id = np.empty(total + 1, np.int32)
     ns_r = np.empty(R, np.int64)
     nm_r = np.empty(R, np.int64)
+    fb = _first_bytes(first)
+    trunk = trie_trunk(tkeys, tvals, term)
     for r in prange(R):
         k0 = rb[_U(r)]
         ns = k0 + cb[_U(k0)]
         nm = cb[_U(k0)]
-        fb = _first_bytes(first)
-        trunk = trie_trunk(tkeys, tvals, term)
         for j in range(k0, rb[_U(r + 1)]):
             ns, nm = _match_segment(data, in_s[_U(j)], in_e[_U(j)], tkeys, tvals, term, first, fb, trunk, tflags,
                                     id_base, cls, seg_s, seg_e, m_s, m_e, m_id, ns, nm)
