@@ -348,6 +348,54 @@ def test_ids_beyond_the_word_caches_are_refused_by_name():
         assert t.encode_batch_ids(texts, device="cpu", num_threads=1).to_list() == want
 
 
+def test_nfc_check_and_spans_over_long_inert_stretches():
+    """Long texts: stretches the kernels skip 64 bytes at a time (ASCII, Latin, Cyrillic:
+    ``fast_cpu.inert_leads``) with marks and characters of other lead bytes put anywhere,
+    at the windows' edges too; an inert "é" (its decomposition ends with a class-230
+    mark) right before a class-220 mark is reordered. ``nfc_unchanged_docs`` never calls a
+    text NFC changes unchanged, and ``nfc_normalize`` (all documents, or some: the others
+    copied) equals the reference's NFC."""
+    from gpu_tok.config import UnicodeNormalizer
+    from gpu_tok.cpu_ref.normalizers import normalize_str
+    from gpu_tok.kernels.engine_cpu import nfc_unchanged_docs
+
+    tables = fast_cpu.nfc_tables()
+    lr, bad_lead = tables[5], tables[6]
+    assert bad_lead[0xC3] == 0 and bad_lead[0xD0] == 0 and bad_lead[0xCC] == 1 and bad_lead[0xE4] == 1
+    nfc = UnicodeNormalizer("NFC")
+    rng = random.Random(11)
+    inert = ["a", "b", " ", "\n", "\u00e9", "\u00c5", "\u0436", "\u0418", "\u0101"]
+    other = ["\u0301", "\u0323", "\u0306", "\u0338", "\u4e2d", "\u0627", "\u0653", "\u1161", "\u0928\u093c",
+             "\u212b", "\u05b8\u05b7", "\ud55c", "\U0001d15e"]
+    texts = []
+    for _ in range(3000):
+        n = rng.choice([10, 63, 64, 65, 130, 400])
+        t = [rng.choice(inert) for _ in range(n)]
+        for _ in range(rng.randint(0, 3)):
+            t.insert(rng.randint(0, len(t)), rng.choice(other))
+        texts.append("".join(t))
+    for k in range(56, 70):  # "\u00e9" then a class-220 mark around the first window's end
+        texts.append("x" * k + "\u00e9\u0323" + "y" * 80)
+        texts.append("x" * k + "\u0436\u0306" + "\u0436" * 40)
+    data, off = fast_cpu.pack(texts, None)
+    got = nfc_unchanged_docs(data, off, *tables)
+    want = np.array([normalize_str(nfc, x) == x for x in texts], np.uint8)
+    bad = np.flatnonzero((got == 1) & (want == 0))
+    assert bad.size == 0, [texts[i] for i in bad[:5]]
+    assert ((got == 0) & (want == 1)).sum() < 0.05 * len(texts)
+    assert 0.2 * len(texts) < want.sum() < 0.8 * len(texts)
+
+    ours, _ref = _small_served({"type": "NFC"}, [])
+    eng = ours._cpu_engine().engine
+    norm = eng.nfc_normalize(data, off)
+    assert [bytes(norm[0][a:b]).decode() for a, b in zip(norm[1][:-1], norm[1][1:])] == \
+        [normalize_str(nfc, t) for t in texts]
+    docs = np.flatnonzero(got == 0)
+    norm = eng.nfc_normalize(data, off, docs)
+    assert [bytes(norm[0][a:b]).decode() for a, b in zip(norm[1][:-1], norm[1][1:])] == \
+        [normalize_str(nfc, t) if got[i] == 0 else t for i, t in enumerate(texts)]
+
+
 def test_nfc_documents_normalized_gap_by_gap_then_compiled():
     """Documents NFC changes: each gap between raw added tokens normalized on its own (only
     the spans ``nfc_spans`` finds), then the compiled engine; ids equal to the pinned HF
