@@ -543,20 +543,6 @@ def _nfc_after(c, k, tccc, starter, between, max_between):
 
 
 @njit_noalloc(inline="always")
-def _ascii_end(data, i, e):
-    """The first byte at or after ``i`` (before ``e``) that is not ASCII, else ``e``: 64
-    bytes at a time (SIMD compares) where the buffer allows."""
-    while i + 64 <= e:
-        m = _range_mask64(data, i, 0x80, 0xFF)
-        if m != 0:
-            return i + np.int64(_ctz64(m))
-        i += 64
-    while i < e and data[_U(i)] < 0x80:
-        i += 1
-    return i
-
-
-@njit_noalloc(inline="always")
 def _lead_mask(data, i, lr):
     """Bits of the bytes of ``data[i:i + 64]`` in the ranges ``lr`` (``fast_cpu.nfc_tables``:
     the lead bytes of the characters that are not all inert; the other bytes are ASCII,
