@@ -381,7 +381,7 @@ class ByteBPEEngine:
         for it."""
         K = self._K
         threads, parallel = plan_threads(num_threads, data.shape[0])
-        with numba_threads(threads if parallel else None):
+        with numba_threads(threads if parallel else 1):
             if not normalized:
                 data, doc_offsets, skip = self._nfc_prepass(data, doc_offsets, skip)
             seg_s, seg_e, m_s, _m_e, m_id = self._segments(data, doc_offsets, skip, parallel)
@@ -423,7 +423,7 @@ class ByteBPEEngine:
             num_threads: Optional[int] = None, want_pieces: bool = False):
         """Encode packed text. Returns ``(ids, row_splits)`` (plus the piece arrays when asked)."""
         threads, parallel = plan_threads(num_threads, data.shape[0])
-        with numba_threads(threads if parallel else None):
+        with numba_threads(threads if parallel else 1):
             skip = self._nfc_skip(data, doc_offsets, skip)
             starts, ends, special = self.pieces(data, doc_offsets, skip, parallel)
             ids, pts = self.encode_pieces(data, starts, ends, special, parallel, threads)
