@@ -304,7 +304,9 @@ class ByteBPEEngine:
         grow = np.zeros(sp_s.shape[0] + 1, np.int64)
         np.cumsum((roff[1:] - roff[:-1])[which] - (sp_e - sp_s), out=grow[1:])
         data2 = np.empty(data.shape[0] + int(grow[-1]), np.uint8)
-        K.splice_spans(data, sp_s, sp_e, which, repl, roff, data2)
+        import numba
+
+        K.splice_spans(data, sp_s, sp_e, which, repl, roff, grow, data2, 4 * numba.get_num_threads())
 
         def moved(p):  # where byte position p (never inside a span) is in the new text
             return p + grow[np.searchsorted(sp_e, p, side="right")]

@@ -396,6 +396,37 @@ def test_nfc_check_and_spans_over_long_inert_stretches():
         [normalize_str(nfc, t) if got[i] == 0 else t for i, t in enumerate(texts)]
 
 
+def test_splice_spans_in_blocks():
+    """``splice_spans`` (blocks in parallel) equals splicing in Python, with spans across
+    the blocks' edges, replacements longer, shorter and empty, for 1..50 blocks."""
+    from gpu_tok.kernels.engine_cpu import splice_spans
+
+    rng = random.Random(3)
+    for trial in range(200):
+        n = rng.randint(0, 300)
+        data = np.frombuffer(bytes(rng.randrange(256) for _ in range(n)), np.uint8)
+        cuts = sorted(rng.sample(range(n + 1), min(n + 1, 2 * rng.randint(0, 12))))
+        sp_s = np.array(cuts[0::2], np.int64)
+        sp_e = np.array(cuts[1::2], np.int64)
+        sp_s = sp_s[:sp_e.shape[0]]
+        reps = [bytes(rng.randrange(256) for _ in range(rng.randint(0, 9))) for _ in range(3)]
+        which = np.array([rng.randrange(3) for _ in range(sp_s.shape[0])], np.int64)
+        roff = np.zeros(4, np.int64)
+        np.cumsum([len(r) for r in reps], out=roff[1:])
+        repl = np.frombuffer(b"".join(reps) + b"\0", np.uint8)
+        want = b""
+        prev = 0
+        for a, b, u in zip(sp_s.tolist(), sp_e.tolist(), which.tolist()):
+            want += data[prev:a].tobytes() + reps[u]
+            prev = b
+        want += data[prev:].tobytes()
+        grow = np.zeros(sp_s.shape[0] + 1, np.int64)
+        np.cumsum((roff[1:] - roff[:-1])[which] - (sp_e - sp_s), out=grow[1:])
+        out = np.empty(len(want), np.uint8)
+        splice_spans(data, sp_s, sp_e, which, repl, roff, grow, out, 1 + trial % 50)
+        assert out.tobytes() == want
+
+
 def test_nfc_documents_normalized_gap_by_gap_then_compiled():
     """Documents NFC changes: each gap between raw added tokens normalized on its own (only
     the spans ``nfc_spans`` finds), then the compiled engine; ids equal to the pinned HF

@@ -736,27 +736,41 @@ def spans_equal(data, sp_s, sp_e, rep):
     return True
 
 
-@njit_cached
-def splice_spans(data, sp_s, sp_e, which, repl, roff, out):
-    """``out``: ``data`` with each span ``k`` (in order, disjoint) replaced by the bytes
-    ``repl[roff[u]:roff[u + 1]]`` of ``u = which[k]``."""
-    o = 0
-    prev = 0
-    for k in range(sp_s.shape[0]):  # plain loops, not slices (a view per slice: 8 MB, 10k spans, 3.0 -> 1.1 ms)
-        n = sp_s[_U(k)] - prev
-        for j in range(n):
-            out[_U(o + j)] = data[_U(prev + j)]
-        o += n
-        u = which[_U(k)]
-        r = roff[_U(u)]
-        m = roff[_U(u + 1)] - r
-        for j in range(m):
-            out[_U(o + j)] = repl[_U(r + j)]
-        o += m
-        prev = sp_e[_U(k)]
-    n = data.shape[0] - prev
+@njit_noalloc(inline="always")
+def _copy_bytes(out, o, src, a, n):
+    """``out[o:o + n] = src[a:a + n]`` (a plain loop: a slice makes a view, a cost per span)."""
     for j in range(n):
-        out[_U(o + j)] = data[_U(prev + j)]
+        out[_U(o + j)] = src[_U(a + j)]
+
+
+@njit_cached(parallel=True)
+def splice_spans(data, sp_s, sp_e, which, repl, roff, grow, out, nblocks):
+    """``out``: ``data`` with each span ``k`` (in order, disjoint) replaced by the bytes
+    ``repl[roff[u]:roff[u + 1]]`` of ``u = which[k]``; ``grow[k]``: the bytes the spans
+    before ``k`` added (a byte ``p`` outside the spans, after ``k`` of them, goes to
+    ``p + grow[k]``). ``nblocks`` blocks of ``data`` in parallel: each copies its bytes
+    outside the spans and the replacements of the spans that start in it (8 MB of
+    English prose, six documents normalized, two threads: 0.8 -> 0.3 ms)."""
+    N = data.shape[0]
+    S = sp_s.shape[0]
+    B = (N + nblocks - 1) // nblocks
+    for blk in prange(nblocks):
+        lo = blk * B
+        hi = min(N, lo + B)
+        k = np.searchsorted(sp_e, lo, side="right")  # the first span that ends after lo
+        p = lo
+        while p < hi:
+            if k < S and sp_s[_U(k)] < hi:
+                if p < sp_s[_U(k)]:
+                    _copy_bytes(out, p + grow[_U(k)], data, p, sp_s[_U(k)] - p)
+                if sp_s[_U(k)] >= lo:  # the span starts in this block: its replacement
+                    u = which[_U(k)]
+                    _copy_bytes(out, sp_s[_U(k)] + grow[_U(k)], repl, roff[_U(u)], roff[_U(u + 1)] - roff[_U(u)])
+                p = sp_e[_U(k)]
+                k += 1
+            else:
+                _copy_bytes(out, p + grow[_U(k)], data, p, hi - p)
+                p = hi
 
 
 @njit_cached
