@@ -1362,12 +1362,11 @@ def _long_insert(data, a, n, c, lh, lslot, lidx, lbytes, lids, w, out, o):
 
 @njit_cached
 def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off,
-                 bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, w, out, o):
+                 bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, w, out, o, sc, nocnt):
     """Scan ``[i, stop)`` (a segment ending at ``end``), encode its pieces into ``out[o:]``;
-    returns the new ``o``."""
-    sc = _scratch()
+    returns the new ``o``. ``sc``: ``_scratch()``, ``nocnt``: an empty array, made once by
+    the caller for all its segments (not per segment: seven allocations each)."""
     pc = pcache[w]
-    nocnt = np.zeros(0, np.int64)
     while i < stop:
         nb = _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc, cache, lidx, w)
         i = sc[0][_U(nb)]
@@ -1445,17 +1444,19 @@ def encode_pieces_serial(data, starts, ends, special, init_ids, grid, mtab, aren
 @njit_cached
 def _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
               tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, w, out, seg_count, unit_count):
+    sc = _scratch()
+    nocnt = np.zeros(0, np.int64)
     if uc[_U(u)] < 0:
         for s in range(ua[_U(u)], ub[_U(u)]):
             a = seg_s[_U(s)]
             seg_count[_U(s)] = _encode_span(data, a, seg_e[_U(s)], seg_e[_U(s)], fam, end_whole, tab, fold, init_ids, grid, mtab,
                                         arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache,
-                                        w, out, a) - a
+                                        w, out, a, sc, nocnt) - a
     elif sync[_U(u)] >= 0:
         a = sync[_U(u)]
         unit_count[_U(u)] = _encode_span(data, a, unit_stop(seg_e, ua, uc, sync, u), seg_e[_U(ua[_U(u)])], fam, end_whole, tab,
                                      fold, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx,
-                                     lbytes, lids, pcache, w, out, a) - a
+                                     lbytes, lids, pcache, w, out, a, sc, nocnt) - a
 
 
 @njit_cached(parallel=True)
@@ -1483,10 +1484,13 @@ def encode_fused_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, init_ids,
                         bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, out):
     S = seg_s.shape[0]
     seg_count = np.zeros(S, np.int64)
+    sc = _scratch()
+    nocnt = np.zeros(0, np.int64)
     for s in range(S):
         a = seg_s[_U(s)]
-        seg_count[_U(s)] = _encode_span(data, a, seg_e[_U(s)], seg_e[_U(s)], fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, 0, out,
-                                    a) - a
+        seg_count[_U(s)] = _encode_span(data, a, seg_e[_U(s)], seg_e[_U(s)], fam, end_whole, tab, fold, init_ids, grid, mtab,
+                                    arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, 0,
+                                    out, a, sc, nocnt) - a
     return seg_s.copy(), seg_count
 
 
