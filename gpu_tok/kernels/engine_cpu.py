@@ -563,10 +563,17 @@ def _lead_mask(data, i, lr):
 
 @njit_noalloc(inline="always")
 def _inert_end(data, i, e, lr, bad_lead):
-    """The first byte at or after ``i`` (a character boundary, before ``e``, another) that
-    is a lead byte of ``lr`` (``bad_lead``: the same as a table), else ``e``: the
-    characters before it are inert. 64 bytes at a time (SIMD compares) where the buffer
-    allows, then a byte at a time (a continuation byte is never in ``lr``)."""
+    """The first byte after ``i`` (an inert character's first byte, before ``e``, a
+    character boundary) that is a lead byte of ``lr`` (``bad_lead``: the same as a table),
+    else ``e``: the characters before it are inert. A few bytes one at a time (a space
+    between words), then 64 at a time (SIMD compares) where the buffer allows, then a byte
+    at a time (a continuation byte is never in ``lr``)."""
+    j = i + 1
+    while j < e and j < i + 4 and bad_lead[_U(data[_U(j)])] == 0:
+        j += 1
+    if j < i + 4 or j >= e or bad_lead[_U(data[_U(j)])] != 0:
+        return j
+    i = j
     while i + 64 <= e:
         m = _lead_mask(data, i, lr)
         if m != 0:
@@ -593,13 +600,8 @@ def _nfc_unchanged(data, i, e, qc, ccc, tccc, ckeys, cvals, lr, bad_lead):
     prev = np.int64(-1)  # the last character, when ``lazy`` (-1: none yet)
     lazy = True
     while i < e:
-        if bad_lead[_U(data[_U(i)])] == 0:  # inert characters: a few bytes one at a time
-            # (a space between words), then 64 at a time
-            j = i + 1
-            while j < e and j < i + 4 and bad_lead[_U(data[_U(j)])] == 0:
-                j += 1
-            if j == i + 4 and j < e and bad_lead[_U(data[_U(j)])] == 0:
-                j = _inert_end(data, j, e, lr, bad_lead)
+        if bad_lead[_U(data[_U(i)])] == 0:  # inert characters
+            j = _inert_end(data, i, e, lr, bad_lead)
             if data[_U(j - 1)] < 0x80:
                 prev = np.int64(data[_U(j - 1)])
             else:
@@ -680,11 +682,7 @@ def nfc_spans(data, seg_s, seg_e, qc, ccc, tccc, ckeys, cvals, lr, bad_lead):
                     sp_e[_U(ns)] = p
                     ns += 1
                     dirty = False
-                i += 1  # a few bytes one at a time (a space between words), then 64 at a time
-                while i < e and i < p + 4 and bad_lead[_U(data[_U(i)])] == 0:
-                    i += 1
-                if i == p + 4 and i < e and bad_lead[_U(data[_U(i)])] == 0:
-                    i = _inert_end(data, i, e, lr, bad_lead)
+                i = _inert_end(data, i, e, lr, bad_lead)
                 bound = i - 1 if data[_U(i - 1)] < 0x80 else _prev_start(data, i)
                 starter = _decode_at(data, bound)
                 between = 0
