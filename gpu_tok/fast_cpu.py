@@ -389,7 +389,7 @@ class ByteBPEEngine:
             seg_s, seg_e, m_s, _m_e, m_id = self._segments(data, doc_offsets, skip, parallel)
             fam, end_whole, tab, fold = self._pretok._prepare(self.spec.family, self.spec.dialect)
             out = np.empty(max(data.shape[0], 1), np.int32)
-            if m_s.shape[0]:
+            if m_s.shape[0] and parallel:
                 out[m_s] = m_id
             locked = self._lock.acquire(blocking=False)
             try:
@@ -402,20 +402,25 @@ class ByteBPEEngine:
                     with numba_chunksize(1):  # units are handed out one at a time
                         rec_s, rec_c = K.encode_fused_parallel(data, seg_s, seg_e, chunk, *args)
                 else:
-                    rec_s, rec_c = K.encode_fused_serial(data, seg_s, seg_e, *args)
+                    rec_s, pos = K.encode_fused_serial(data, seg_s, seg_e, m_s, m_id, *args)
             finally:
                 if locked:
                     self._lock.release()
-            if m_s.shape[0]:
-                rec_s = np.concatenate((rec_s, m_s))
-                rec_c = np.concatenate((rec_c, np.ones(m_s.shape[0], np.int64)))
-            if rec_s.shape[0] > seg_s.shape[0]:  # cut units and added tokens come after the segments
-                order = np.argsort(rec_s, kind="stable")
-                rec_s, rec_c = rec_s[order], rec_c[order]
-            pos = np.zeros(rec_s.shape[0] + 1, np.int64)
-            np.cumsum(rec_c, out=pos[1:])
-            ids = np.empty(int(pos[-1]), np.int32)
-            (K.gather_parallel if parallel else K.gather_serial)(out, rec_s, rec_c, pos, ids)
+            if not parallel:  # the ids are in place: the room past them given back (realloc, no copy)
+                total = int(pos[-1])
+                out.resize(max(total, 1), refcheck=False)
+                ids = out[:total]
+            else:
+                if m_s.shape[0]:
+                    rec_s = np.concatenate((rec_s, m_s))
+                    rec_c = np.concatenate((rec_c, np.ones(m_s.shape[0], np.int64)))
+                if rec_s.shape[0] > seg_s.shape[0]:  # cut units and added tokens come after the segments
+                    order = np.argsort(rec_s, kind="stable")
+                    rec_s, rec_c = rec_s[order], rec_c[order]
+                pos = np.zeros(rec_s.shape[0] + 1, np.int64)
+                np.cumsum(rec_c, out=pos[1:])
+                ids = np.empty(int(pos[-1]), np.int32)
+                K.gather_parallel(out, rec_s, rec_c, pos, ids)
         row_splits = np.empty(doc_offsets.shape[0], np.int64)
         row_splits[:-1] = pos[np.searchsorted(rec_s, doc_offsets[:-1], side="left")]
         row_splits[-1] = pos[-1]

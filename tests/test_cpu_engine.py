@@ -103,6 +103,26 @@ def test_parallel_equals_serial_and_reference(family, monkeypatch):
         assert np.array_equal(got.ids, ref.ids), name
 
 
+@pytest.mark.parametrize("family", ["gpt2", "llama3", "qwen3"])
+def test_serial_path_writes_ids_in_place(family):
+    """One thread: segments and added tokens are encoded in text order straight into the
+    output (no gather), including added tokens first, last, back to back, alone, between
+    empty documents, and NFC documents (qwen3); the ids array keeps no room past its ids."""
+    t = tok(family)
+    sp = {"gpt2": ["<|endoftext|>"], "llama3": ["<|begin_of_text|>", "<|eot_id|>"],
+          "qwen3": ["<|im_start|>", "<|im_end|>", "<|endoftext|>"]}[family]
+    a, b = sp[0], sp[-1]
+    texts = ["", a, a + b + a, "x" + a, a + "y", " " + a + " z\n" + b + "  ", "", b * 5,
+             "plain text, no token at all", "Cafe\u0301 " + a + " e\u0301" + b, "\u00e9" * 3, ""]
+    texts += bench_texts(20_000)
+    ref = t.encode_batch_ids(texts, add_special_tokens=False, device="ref")
+    got = t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1)
+    assert got.to_list() == ref.to_list()
+    assert np.array_equal(got.row_splits, ref.row_splits)
+    ids = np.asarray(got.ids)
+    assert ids.base is None or ids.base.nbytes <= max(ids.nbytes, 4)
+
+
 @pytest.mark.parametrize("family", SENTENCEPIECE)
 def test_sentencepiece_word_cuts_and_cache(family):
     """SentencePiece pieces are cut before a "▁" unless a vocabulary token holds the previous

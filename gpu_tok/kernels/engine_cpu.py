@@ -1478,18 +1478,39 @@ def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, 
 
 
 @njit_cached
-def encode_fused_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off,
+def encode_fused_serial(data, seg_s, seg_e, m_s, m_id, fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off,
                         bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, out):
+    """One thread: the segments and the added-token matches (``m_s``, ids ``m_id``; both
+    in text order) in text order, their ids written one after another from ``out[0]``, so
+    no gather follows (a copy of every id: 1.6 of 26 ms on 8 MB of code, qwen3). Room:
+    no record has more ids than bytes, so the ids written never pass the bytes read.
+    Returns ``(rec_start, pos)``: each record's first byte (a segment before a match at
+    the same byte) and where its ids begin in ``out``; ``pos[-1]`` = all ids."""
     S = seg_s.shape[0]
-    seg_count = np.zeros(S, np.int64)
+    M = m_s.shape[0]
+    rec_s = np.empty(S + M, np.int64)
+    pos = np.empty(S + M + 1, np.int64)
     sc = _scratch()
     nocnt = np.zeros(0, np.int64)
-    for s in range(S):
-        a = seg_s[_U(s)]
-        seg_count[_U(s)] = _encode_span(data, a, seg_e[_U(s)], seg_e[_U(s)], fam, end_whole, tab, fold, init_ids, grid, mtab,
-                                    arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, 0,
-                                    out, a, sc, nocnt) - a
-    return seg_s.copy(), seg_count
+    i = 0
+    j = 0
+    o = np.int64(0)
+    for r in range(S + M):
+        pos[_U(r)] = o
+        if j >= M or (i < S and seg_s[_U(i)] <= m_s[_U(j)]):
+            a = seg_s[_U(i)]
+            rec_s[_U(r)] = a
+            o = _encode_span(data, a, seg_e[_U(i)], seg_e[_U(i)], fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
+                             tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, 0, out, o, sc,
+                             nocnt)
+            i += 1
+        else:
+            rec_s[_U(r)] = m_s[_U(j)]
+            out[_U(o)] = m_id[_U(j)]
+            o += 1
+            j += 1
+    pos[_U(S + M)] = o
+    return rec_s, pos
 
 
 @njit_cached
