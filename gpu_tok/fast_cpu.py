@@ -40,6 +40,7 @@ _NFC_SPANS_KEPT = 1 << 16  # normalized spans an engine keeps (nfc_normalize)
 _LONG_SLOTS = 1 << 17  # long-piece cache entries per worker, four-way sets (32 bytes each: 4 MiB)
 _LONG_BYTES = 1 << 22  # their bytes: a ring of 4 MiB per worker
 _LONG_ID_SLOTS = 1 << 21  # their ids: a ring of 8 MiB per worker
+_KEEP_OUT_MAX = 1 << 29  # the largest parallel scratch an engine keeps between calls (ByteBPEEngine._scratch_out)
 
 
 def plan_threads(num_threads: Optional[int], n_bytes: int) -> Tuple[int, bool]:
@@ -144,6 +145,7 @@ class ByteBPEEngine:
         self._nfc_done = {}  # span bytes -> its NFC bytes (nfc_normalize), kept across calls, bounded
         self._lock = threading.Lock()
         self._wcache = None
+        self._out = None  # run_ids's parallel scratch, kept (_scratch_out)
 
     def with_added(self, raw_tokens) -> "ByteBPEEngine":
         """The same engine (tables and caches shared) matching other raw added tokens."""
@@ -222,11 +224,19 @@ class ByteBPEEngine:
         (K.gather_parallel if parallel else K.gather_serial)(out, opos, counts, pts, ids)
         return ids, pts
 
+    def _nfc_changed(self, data, doc_offsets, skip):
+        """Boolean per document: NFC (this file has it) would change it, and it is not
+        skipped already."""
+        bad = self._K.nfc_unchanged_docs(data, doc_offsets, *self.nfc) == 0
+        if skip is not None:
+            bad &= skip == 0
+        return bad
+
     def _nfc_skip(self, data, doc_offsets, skip):
         """``skip`` plus the documents the reference's NFC would change (files with NFC)."""
         if self.nfc is None:
             return skip
-        bad = (self._K.nfc_unchanged_docs(data, doc_offsets, *self.nfc) == 0).astype(np.uint8)
+        bad = self._nfc_changed(data, doc_offsets, skip).astype(np.uint8)
         return bad if skip is None else (skip | bad)
 
     def _nfc_prepass(self, data, doc_offsets, skip):
@@ -239,9 +249,7 @@ class ByteBPEEngine:
         multilingual file, qwen3, 68 documents changed, one thread 61.7 -> 59.9 ms."""
         if self.nfc is None:
             return data, doc_offsets, skip
-        bad = self._K.nfc_unchanged_docs(data, doc_offsets, *self.nfc) == 0
-        if skip is not None:
-            bad &= skip == 0
+        bad = self._nfc_changed(data, doc_offsets, skip)
         if not bad.any():
             return data, doc_offsets, skip
         norm = self.nfc_normalize(data, doc_offsets, np.flatnonzero(bad))
@@ -368,6 +376,20 @@ class ByteBPEEngine:
                 np.zeros((workers, _LONG_ID_SLOTS), np.int32),
                 np.full((workers, 2 << self._K.PAIR_CACHE_BITS), np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64))
 
+    def _scratch_out(self, n: int) -> np.ndarray:
+        """``int32[n]`` scratch for ``run_ids``'s parallel path (the caller holds the lock),
+        kept between calls up to ``_KEEP_OUT_MAX`` bytes: a fresh one faults its pages in
+        on every call once it is past the allocator's reuse (32 MiB: 8.4 MB of text), and
+        in parallel those faults are slow (one 10 MB line, llama3, two threads, the fused
+        kernel alone: 46 ms with a fresh scratch, 11.5 ms with a kept one)."""
+        n = max(n, 1)
+        if 4 * n > _KEEP_OUT_MAX:
+            return np.empty(n, np.int32)
+        if self._out is None or self._out.shape[0] < n:
+            self._out = None
+            self._out = np.empty(n, np.int32)
+        return self._out[:n]
+
     def _word_cache(self, locked: bool, workers: int):
         if not locked:  # another thread is using the kept cache: a private one for this call
             return self._alloc_word_cache(workers)
@@ -388,11 +410,13 @@ class ByteBPEEngine:
                 data, doc_offsets, skip = self._nfc_prepass(data, doc_offsets, skip)
             seg_s, seg_e, m_s, _m_e, m_id = self._segments(data, doc_offsets, skip, parallel)
             fam, end_whole, tab, fold = self._pretok._prepare(self.spec.family, self.spec.dialect)
-            out = np.empty(max(data.shape[0], 1), np.int32)
-            if m_s.shape[0] and parallel:
-                out[m_s] = m_id
             locked = self._lock.acquire(blocking=False)
             try:
+                # the parallel path's scratch (ids at their text's byte offsets, then
+                # gathered) is kept; the serial path's ids are the result, made for it
+                out = self._scratch_out(data.shape[0]) if locked and parallel else np.empty(max(data.shape[0], 1), np.int32)
+                if m_s.shape[0] and parallel:
+                    out[m_s] = m_id
                 cache = self._word_cache(locked, threads if parallel else 1)
                 args = (fam, end_whole, tab, fold, self.init_ids, self.grid, self.mtab, self.arena,
                         self.tok_off, self.bkeys, self.bvals, self.spec.whole_first, *cache, out)
@@ -401,6 +425,16 @@ class ByteBPEEngine:
                     chunk = max(self._pretok._MIN_CHUNK, total // (8 * threads))
                     with numba_chunksize(1):  # units are handed out one at a time
                         rec_s, rec_c = K.encode_fused_parallel(data, seg_s, seg_e, chunk, *args)
+                    if m_s.shape[0]:
+                        rec_s = np.concatenate((rec_s, m_s))
+                        rec_c = np.concatenate((rec_c, np.ones(m_s.shape[0], np.int64)))
+                    if rec_s.shape[0] > seg_s.shape[0]:  # cut units and added tokens come after the segments
+                        order = np.argsort(rec_s, kind="stable")
+                        rec_s, rec_c = rec_s[order], rec_c[order]
+                    pos = np.zeros(rec_s.shape[0] + 1, np.int64)
+                    np.cumsum(rec_c, out=pos[1:])
+                    ids = np.empty(int(pos[-1]), np.int32)
+                    K.gather_parallel(out, rec_s, rec_c, pos, ids)
                 else:
                     rec_s, pos = K.encode_fused_serial(data, seg_s, seg_e, m_s, m_id, *args)
             finally:
@@ -410,17 +444,6 @@ class ByteBPEEngine:
                 total = int(pos[-1])
                 out.resize(max(total, 1), refcheck=False)
                 ids = out[:total]
-            else:
-                if m_s.shape[0]:
-                    rec_s = np.concatenate((rec_s, m_s))
-                    rec_c = np.concatenate((rec_c, np.ones(m_s.shape[0], np.int64)))
-                if rec_s.shape[0] > seg_s.shape[0]:  # cut units and added tokens come after the segments
-                    order = np.argsort(rec_s, kind="stable")
-                    rec_s, rec_c = rec_s[order], rec_c[order]
-                pos = np.zeros(rec_s.shape[0] + 1, np.int64)
-                np.cumsum(rec_c, out=pos[1:])
-                ids = np.empty(int(pos[-1]), np.int32)
-                K.gather_parallel(out, rec_s, rec_c, pos, ids)
         row_splits = np.empty(doc_offsets.shape[0], np.int64)
         row_splits[:-1] = pos[np.searchsorted(rec_s, doc_offsets[:-1], side="left")]
         row_splits[-1] = pos[-1]

@@ -561,6 +561,39 @@ def test_threads_share_one_engine():
         assert results[k][-len(texts):] == want
 
 
+def test_parallel_scratch_kept_and_never_shared(monkeypatch):
+    """The parallel path's scratch is kept between calls (a fresh one faults its pages in
+    every time) and reused for a smaller batch; threads that find the engine busy make
+    their own, so concurrent calls still get their own ids; none is kept past
+    ``_KEEP_OUT_MAX``."""
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    t = gpu_tok.Tokenizer.from_file(str(model_path("gpt2")))
+    eng = t._cpu_engine().engine
+    texts = bench_texts(60_000)
+    want = t.encode_batch_ids(texts, device="ref").to_list()
+    assert t.encode_batch_ids(texts, device="cpu", num_threads=2).to_list() == want
+    kept = eng._out
+    assert kept is not None and kept.shape[0] >= sum(len(x.encode()) for x in texts)
+    assert t.encode_batch_ids(texts[::2], device="cpu", num_threads=2).to_list() == want[::2]
+    assert eng._out is kept
+    results = [None] * 4
+
+    def work(k):
+        results[k] = t.encode_batch_ids(texts[k::3] + texts, device="cpu", num_threads=2).to_list()
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for k in range(4):
+        assert results[k] == want[k::3] + want
+    monkeypatch.setattr(fast_cpu, "_KEEP_OUT_MAX", 1024)
+    t2 = gpu_tok.Tokenizer.from_file(str(model_path("gpt2")))
+    assert t2.encode_batch_ids(texts, device="cpu", num_threads=2).to_list() == want
+    assert t2._cpu_engine().engine._out is None
+
+
 def test_bad_input_on_cpu():
     t = tok("gpt2")
     with pytest.raises(gpu_tok.InvalidText):

@@ -584,6 +584,12 @@ def _inert_end(data, i, e, lr, bad_lead):
     return i
 
 
+@njit_noalloc(inline="always")
+def _last_start(data, j):
+    """Where the character that ends at ``j`` starts (valid UTF-8 before ``j``)."""
+    return j - 1 if data[_U(j - 1)] < 0x80 else _prev_start(data, j)
+
+
 @njit_noalloc
 def _nfc_unchanged(data, i, e, qc, ccc, tccc, ckeys, cvals, lr, bad_lead):
     """1 when no character of ``data[i:e]`` ``_nfc_changes``. Characters that are inert
@@ -602,10 +608,7 @@ def _nfc_unchanged(data, i, e, qc, ccc, tccc, ckeys, cvals, lr, bad_lead):
     while i < e:
         if bad_lead[_U(data[_U(i)])] == 0:  # inert characters
             j = _inert_end(data, i, e, lr, bad_lead)
-            if data[_U(j - 1)] < 0x80:
-                prev = np.int64(data[_U(j - 1)])
-            else:
-                prev = _decode_at(data, _prev_start(data, j))
+            prev = _decode_at(data, _last_start(data, j))
             lazy = True
             i = j
             continue
@@ -683,14 +686,14 @@ def nfc_spans(data, seg_s, seg_e, qc, ccc, tccc, ckeys, cvals, lr, bad_lead):
                     ns += 1
                     dirty = False
                 i = _inert_end(data, i, e, lr, bad_lead)
-                bound = i - 1 if data[_U(i - 1)] < 0x80 else _prev_start(data, i)
+                bound = _last_start(data, i)
                 starter = _decode_at(data, bound)
                 between = 0
                 max_between = 0
                 last_ccc = np.int64(tccc[_U(starter)])
                 continue
-            c = _decode_at(data, i)
-            i += _next_char(data, i)
+            c, n = _dec(data, i)
+            i += n
             k = np.int64(ccc[_U(c)])
             q = qc[_U(c)]
             if q == 0 and k == 0:  # a boundary: the span open ends here
@@ -1105,12 +1108,13 @@ def _encode_batch(data, nb, q, hashed, sc, init_ids, grid, mtab, arena, tok_off,
 @njit_cached
 def _heap_piece(data, sc, q, init_ids, mtab, pc, lidx, lbytes, lids, w, out, o, cnt, c0):
     """Piece ``q`` of the batch with the heap (``_bpe_long``), the result put in the long
-    cache (up to ``_LONG_MAX`` bytes); returns the new ``o``."""
+    cache (up to ``_LONG_MAX`` bytes: its ``bytes_hash`` is in ``sc[2][q]``, from
+    ``_key_piece``); returns the new ``o``."""
     a = sc[0][_U(q)]
     b = sc[0][_U(q + 1)]
     c = _bpe_long(data, a, b, init_ids, mtab, pc, out, o)
     if b - a <= _LONG_MAX and c <= _LONG_IDS:
-        lh = bytes_hash(data, a, b)
+        lh = sc[2][_U(q)]
         _long_insert(data, a, b - a, c, lh, _long_set(lidx, lh), lidx, lbytes, lids, w, out, o)
     if cnt.shape[0] > 0:
         cnt[_U(c0 + q)] = c
