@@ -377,7 +377,8 @@ class ByteBPEEngine:
                 np.full((workers, 2 << self._K.PAIR_CACHE_BITS), np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64))
 
     def _scratch_out(self, n: int) -> np.ndarray:
-        """``int32[n]`` scratch for ``run_ids``'s parallel path (the caller holds the lock),
+        """``int32[n]`` scratch for ``run_ids``'s parallel path (the caller holds the lock;
+        the SentencePiece engine's ``encode_ids`` too),
         kept between calls up to ``_KEEP_OUT_MAX`` bytes: a fresh one faults its pages in
         on every call once it is past the allocator's reuse (32 MiB: 8.4 MB of text), and
         in parallel those faults are slow (one 10 MB line, llama3, two threads, the fused
@@ -943,10 +944,13 @@ class CpuSentencePieceEngine:
         self.prefix, self.suffix = template_ids(cfg, ref)
         self._lock = threading.Lock()
         self._wcache = None
+        self._out = None
 
-    # the short and wide word caches (``ByteBPEEngine``'s layout), kept across calls the same way
+    # the short and wide word caches (``ByteBPEEngine``'s layout), kept across calls the same
+    # way, and so is the scratch (3 ids per input byte here)
     _alloc_word_cache = staticmethod(word_caches)
     _word_cache = ByteBPEEngine._word_cache
+    _scratch_out = ByteBPEEngine._scratch_out
 
     def encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int]):
         from .cpu_ref.pipeline import check_text
@@ -957,12 +961,12 @@ class CpuSentencePieceEngine:
         n = len(texts)
         dst = np.zeros(n + 1, np.int64)
         np.cumsum(3 * np.diff(offsets) + 3, out=dst[1:])
-        out = np.empty(max(int(dst[-1]), 1), np.int32)
         counts = np.zeros(n, np.int64)
         threads, parallel = plan_threads(num_threads, data.shape[0])
         par = parallel and n > 1
         locked = self._lock.acquire(blocking=False)
         try:
+            out = self._scratch_out(int(dst[-1])) if locked else np.empty(max(int(dst[-1]), 1), np.int32)
             cache = self._word_cache(locked, threads if par else 1)
             args = (self.rt, self.nt, self.cls, self.prepend, self.char_id, self.byte_id, self.mtab,
                     *self.bt, self.whole_first, self.nocut, *cache, out, counts)
@@ -973,13 +977,13 @@ class CpuSentencePieceEngine:
                     K.sp_encode_parallel(data, offsets, dst, blocks, *args)
             else:
                 K.sp_encode_serial(data, offsets, dst, *args)
+            rs = np.zeros(n + 1, np.int64)
+            np.cumsum(counts, out=rs[1:])
+            ids = np.empty(int(rs[-1]), np.int32)
+            K.gather_serial(out, dst[:-1].copy(), counts, rs, ids)
         finally:
             if locked:
                 self._lock.release()
-        rs = np.zeros(n + 1, np.int64)
-        np.cumsum(counts, out=rs[1:])
-        ids = np.empty(int(rs[-1]), np.int32)
-        K.gather_serial(out, dst[:-1].copy(), counts, rs, ids)
         if add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0]):
             ids, rs = K.add_template(ids, rs, self.prefix, self.suffix)
         return ids, rs

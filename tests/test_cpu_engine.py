@@ -561,14 +561,16 @@ def test_threads_share_one_engine():
         assert results[k][-len(texts):] == want
 
 
-def test_parallel_scratch_kept_and_never_shared(monkeypatch):
+@pytest.mark.parametrize("family", ["gpt2", "llama2"])
+def test_parallel_scratch_kept_and_never_shared(family, monkeypatch):
     """The parallel path's scratch is kept between calls (a fresh one faults its pages in
     every time) and reused for a smaller batch; threads that find the engine busy make
     their own, so concurrent calls still get their own ids; none is kept past
     ``_KEEP_OUT_MAX``."""
     monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
-    t = gpu_tok.Tokenizer.from_file(str(model_path("gpt2")))
-    eng = t._cpu_engine().engine
+    t = gpu_tok.Tokenizer.from_file(str(model_path(family)))
+    eng = t._cpu_engine()
+    eng = getattr(eng, "engine", eng)  # the byte-level engine is wrapped, the SentencePiece one is not
     texts = bench_texts(60_000)
     want = t.encode_batch_ids(texts, device="ref").to_list()
     assert t.encode_batch_ids(texts, device="cpu", num_threads=2).to_list() == want
@@ -589,9 +591,10 @@ def test_parallel_scratch_kept_and_never_shared(monkeypatch):
     for k in range(4):
         assert results[k] == want[k::3] + want
     monkeypatch.setattr(fast_cpu, "_KEEP_OUT_MAX", 1024)
-    t2 = gpu_tok.Tokenizer.from_file(str(model_path("gpt2")))
+    t2 = gpu_tok.Tokenizer.from_file(str(model_path(family)))
     assert t2.encode_batch_ids(texts, device="cpu", num_threads=2).to_list() == want
-    assert t2._cpu_engine().engine._out is None
+    eng2 = t2._cpu_engine()
+    assert getattr(eng2, "engine", eng2)._out is None
 
 
 def test_bad_input_on_cpu():
