@@ -123,6 +123,29 @@ def test_serial_path_writes_ids_in_place(family):
     assert ids.base is None or ids.base.nbytes <= max(ids.nbytes, 4)
 
 
+@pytest.mark.parametrize("family", ["gpt2", "qwen3"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_heap_pieces_resume_the_segment_loops(family, threads, monkeypatch):
+    """Pieces over 64 bytes go to the heap outside the segment loops (which stop and are
+    resumed after each): several in a document, at its start and end, back to back,
+    between added tokens, in many small documents, one thread (ids written in place, in
+    text order) and two (each document at its own offset)."""
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    t = tok(family)
+    eot = "<|endoftext|>"
+    rnd = random.Random(5)
+    texts = []
+    for k in range(300):
+        words = ["".join(rnd.choice("abcdefgh") for _ in range(rnd.choice([3, 70, 65, 130, 2000])))
+                 for _ in range(rnd.randint(0, 6))]
+        texts.append(rnd.choice(["", " ", eot]).join(words) + rnd.choice(["", eot, " x"]))
+    ref = t.encode_batch_ids(texts, add_special_tokens=False, device="ref")
+    for _ in range(2):  # the second time through the caches
+        got = t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=threads)
+        assert got.to_list() == ref.to_list()
+        assert np.array_equal(got.row_splits, ref.row_splits)
+
+
 @pytest.mark.parametrize("family", SENTENCEPIECE)
 def test_sentencepiece_word_cuts_and_cache(family):
     """SentencePiece pieces are cut before a "▁" unless a vocabulary token holds the previous

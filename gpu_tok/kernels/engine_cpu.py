@@ -1362,25 +1362,118 @@ def _long_insert(data, a, n, c, lh, lslot, lidx, lbytes, lids, w, out, o):
     lidx[_U(w), _U(lslot), 3] = np.uint64(n) | (np.uint64(c) << np.uint64(32))
 
 
-@njit_cached
-def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off,
-                 bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, w, out, o, sc, nocnt):
-    """Scan ``[i, stop)`` (a segment ending at ``end``), encode its pieces into ``out[o:]``;
-    returns the new ``o``. ``sc``: ``_scratch()``, ``nocnt``: an empty array, made once by
-    the caller for all its segments (not per segment: seven allocations each)."""
-    pc = pcache[w]
-    while i < stop:
-        nb = _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc, cache, lidx, w)
+@njit_noalloc
+def _span_run(data, i, stop, end, fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off, bkeys, bvals,
+              whole_first, cache, wide, lidx, lbytes, lids, pc, w, out, o, sc, nocnt, st):
+    """Scan ``[i, stop)`` (a segment ending at ``end``) and encode its pieces into
+    ``out[o:]``; returns the new ``o``. Stops at a piece that needs the heap (which
+    allocates): ``st[0]`` is then its index in the batch left in ``sc``, ``st[1]`` the
+    batch's size; the caller runs ``_heap_piece``, sets ``st[0] += 1`` and calls again
+    (``i`` then unused: the scan goes on after the batch). ``st[0] == -1`` when done.
+    Compiled without reference counting, like the per-batch kernels: as a counted function
+    called per segment it cost 0.34 us a call (20-odd array arguments), 2.7 ms per 8,000
+    documents (``_encode_span``)."""
+    q = st[0]
+    nb = st[1]
+    if q >= 0:
         i = sc[0][_U(nb)]
-        q = 0
-        while True:
-            o, q = _encode_batch(data, nb, q, 1, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
-                                 cache, wide, lidx, lbytes, lids, pc, w, out, o, nocnt, 0)
-            if q >= nb:
-                break
-            o = _heap_piece(data, sc, q, init_ids, mtab, pc, lidx, lbytes, lids, w, out, o, nocnt, 0)
-            q += 1
-    return o
+    while True:
+        if q < 0:
+            if i >= stop:
+                st[0] = -1
+                return o
+            nb = _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc, cache, lidx, w)
+            i = sc[0][_U(nb)]
+            q = 0
+        o, q = _encode_batch(data, nb, q, 1, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
+                             cache, wide, lidx, lbytes, lids, pc, w, out, o, nocnt, 0)
+        if q >= nb:
+            q = -1
+            continue
+        st[0] = q
+        st[1] = nb
+        return o
+
+
+@njit_cached(inline="always")
+def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off,
+                 bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, w, out, o, sc, nocnt, st):
+    """``_span_run`` to the end of the span, with the heap pieces in between; returns the
+    new ``o``. ``sc``: ``_scratch()``, ``nocnt``: an empty array, ``st``: ``int64[2]``,
+    ``pc``: this worker's pair cache, made once by the caller for all its segments."""
+    st[0] = -1
+    while True:
+        o = _span_run(data, i, stop, end, fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off, bkeys,
+                      bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, w, out, o, sc, nocnt, st)
+        if st[0] < 0:
+            return o
+        o = _heap_piece(data, sc, st[0], init_ids, mtab, pc, lidx, lbytes, lids, w, out, o, nocnt, 0)
+        st[0] += 1
+
+
+@njit_noalloc
+def _segs_in_place(data, seg_s, seg_e, hi, fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off, bkeys,
+                   bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, w, out, sc, nocnt, st, seg_count):
+    """Segments ``st[2]..hi - 1``, each encoded at ``out[its first byte:]``, ``seg_count[s]``
+    its ids. Returns when all are done (``st[0] == -1``) or when a piece needs the heap
+    (``_span_run``'s ``st[0]``, ``st[1]``; ``st[3]``: where its ids go): the caller runs
+    ``_heap_piece`` there, sets ``st[3]`` to its result and ``st[0] += 1``, and calls again.
+    The loop over segments is compiled without reference counting (``_span_run``): a
+    counted caller paid an increment and a decrement per array argument per segment (0.35
+    us a segment; 2.8 ms per 8,000 documents)."""
+    s = st[2]
+    while s < hi:
+        a = seg_s[_U(s)]
+        o = st[3] if st[0] >= 0 else a
+        o = _span_run(data, a, seg_e[_U(s)], seg_e[_U(s)], fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
+                      tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, w, out, o, sc, nocnt, st)
+        if st[0] >= 0:
+            st[2] = s
+            st[3] = o
+            return
+        seg_count[_U(s)] = o - a
+        s += 1
+    st[2] = s
+
+
+@njit_noalloc
+def _segs_compact(data, seg_s, seg_e, m_s, m_id, fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off,
+                  bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, w, out, sc, nocnt, st, rec_s, pos):
+    """``encode_fused_serial``'s loop: segments and matches in text order from segment
+    ``st[2]``, match ``st[4]``, output position ``st[3]``; stops for the heap as
+    ``_segs_in_place`` does (the segment in progress is ``st[2]``)."""
+    S = seg_s.shape[0]
+    M = m_s.shape[0]
+    i = st[2]
+    j = st[4]
+    o = st[3]
+    resume = st[0] >= 0
+    while i < S or j < M:
+        if resume or j >= M or (i < S and seg_s[_U(i)] <= m_s[_U(j)]):
+            a = seg_s[_U(i)]
+            if not resume:
+                rec_s[_U(i + j)] = a
+                pos[_U(i + j)] = o
+            resume = False
+            o = _span_run(data, a, seg_e[_U(i)], seg_e[_U(i)], fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
+                          tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, w, out, o, sc, nocnt,
+                          st)
+            if st[0] >= 0:
+                st[2] = i
+                st[3] = o
+                st[4] = j
+                return
+            i += 1
+        else:
+            rec_s[_U(i + j)] = m_s[_U(j)]
+            pos[_U(i + j)] = o
+            out[_U(o)] = m_id[_U(j)]
+            o += 1
+            j += 1
+    pos[_U(S + M)] = o
+    st[2] = i
+    st[3] = o
+    st[4] = j
 
 
 @njit_cached
@@ -1448,17 +1541,23 @@ def _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold
               tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, w, out, seg_count, unit_count):
     sc = _scratch()
     nocnt = np.zeros(0, np.int64)
+    st = np.zeros(5, np.int64)
+    pc = pcache[w]
     if uc[_U(u)] < 0:
-        for s in range(ua[_U(u)], ub[_U(u)]):
-            a = seg_s[_U(s)]
-            seg_count[_U(s)] = _encode_span(data, a, seg_e[_U(s)], seg_e[_U(s)], fam, end_whole, tab, fold, init_ids, grid, mtab,
-                                        arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache,
-                                        w, out, a, sc, nocnt) - a
+        st[0] = -1
+        st[2] = ua[_U(u)]
+        while True:
+            _segs_in_place(data, seg_s, seg_e, ub[_U(u)], fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off,
+                           bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, w, out, sc, nocnt, st, seg_count)
+            if st[0] < 0:
+                break
+            st[3] = _heap_piece(data, sc, st[0], init_ids, mtab, pc, lidx, lbytes, lids, w, out, st[3], nocnt, 0)
+            st[0] += 1
     elif sync[_U(u)] >= 0:
         a = sync[_U(u)]
         unit_count[_U(u)] = _encode_span(data, a, unit_stop(seg_e, ua, uc, sync, u), seg_e[_U(ua[_U(u)])], fam, end_whole, tab,
-                                     fold, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx,
-                                     lbytes, lids, pcache, w, out, a, sc, nocnt) - a
+                                         fold, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx,
+                                         lbytes, lids, pc, w, out, a, sc, nocnt, st) - a
 
 
 @njit_cached(parallel=True)
@@ -1496,24 +1595,16 @@ def encode_fused_serial(data, seg_s, seg_e, m_s, m_id, fam, end_whole, tab, fold
     pos = np.empty(S + M + 1, np.int64)
     sc = _scratch()
     nocnt = np.zeros(0, np.int64)
-    i = 0
-    j = 0
-    o = np.int64(0)
-    for r in range(S + M):
-        pos[_U(r)] = o
-        if j >= M or (i < S and seg_s[_U(i)] <= m_s[_U(j)]):
-            a = seg_s[_U(i)]
-            rec_s[_U(r)] = a
-            o = _encode_span(data, a, seg_e[_U(i)], seg_e[_U(i)], fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
-                             tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, 0, out, o, sc,
-                             nocnt)
-            i += 1
-        else:
-            rec_s[_U(r)] = m_s[_U(j)]
-            out[_U(o)] = m_id[_U(j)]
-            o += 1
-            j += 1
-    pos[_U(S + M)] = o
+    st = np.zeros(5, np.int64)
+    st[0] = -1
+    pc = pcache[0]
+    while True:
+        _segs_compact(data, seg_s, seg_e, m_s, m_id, fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off,
+                      bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, 0, out, sc, nocnt, st, rec_s, pos)
+        if st[0] < 0:
+            break
+        st[3] = _heap_piece(data, sc, st[0], init_ids, mtab, pc, lidx, lbytes, lids, 0, out, st[3], nocnt, 0)
+        st[0] += 1
     return rec_s, pos
 
 
