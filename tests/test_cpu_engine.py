@@ -570,18 +570,24 @@ def test_threads_share_one_engine():
     texts = bench_texts(40_000)
     t = tok("gpt2")
     want = t.encode_batch_ids(texts, device="cpu").to_list()
-    results = [None] * 4
+    results = _in_threads(4, lambda k: t.encode_batch_ids(texts[k::2] + texts, device="cpu").to_list())
+    for k in range(4):
+        assert results[k][-len(texts):] == want
 
-    def work(k):
-        results[k] = t.encode_batch_ids(texts[k::2] + texts, device="cpu").to_list()
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+def _in_threads(n, work):
+    """``[work(0), ..., work(n - 1)]``, each called in its own thread, all started at once."""
+    results = [None] * n
+
+    def run(k):
+        results[k] = work(k)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
     for th in threads:
         th.start()
     for th in threads:
         th.join()
-    for k in range(4):
-        assert results[k][-len(texts):] == want
+    return results
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama2"])
@@ -601,16 +607,7 @@ def test_parallel_scratch_kept_and_never_shared(family, monkeypatch):
     assert kept is not None and kept.shape[0] >= sum(len(x.encode()) for x in texts)
     assert t.encode_batch_ids(texts[::2], device="cpu", num_threads=2).to_list() == want[::2]
     assert eng._out is kept
-    results = [None] * 4
-
-    def work(k):
-        results[k] = t.encode_batch_ids(texts[k::3] + texts, device="cpu", num_threads=2).to_list()
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    results = _in_threads(4, lambda k: t.encode_batch_ids(texts[k::3] + texts, device="cpu", num_threads=2).to_list())
     for k in range(4):
         assert results[k] == want[k::3] + want
     monkeypatch.setattr(fast_cpu, "_KEEP_OUT_MAX", 1024)
