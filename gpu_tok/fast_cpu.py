@@ -377,9 +377,10 @@ class ByteBPEEngine:
                 np.full((workers, 2 << self._K.PAIR_CACHE_BITS), np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64))
 
     def _scratch_out(self, n: int) -> np.ndarray:
-        """``int32[n]`` scratch for ``run_ids``'s parallel path (the caller holds the lock;
-        the SentencePiece engine's ``encode_ids`` too),
-        kept between calls up to ``_KEEP_OUT_MAX`` bytes: a fresh one faults its pages in
+        """``int32[n]`` scratch for ``run_ids``'s parallel path and the SentencePiece
+        engine's ``encode_ids`` (the caller holds the lock), kept between calls up to
+        ``_KEEP_OUT_MAX`` bytes (a bigger one replaces it, the old one dropped first so the
+        two are never held at once): a fresh one faults its pages in
         on every call once it is past the allocator's reuse (32 MiB: 8.4 MB of text), and
         in parallel those faults are slow (one 10 MB line, llama3, two threads, the fused
         kernel alone: 46 ms with a fresh scratch, 11.5 ms with a kept one)."""
