@@ -389,6 +389,7 @@ def time_worker(args) -> None:
     runner.encode(warm)
     warm_bytes, warm = utf8_len(warm), None
     gc.collect()
+    settle_allocator()
     t0 = time.perf_counter()
     out = runner.encode(texts)
     dt = time.perf_counter() - t0
@@ -525,16 +526,56 @@ def bench_one(model: Model, fname: str, texts: List[str], engines: List[str], ru
     return results
 
 
+_LIBC = None
+
+
+def settle_allocator(max_rounds: int = 16) -> None:
+    """Make the C allocator do, untimed, the work an engine's freed output left it.
+
+    glibc's ``free`` defers work: freed chunks wait in its fast and unsorted lists, and
+    the next ``malloc`` that those lists cannot serve sorts and merges all of them. HF
+    tokenizers' output for 8-10 MB is millions of small Rust allocations, and the first
+    allocations after it is dropped took 4 ms and then 22 ms (one 1 MiB ``malloc``, then
+    another; measured on the 10 MB line, llama3), charged to whichever engine ran next in
+    the round. A ``malloc``/``free`` of just over 1 MiB (below the mmap threshold, so
+    served from the heap and made to sort its lists) is repeated until two in a row take
+    under 50 us. No-op where the C library has no ``malloc`` to call."""
+    global _LIBC
+    if _LIBC is None:
+        try:
+            import ctypes
+
+            lib = ctypes.CDLL(None)
+            lib.malloc.restype = ctypes.c_void_p
+            lib.malloc.argtypes = [ctypes.c_size_t]
+            lib.free.argtypes = [ctypes.c_void_p]
+            _LIBC = lib
+        except (OSError, AttributeError):
+            _LIBC = False
+    if not _LIBC:
+        return
+    quick = 0
+    for _ in range(max_rounds):
+        t0 = time.perf_counter()
+        _LIBC.free(_LIBC.malloc((1 << 20) + 24))
+        quick = quick + 1 if time.perf_counter() - t0 < 50e-6 else 0
+        if quick == 2:
+            return
+
+
 def time_rounds(timed, texts: List[str], repeat: int) -> None:
     """``repeat`` rounds, each timing one run of every engine in turn; each keeps its best.
     Interleaved, so that a slow spell of the machine (on this 2-vCPU host the same work
     takes ~1.5x as long for seconds at a time, whatever the engine) falls on all engines
-    alike instead of on the one timed then. Outputs are freed outside the timed region."""
+    alike instead of on the one timed then. Outputs are freed outside the timed region,
+    and so is the allocator's deferred work on them (``settle_allocator``): no engine is
+    timed sorting the free lists the engine before it left."""
     for res, _r in timed:
         res.seconds = math.inf
     for _ in range(repeat):
         for res, r in timed:
             gc.collect()
+            settle_allocator()
             try:
                 t0 = time.perf_counter()
                 out = r.encode(texts)

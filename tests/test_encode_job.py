@@ -951,6 +951,50 @@ def test_bench_smoke(tmp_path):
     assert wrapper.returncode == 0 and "--max-mb" in wrapper.stdout
 
 
+def test_bench_settles_the_allocator_before_each_timed_run(monkeypatch):
+    """Each timed run starts after the C allocator has done the deferred work on the
+    outputs dropped before it (``settle_allocator``), and settling stops once two
+    1 MiB malloc/free pairs in a row are quick, within its bound."""
+    from gpu_tok import bench
+
+    class SlowThenQuick:  # malloc slow (as after a freed HF output) for the first `slow` calls
+        def __init__(self, slow):
+            self.slow, self.calls = slow, 0
+
+        def malloc(self, n):
+            self.calls += 1
+            if self.calls <= self.slow:
+                time.sleep(0.002)
+            return 1
+
+        def free(self, p):
+            pass
+
+    for slow, rounds, want in ((3, 16, 5), (0, 16, 2), (40, 16, 16)):
+        lib = SlowThenQuick(slow)
+        monkeypatch.setattr(bench, "_LIBC", lib)
+        bench.settle_allocator(rounds)
+        assert lib.calls == want, (slow, lib.calls)
+    monkeypatch.setattr(bench, "_LIBC", False)  # no C library: nothing to do, no error
+    bench.settle_allocator()
+
+    events = []
+    monkeypatch.setattr(bench, "settle_allocator", lambda: events.append("settle"))
+
+    class Runner:
+        def __init__(self, name):
+            self.name = name
+
+        def encode(self, texts):
+            events.append(self.name)
+            return [0]
+
+    timed = [(bench.Result(n, "m", "f", 1, 1), Runner(n)) for n in ("a", "b")]
+    bench.time_rounds(timed, ["x"], 2)
+    assert events == ["settle", "a", "settle", "b"] * 2
+    assert all(res.seconds < 1 for res, _r in timed)
+
+
 # ---------------------------------------------------------------- memory
 
 MEM_SCRIPT = r"""
