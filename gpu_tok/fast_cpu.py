@@ -89,9 +89,12 @@ def aligned_zeros(shape, dtype, align: int = 64) -> np.ndarray:
 
 def word_caches(workers: int):
     """Empty short and wide word caches for ``workers`` threads (``kernels.engine_cpu``): the
-    sets of four entries are 128-byte aligned."""
+    sets of four entries are 128-byte aligned; the wide cache's slots are followed by its
+    mark bits (``engine_cpu._MARK_ROWS`` rows)."""
+    from .kernels.engine_cpu import _MARK_ROWS
+
     return (aligned_zeros((workers, _CACHE_SLOTS, 4), np.uint64, 128),
-            aligned_zeros((workers, _WIDE_SLOTS, 8), np.uint64, 128))
+            aligned_zeros((workers, _WIDE_SLOTS + _MARK_ROWS, 8), np.uint64, 128))
 
 
 MAX_IDS = 1 << 21  # ids the engines serve (kernels.engine_cpu._ID_BITS: three to a 64-bit word)
@@ -136,6 +139,9 @@ class ByteBPEEngine:
         self.grid = K.byte_pair_grid(self.init_ids, self.mtab)
         bt = spec.bytes_table if spec.bytes_table is not None else K.build_bytes_table(spec.token_bytes)
         self.arena, self.tok_off, self.bkeys, self.bvals = bt
+        # the table the miss path looks pieces up in (whole_first): only the exceptions
+        self.wkeys, self.wvals = (K.whole_first_table(*bt, self.init_ids, self.grid, self.mtab) if spec.whole_first
+                                  else (self.bkeys, self.bvals))
         self.tok_len = np.diff(self.tok_off).astype(np.int64)
         from .cpu_ref.unicode_props import _np_flags
 
@@ -206,7 +212,7 @@ class ByteBPEEngine:
         locked = self._lock.acquire(blocking=False)
         try:
             cache = self._word_cache(locked, threads if parallel else 1)
-            args = (self.init_ids, self.grid, self.mtab, self.arena, self.tok_off, self.bkeys, self.bvals,
+            args = (self.init_ids, self.grid, self.mtab, self.arena, self.tok_off, self.wkeys, self.wvals,
                     self.spec.whole_first, *cache, out, opos, counts)
             if parallel and P > 1:
                 blocks = np.searchsorted(starts, np.linspace(0, data.shape[0], 8 * threads + 1)).astype(np.int64)
@@ -421,7 +427,7 @@ class ByteBPEEngine:
                     out[m_s] = m_id
                 cache = self._word_cache(locked, threads if parallel else 1)
                 args = (fam, end_whole, tab, fold, self.init_ids, self.grid, self.mtab, self.arena,
-                        self.tok_off, self.bkeys, self.bvals, self.spec.whole_first, *cache, out)
+                        self.tok_off, self.wkeys, self.wvals, self.spec.whole_first, *cache, out)
                 if parallel:
                     total = int((seg_e - seg_s).sum())
                     chunk = max(self._pretok._MIN_CHUNK, total // (8 * threads))

@@ -249,6 +249,71 @@ def test_tiny_word_caches_evict_and_reorder_exactly(family, monkeypatch):
         eng._wcache = None
 
 
+def test_whole_first_table_holds_only_the_exceptions():
+    """With ``ignore_merges`` the miss path looks a piece up in a table of only the ids
+    BPE would not give for their own bytes (``engine_cpu.whole_first_table``): here
+    gpt2's file with ``ignore_merges`` and three added vocabulary words no merge builds;
+    they are in the table, words the merges build (" the", "and") and single bytes are
+    not; the ids equal the reference's, and equal what the full table gives."""
+    tokenizers = pytest.importorskip("tokenizers")
+    cfg = json.loads(model_path("gpt2").read_text(encoding="utf-8"))
+    vocab = cfg["model"]["vocab"]
+    extra = ["Ġqzqzq", "zqxzq", "Ġthezqx"]
+    for w in extra:
+        assert w not in vocab
+        vocab[w] = len(vocab)
+    cfg["model"]["ignore_merges"] = True
+    tj = json.dumps(cfg)
+    ours = gpu_tok.Tokenizer.from_str(tj)
+    ref = tokenizers.Tokenizer.from_str(tj)
+    texts = ["qzqzq and the zqxzq", "thezqx qzqzq zqxzqzqxzq", " qzqzqq and andand the", "the", "", "zqxzq"]
+    want = [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
+    assert want[0][0] != vocab["Ġqzqzq"] and vocab["Ġqzqzq"] in want[1]  # the words come out whole
+    assert ours.cpu_engine_reason is None, ours.cpu_engine_reason
+    for threads in (1, 2):
+        assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu",
+                                     num_threads=threads).to_list() == want
+    eng = ours._cpu_engine().engine
+    assert eng.spec.whole_first
+    table = {int(v) for v in eng.wvals if v >= 0}
+    assert {vocab[w] for w in extra} <= table
+    assert not table & {vocab["Ġthe"], vocab["and"], vocab["a"], vocab["Ġ"]}
+    assert len(table) < len(vocab) // 10 and eng.bvals[eng.bvals >= 0].shape[0] == len(vocab)
+    eng.wkeys, eng.wvals, eng._wcache = eng.bkeys, eng.bvals, None  # the full table: the same ids
+    assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list() == want
+
+
+def test_every_wide_cache_entry_is_marked():
+    """A miss probes the wide cache only where the piece's mark bit is set
+    (``engine_cpu._wide_marked``): every key the wide cache holds has its bit set, or it
+    would be computed again each time instead of found; no bit is set for other pieces."""
+    from gpu_tok.kernels import engine_cpu as K
+
+    t = tok("gpt2")
+    rng = random.Random(5)
+    pool = ["ж", "中", "ก", "ش", "x", "q"]
+    texts = [" ".join("".join(rng.choice(pool) for _ in range(rng.randint(3, 5))) for _ in range(200))
+             for _ in range(20)]
+    want = t.encode_batch_ids(texts, add_special_tokens=False, device="ref").to_list()
+    eng = t._cpu_engine().engine
+    eng._wcache = None
+    try:
+        for _ in range(2):
+            assert t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list() == want
+        wide = eng._wcache[1]
+        slots = wide.shape[1] - K._MARK_ROWS
+        keys = wide[0, :slots]
+        used = np.flatnonzero(keys[:, 1] != 0)
+        assert used.shape[0] > 20  # pieces with 7..14 ids were put there
+        for e in used:
+            h = np.uint64(K.key_hash(keys[e, 0], keys[e, 1] & K._KEY1))
+            assert K._wide_marked(wide, 0, h), e
+        marks = wide[0, slots:].reshape(-1)
+        assert 0 < int(sum(bin(int(x)).count("1") for x in marks)) <= used.shape[0]  # one per piece put there
+    finally:
+        eng._wcache = None
+
+
 def test_long_cache_rings_forget_what_they_overwrote():
     """The long cache's index and rings (``engine_cpu._long_insert`` / ``_long_find``) on a
     ring of 64 bytes and 16 ids, every key in the one four-way set: a piece whose bytes or

@@ -110,6 +110,61 @@ def build_bytes_table(token_bytes):
     return arena, tok_off, bkeys, bvals
 
 
+@njit_cached
+def _whole_first_needed(arena, tok_off, bkeys, bvals, init_ids, grid, mtab):
+    """``uint8`` per id: 1 where a whole-first engine must find the id by its bytes, because
+    the miss path's BPE of those bytes (``_merge_short``) does not give that one id (or the
+    id has more than ``_SHORT`` bytes: BPE would use the heap); 0 for the ids BPE gives
+    anyway, and for ids whose bytes belong to a lower id (``bytes_lookup`` finds that one)."""
+    T = tok_off.shape[0] - 1
+    need = np.zeros(T, np.uint8)
+    pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
+    ids = np.empty(_SHORT, np.int32)
+    rank = np.empty(_SHORT + 1, np.uint64)
+    out = np.empty(_SHORT, np.int32)
+    for t in range(T):
+        a = tok_off[t]
+        b = tok_off[t + 1]
+        if b == a or bytes_lookup(arena, a, b, arena, tok_off, bkeys, bvals) != t:
+            continue
+        if b - a > _SHORT:
+            need[t] = 1
+        elif _merge_short(arena, a, b - a, init_ids, grid, mtab, pc, ids, rank, out, 0) != 1 or out[0] != t:
+            need[t] = 1
+    return need
+
+
+@njit_cached
+def _fill_needed(arena, tok_off, need, bkeys, bvals):
+    mask = np.int64(bkeys.shape[0] - 1)
+    for t in range(tok_off.shape[0] - 1):
+        if need[t] == 0:
+            continue
+        h = bytes_hash(arena, tok_off[t], tok_off[t + 1])
+        i = np.int64(h & np.uint64(mask))
+        while bkeys[i] != EMPTY:
+            i = (i + 1) & mask
+        bkeys[i] = h
+        bvals[i] = t
+
+
+def whole_first_table(arena, tok_off, bkeys, bvals, init_ids, grid, mtab):
+    """``(bkeys, bvals)`` of a bytes table (over the same ``arena``/``tok_off``) holding only
+    the ids a whole-first engine's miss path must look up (``_whole_first_needed``): for
+    any other piece its BPE gives what the full table would. The full table (one id per
+    vocabulary entry) is several MB, and a piece not seen before waited on memory for it
+    twice; this one holds the few thousand exceptions and stays in the processor's caches."""
+    need = _whole_first_needed(arena, tok_off, bkeys, bvals, init_ids, grid, mtab)
+    n = int(need.sum())
+    cap = 8
+    while cap < 2 * n:
+        cap *= 2
+    keys = np.full(cap, EMPTY, np.uint64)
+    vals = np.full(cap, -1, np.int32)
+    _fill_needed(arena, tok_off, need, keys, vals)
+    return keys, vals
+
+
 @njit_noalloc
 def bytes_lookup(buf, s, e, arena, tok_off, bkeys, bvals):
     """The id whose bytes are ``buf[s:e]``, or -1."""
@@ -967,6 +1022,12 @@ _KEY1 = np.uint64(0x0FFFFFFFFFFFFFFF)  # w1's key bits (bytes 8..14 and n; n_ids
 _LONG_MAX = 1024  # pieces of 16.._LONG_MAX bytes use the long cache
 _LONG_IDS = 1024  # and their ids (and short pieces with more than _WIDE_IDS ids) when at most this many
 _BATCH = 128
+# Each worker's wide cache ends with _MARK_ROWS rows of bits (2^20): the bit of a piece's
+# hash is set when the byte-level miss path puts it in the wide cache, so a piece whose
+# bit is clear is known not to be there without probing its set (a probe that waited on
+# memory for most pieces of 7..15 bytes not seen before). Bits are never cleared: a stale
+# one only costs the probe.
+_MARK_ROWS = 2048
 
 
 @njit_noalloc(inline="always")
@@ -1129,8 +1190,28 @@ def _short_slot(cache, h):
 
 @njit_noalloc(inline="always")
 def _wide_slot(wide, h):
-    """The first entry of a short piece's set in the wide cache (hash bits 32 and up)."""
-    return np.int64((h >> np.uint64(32)) & np.uint64(wide.shape[1] - 1)) & ~np.int64(_WAYS - 1)
+    """The first entry of a short piece's set in the wide cache (hash bits 32 and up; its
+    slots are a power of two, the ``_MARK_ROWS`` after them its mark bits)."""
+    return np.int64((h >> np.uint64(32)) & np.uint64(wide.shape[1] - _MARK_ROWS - 1)) & ~np.int64(_WAYS - 1)
+
+
+@njit_noalloc(inline="always")
+def _mark_at(wide, h):
+    """``(row, word, bit)`` of a piece's mark bit (hash bits 20..39) in the wide cache."""
+    b = np.int64((h >> np.uint64(20)) & np.uint64(_MARK_ROWS * 512 - 1))
+    return wide.shape[1] - _MARK_ROWS + (b >> 9), (b >> 6) & 7, np.uint64(1) << np.uint64(b & 63)
+
+
+@njit_noalloc(inline="always")
+def _wide_marked(wide, w, h):
+    r, k, bit = _mark_at(wide, h)
+    return (wide[_U(w), _U(r), _U(k)] & bit) != np.uint64(0)
+
+
+@njit_noalloc(inline="always")
+def _wide_mark(wide, w, h):
+    r, k, bit = _mark_at(wide, h)
+    wide[_U(w), _U(r), _U(k)] |= bit
 
 
 @njit_noalloc(inline="always")
@@ -1249,9 +1330,10 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, init_ids, grid, mtab, arena, tok
     if slot >= 0 and n > _SHORT_IDS:  # the wide cache: short pieces with 7.._WIDE_IDS ids (or a
         # mark: in the long cache); a piece of at most _SHORT_IDS bytes has no more ids than
         # that (one byte, one symbol at least), so it is never there: no probe (most misses
-        # of English text, where that probe waited on memory each time)
+        # of English text, where that probe waited on memory each time); nor is a piece
+        # whose mark bit is clear
         wslot = _wide_slot(wide, ph)
-        if _find_to_front(wide, w, wslot, pw0, pw1):
+        if _wide_marked(wide, w, ph) and _find_to_front(wide, w, wslot, pw0, pw1):
             if _entry_count(wide, w, wslot) == _IN_LONG:
                 in_long = True
             else:
@@ -1283,9 +1365,11 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, init_ids, grid, mtab, arena, tok
         _set_put(cache, w, slot, pw0, pw1, c, out, o, 3)  # a run: [first, second, second] and c
     elif slot >= 0 and c <= _WIDE_IDS:
         _set_put(wide, w, wslot, pw0, pw1, c, out, o, c)
+        _wide_mark(wide, w, ph)
     elif slot >= 0 and not in_long:
         # more ids than a wide entry holds: a mark there, the ids in the long cache
         _set_put(wide, w, wslot, pw0, pw1, _IN_LONG, out, o, 0)
+        _wide_mark(wide, w, ph)
         _long_insert(data, a, n, c, lh, lslot, lidx, lbytes, lids, w, out, o)
     elif lslot >= 0 and c <= _LONG_IDS:
         _long_insert(data, a, n, c, lh, lslot, lidx, lbytes, lids, w, out, o)
