@@ -203,14 +203,16 @@ class ByteBPEEngine:
         return starts, ends, special
 
     def encode_pieces(self, data, starts, ends, special, parallel: bool, threads: int):
-        """``(ids, piece_token_starts)`` for given pieces (the path that keeps offsets)."""
+        """``(ids, piece_token_starts)`` for given pieces (the path that keeps offsets). The
+        parallel path's scratch is the kept one of ``run_ids`` (``_scratch_out``) while the
+        lock is held, and the ids are gathered from it before the lock is let go."""
         K = self._K
         P = starts.shape[0]
-        out = np.empty(max(data.shape[0], 1), np.int32)
         counts = np.zeros(P, np.int64)
         opos = np.zeros(P, np.int64)
         locked = self._lock.acquire(blocking=False)
         try:
+            out = self._scratch_out(data.shape[0]) if locked and parallel else np.empty(max(data.shape[0], 1), np.int32)
             cache = self._word_cache(locked, threads if parallel else 1)
             args = (self.init_ids, self.grid, self.mtab, self.arena, self.tok_off, self.wkeys, self.wvals,
                     self.spec.whole_first, *cache, out, opos, counts)
@@ -221,13 +223,13 @@ class ByteBPEEngine:
                     K.encode_pieces_parallel(data, starts, ends, special, blocks, *args)
             else:
                 K.encode_pieces_serial(data, starts, ends, special, *args)
+            pts = np.zeros(P + 1, np.int64)
+            np.cumsum(counts, out=pts[1:])
+            ids = np.empty(int(pts[-1]), np.int32)
+            (K.gather_parallel if parallel else K.gather_serial)(out, opos, counts, pts, ids)
         finally:
             if locked:
                 self._lock.release()
-        pts = np.zeros(P + 1, np.int64)
-        np.cumsum(counts, out=pts[1:])
-        ids = np.empty(int(pts[-1]), np.int32)
-        (K.gather_parallel if parallel else K.gather_serial)(out, opos, counts, pts, ids)
         return ids, pts
 
     def _nfc_changed(self, data, doc_offsets, skip):

@@ -675,6 +675,17 @@ def test_parallel_scratch_kept_and_never_shared(family, monkeypatch):
     results = _in_threads(4, lambda k: t.encode_batch_ids(texts[k::3] + texts, device="cpu", num_threads=2).to_list())
     for k in range(4):
         assert results[k] == want[k::3] + want
+    if eng is not t._cpu_engine():  # the byte-level engine: its offsets path uses the same scratch
+        assert [e.ids for e in t.encode_batch(texts, device="cpu", num_threads=2)] == want
+        kept = eng._out  # (its packed text can be longer: a bigger scratch replaces the kept one)
+        assert [e.ids for e in t.encode_batch(texts[1::2], device="cpu", num_threads=2)] == want[1::2]
+        assert eng._out is kept
+        assert t.encode_batch_ids(texts, device="cpu", num_threads=2).to_list() == want
+        assert eng._out is kept
+        results = _in_threads(3, lambda k: [e.ids for e in t.encode_batch(texts[k::2] + texts, device="cpu",
+                                                                          num_threads=2)])
+        for k in range(3):
+            assert results[k] == want[k::2] + want
     monkeypatch.setattr(fast_cpu, "_KEEP_OUT_MAX", 1024)
     t2 = gpu_tok.Tokenizer.from_file(str(model_path(family)))
     assert t2.encode_batch_ids(texts, device="cpu", num_threads=2).to_list() == want
