@@ -10,6 +10,7 @@ against the reference path (``device="ref"``).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import threading
@@ -37,6 +38,21 @@ def tok(name: str) -> gpu_tok.Tokenizer:
     if name not in _TOKS:
         _TOKS[name] = gpu_tok.Tokenizer.from_file(str(model_path(name)))
     return _TOKS[name]
+
+
+@contextlib.contextmanager
+def fresh_word_caches(t, texts, passes):
+    """The engine of ``t`` with its word caches dropped, after ``passes`` one-thread passes
+    over ``texts``, each equal to the reference; its caches are dropped again after."""
+    want = t.encode_batch_ids(texts, add_special_tokens=False, device="ref").to_list()
+    eng = t._cpu_engine().engine
+    eng._wcache = None
+    try:
+        for _ in range(passes):
+            assert t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list() == want
+        yield eng
+    finally:
+        eng._wcache = None
 
 
 @pytest.mark.parametrize("family", SERVED)
@@ -237,16 +253,8 @@ def test_tiny_word_caches_evict_and_reorder_exactly(family, monkeypatch):
     words = [" " + "".join(rng.choice(pool) for _ in range(rng.randint(1, 14))) for _ in range(300)]
     words += [" " + "".join(rng.choice("ж中ก") for _ in range(rng.randint(6, 20))) for _ in range(30)]
     texts = ["".join(rng.choice(words) for _ in range(rng.randint(5, 60))) for _ in range(60)]
-    t = tok(family)
-    want = t.encode_batch_ids(texts, add_special_tokens=False, device="ref").to_list()
-    eng = t._cpu_engine().engine
-    eng._wcache = None
-    try:
-        for _ in range(3):
-            assert t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list() == want
+    with fresh_word_caches(tok(family), texts, 3) as eng:
         assert eng._wcache[0].shape[1] == 16  # the tiny caches were the ones used
-    finally:
-        eng._wcache = None
 
 
 def test_whole_first_table_holds_only_the_exceptions():
@@ -289,17 +297,11 @@ def test_every_wide_cache_entry_is_marked():
     would be computed again each time instead of found; no bit is set for other pieces."""
     from gpu_tok.kernels import engine_cpu as K
 
-    t = tok("gpt2")
     rng = random.Random(5)
     pool = ["ж", "中", "ก", "ش", "x", "q"]
     texts = [" ".join("".join(rng.choice(pool) for _ in range(rng.randint(3, 5))) for _ in range(200))
              for _ in range(20)]
-    want = t.encode_batch_ids(texts, add_special_tokens=False, device="ref").to_list()
-    eng = t._cpu_engine().engine
-    eng._wcache = None
-    try:
-        for _ in range(2):
-            assert t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list() == want
+    with fresh_word_caches(tok("gpt2"), texts, 2) as eng:
         wide = eng._wcache[1]
         slots = wide.shape[1] - K._MARK_ROWS
         keys = wide[0, :slots]
@@ -310,8 +312,6 @@ def test_every_wide_cache_entry_is_marked():
             assert K._wide_marked(wide, 0, h), e
         marks = wide[0, slots:].reshape(-1)
         assert 0 < int(sum(bin(int(x)).count("1") for x in marks)) <= used.shape[0]  # one per piece put there
-    finally:
-        eng._wcache = None
 
 
 def test_long_cache_rings_forget_what_they_overwrote():
