@@ -76,12 +76,13 @@ def bytes_hash(buf, s, e):
 
 
 @njit_cached
-def _fill_bytes_table(arena, tok_off, bkeys, bvals):
+def _fill_bytes_table(arena, tok_off, keep, bkeys, bvals):
+    """Store every id ``t`` with bytes and ``keep[t]`` (open addressing, ids in order)."""
     mask = np.int64(bkeys.shape[0] - 1)
     for t in range(tok_off.shape[0] - 1):
         s = tok_off[t]
         e = tok_off[t + 1]
-        if e == s:
+        if e == s or keep[t] == 0:
             continue
         h = bytes_hash(arena, s, e)
         i = np.int64(h & np.uint64(mask))
@@ -89,6 +90,18 @@ def _fill_bytes_table(arena, tok_off, bkeys, bvals):
             i = (i + 1) & mask
         bkeys[i] = h
         bvals[i] = t
+
+
+def _bytes_table(arena, tok_off, keep):
+    """``(bkeys, bvals)`` holding the ids with bytes that ``keep`` marks, at most half full."""
+    n = int(((np.diff(tok_off) > 0) & (keep != 0)).sum())
+    cap = 8
+    while cap < 2 * n:
+        cap *= 2
+    bkeys = np.full(cap, EMPTY, np.uint64)
+    bvals = np.full(cap, -1, np.int32)
+    _fill_bytes_table(arena, tok_off, keep, bkeys, bvals)
+    return bkeys, bvals
 
 
 def build_bytes_table(token_bytes):
@@ -100,14 +113,7 @@ def build_bytes_table(token_bytes):
     tok_off = np.zeros(len(token_bytes) + 1, np.int64)
     np.cumsum(lens, out=tok_off[1:])
     arena = np.frombuffer(b"".join(b for b in token_bytes if b), np.uint8).copy()
-    n = int((lens > 0).sum())
-    cap = 8
-    while cap < 2 * n:
-        cap *= 2
-    bkeys = np.full(cap, EMPTY, np.uint64)
-    bvals = np.full(cap, -1, np.int32)
-    _fill_bytes_table(arena, tok_off, bkeys, bvals)
-    return arena, tok_off, bkeys, bvals
+    return (arena, tok_off) + _bytes_table(arena, tok_off, np.ones(len(token_bytes), np.uint8))
 
 
 @njit_cached
@@ -134,35 +140,14 @@ def _whole_first_needed(arena, tok_off, bkeys, bvals, init_ids, grid, mtab):
     return need
 
 
-@njit_cached
-def _fill_needed(arena, tok_off, need, bkeys, bvals):
-    mask = np.int64(bkeys.shape[0] - 1)
-    for t in range(tok_off.shape[0] - 1):
-        if need[t] == 0:
-            continue
-        h = bytes_hash(arena, tok_off[t], tok_off[t + 1])
-        i = np.int64(h & np.uint64(mask))
-        while bkeys[i] != EMPTY:
-            i = (i + 1) & mask
-        bkeys[i] = h
-        bvals[i] = t
-
-
 def whole_first_table(arena, tok_off, bkeys, bvals, init_ids, grid, mtab):
     """``(bkeys, bvals)`` of a bytes table (over the same ``arena``/``tok_off``) holding only
     the ids a whole-first engine's miss path must look up (``_whole_first_needed``): for
     any other piece its BPE gives what the full table would. The full table (one id per
     vocabulary entry) is several MB, and a piece not seen before waited on memory for it
-    twice; this one holds the few thousand exceptions and stays in the processor's caches."""
-    need = _whole_first_needed(arena, tok_off, bkeys, bvals, init_ids, grid, mtab)
-    n = int(need.sum())
-    cap = 8
-    while cap < 2 * n:
-        cap *= 2
-    keys = np.full(cap, EMPTY, np.uint64)
-    vals = np.full(cap, -1, np.int32)
-    _fill_needed(arena, tok_off, need, keys, vals)
-    return keys, vals
+    twice; this one holds the exceptions (llama3: 711 ids, o200k_base: 85) and stays in the
+    processor's caches."""
+    return _bytes_table(arena, tok_off, _whole_first_needed(arena, tok_off, bkeys, bvals, init_ids, grid, mtab))
 
 
 @njit_noalloc
