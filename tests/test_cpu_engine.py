@@ -314,6 +314,64 @@ def test_every_wide_cache_entry_is_marked():
         assert 0 < int(sum(bin(int(x)).count("1") for x in marks)) <= used.shape[0]  # one per piece put there
 
 
+@pytest.mark.parametrize("family", ["gpt2", "llama3"])
+def test_miss_prepass_groups_new_pieces_into_the_caches(family):
+    """A batch after one that ran BPE first runs the BPE of its new short pieces in
+    groups (``engine_cpu._miss_prepass``, ``_merge_group``) and puts them in the word
+    caches, so that the encoding pass finds them: here 300 distinct pieces of 1..15 bytes
+    (letters, digits, CJK, a run of spaces) on fresh caches, in batches of ``_BATCH``. The
+    ids equal one piece at a time (``_merge_short``); the batch's BPE count (the next
+    batch's cue) is one per piece (none for one in llama3's whole-first table): none ran
+    again in the encoding pass, whether its ids went to the short, run or wide entries."""
+    from gpu_tok.kernels import engine_cpu as K
+
+    eng = tok(family)._cpu_engine().engine
+    rng = random.Random(11)
+    alpha = ["e", "t", "a", "o", "n", "th", "in", "er", "ing", "Q", "7", "中", "ж", " "]
+    pieces, seen = [], set()
+    while len(pieces) < 300:
+        w = (" " if rng.random() < 0.7 else "") + "".join(rng.choice(alpha) for _ in range(rng.randint(1, 8)))
+        b = w.encode()[:15]
+        if b not in seen:
+            seen.add(b)
+            pieces.append(b)
+    pieces.append(b" " * 12)  # a run: first id, then one id repeated
+    data = np.frombuffer(b"".join(pieces) + b"\0" * 16, np.uint8)
+    bounds = np.cumsum([0] + [len(p) for p in pieces])
+    cache, wide, lidx, lbytes, lids, pcache = eng._alloc_word_cache(1)
+    args = (eng.init_ids, eng.grid, eng.mtab, eng.arena, eng.tok_off, eng.wkeys, eng.wvals, eng.spec.whole_first)
+    sc = K._scratch()
+    one = np.zeros(64, np.int32)
+    srank = np.zeros(65, np.uint64)
+    out = np.zeros(len(data), np.int32)
+    nocnt = np.zeros(0, np.int64)
+    wide_total = 0
+    for lo in range(0, len(pieces), K._BATCH):
+        hi = min(lo + K._BATCH, len(pieces))
+        nb = hi - lo
+        sc[0][:nb + 1] = bounds[lo:hi + 1]
+        K._hash_batch(data, nb, sc, cache, lidx, 0)
+        sc[8][3 * K._GROUP] = K._PREPASS_MIN  # the cue: the batch before ran that many
+        K._prepass_if_new(data, nb, sc, *args, cache, wide, lidx, lbytes, lids, pcache[0], 0)
+        o, q = K._encode_batch(data, nb, 0, 1, sc, *args, cache, wide, lidx, lbytes, lids, pcache[0], 0, out, 0,
+                               nocnt, 0)
+        assert q == nb
+        want, whole = [], 0
+        for k in range(lo, hi):
+            a, b = bounds[k], bounds[k + 1]
+            t = K.bytes_lookup(data, a, b, eng.arena, eng.tok_off, eng.wkeys, eng.wvals) if eng.spec.whole_first else -1
+            if t >= 0:
+                want.append(t)
+                whole += 1
+                continue
+            c = K._merge_short(data, a, b - a, eng.init_ids, eng.grid, eng.mtab, pcache[0], one, srank, one, 0)
+            want += one[:c].tolist()
+            wide_total += c > K._SHORT_IDS and len(set(one[1:c].tolist())) > 1  # not a run
+        assert out[:o].tolist() == want
+        assert sc[8][3 * K._GROUP] == nb - whole
+    assert wide_total > 0 and K._GROUP < K._BATCH and len(pieces) > 2 * K._BATCH
+
+
 def test_long_cache_rings_forget_what_they_overwrote():
     """The long cache's index and rings (``engine_cpu._long_insert`` / ``_long_find``) on a
     ring of 64 bytes and 16 ids, every key in the one four-way set: a piece whose bytes or

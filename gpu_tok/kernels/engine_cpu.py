@@ -1013,6 +1013,11 @@ _BATCH = 128
 # memory for most pieces of 7..15 bytes not seen before). Bits are never cleared: a stale
 # one only costs the probe.
 _MARK_ROWS = 2048
+# _miss_prepass: a batch whose previous batch ran the BPE of at least _PREPASS_MIN short
+# pieces (not found in the word caches) first runs the BPE of its own such pieces of at
+# most _SHORT_KEY bytes in groups of up to _GROUP, in lockstep (_merge_group)
+_PREPASS_MIN = 4
+_GROUP = 16
 
 
 @njit_noalloc(inline="always")
@@ -1097,9 +1102,14 @@ def _bpe_long(data, a, b, init_ids, mtab, pc, out, o):
 
 @njit_cached
 def _scratch():
-    """Per-batch arrays: piece bounds, cache slots, key words; short-BPE ids and ranks."""
+    """Per-batch arrays: piece bounds, cache slots, key words; short-BPE ids and ranks; the
+    group BPE's ids, ranks and state (``_miss_prepass``: per piece its length, pending
+    merge and batch index; then how many short pieces' BPE the batch ran, the next
+    batch's cue for ``_prepass_if_new``)."""
     return (np.empty(_BATCH + 1, np.int64), np.empty(_BATCH, np.int64), np.empty(_BATCH, np.uint64),
-            np.empty(_BATCH, np.uint64), np.empty(_SHORT, np.int32), np.empty(_SHORT + 1, np.uint64))
+            np.empty(_BATCH, np.uint64), np.empty(_SHORT, np.int32), np.empty(_SHORT + 1, np.uint64),
+            np.empty(_GROUP * _SHORT_KEY, np.int32), np.empty(_GROUP * (_SHORT_KEY + 1), np.uint64),
+            np.zeros(3 * _GROUP + 1, np.int64))
 
 
 @njit_noalloc
@@ -1118,8 +1128,9 @@ def _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bv
     """Encode pieces ``q, q+1, ...`` of the batch into ``out[o:]`` until the end or a long
     piece that needs the heap (``_bpe_long`` allocates, so the caller runs it); returns
     ``(o, q)``. With a non-empty ``cnt``, ``cnt[c0 + q]`` = ids of piece ``q``."""
-    ps, pslot, pw0, pw1, sids, srank = sc
+    ps, pslot, pw0, pw1, sids, srank = sc[0], sc[1], sc[2], sc[3], sc[4], sc[5]
     record = cnt.shape[0] > 0
+    bpe = 0
     while q < nb:
         a = ps[_U(q)]
         b = ps[_U(q + 1)]
@@ -1128,12 +1139,158 @@ def _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bv
             o2 = _encode_miss(data, a, b, b - a, pslot[_U(q)], pw0[_U(q)], pw1[_U(q)], init_ids, grid, mtab, arena, tok_off,
                               bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, w, sids, srank, out, o)
             if o2 < 0:
-                return o, q
+                if o2 == -1:
+                    sc[8][_U(3 * _GROUP)] += bpe
+                    return o, q
+                o2 = -2 - o2  # a short piece's BPE ran
+                bpe += 1
         if record:
             cnt[_U(c0 + q)] = o2 - o
         o = o2
         q += 1
+    sc[8][_U(3 * _GROUP)] += bpe  # _prepass_if_new's cue for the next batch
     return o, q
+
+
+@njit_noalloc
+def _merge_group(G, gids, grank, gi, mtab, pc):
+    """``_merge_ranked`` on ``G`` pieces at once: piece ``g``'s ids in
+    ``gids[g * _SHORT_KEY:]``, ranks in ``grank[g * (_SHORT_KEY + 1):]``, its length in
+    ``gi[g]`` (its token count when done), ``gi[_GROUP + g] = -1``. Each round makes one
+    merge in every piece not done and prefetches its two new pairs' table slots; they are
+    looked up the next round, after the other pieces' merges, so up to ``2 G`` lookups
+    wait on memory together (one piece's merges are a chain: each waits on the last).
+    Each piece sees the same steps as in ``_merge_ranked``: the same tokens."""
+    live = G
+    while live > 0:
+        live = 0
+        for g in range(G):
+            p = gi[_U(_GROUP + g)]
+            if p == -2:
+                continue
+            m = gi[_U(g)]
+            b0 = g * _SHORT_KEY
+            r0 = g * (_SHORT_KEY + 1)
+            if p >= 0:  # the last round's merge at p: the ranks of its two new pairs
+                if p > 0:
+                    grank[_U(r0 + p - 1)] = lookup_cached(
+                        mtab, pc, (np.uint64(gids[_U(b0 + p - 1)]) << np.uint64(32)) | np.uint64(gids[_U(b0 + p)]))
+                if p < m - 1:
+                    grank[_U(r0 + p)] = lookup_cached(
+                        mtab, pc, (np.uint64(gids[_U(b0 + p)]) << np.uint64(32)) | np.uint64(gids[_U(b0 + p + 1)]))
+            if m < 2:
+                gi[_U(_GROUP + g)] = -2
+                continue
+            best = 0
+            bv = grank[_U(r0)]
+            for k in range(1, m - 1):
+                if grank[_U(r0 + k)] < bv:
+                    bv = grank[_U(r0 + k)]
+                    best = k
+            if bv == EMPTY:
+                gi[_U(_GROUP + g)] = -2
+                continue
+            gids[_U(b0 + best)] = np.int32(bv & _M32)
+            if best > 0:
+                _prefetch_pair(mtab, pc, (np.uint64(gids[_U(b0 + best - 1)]) << np.uint64(32)) | np.uint64(gids[_U(b0 + best)]))
+            if best + 2 < m:
+                _prefetch_pair(mtab, pc, (np.uint64(gids[_U(b0 + best)]) << np.uint64(32)) | np.uint64(gids[_U(b0 + best + 2)]))
+            for k in range(best + 1, m - 1):
+                gids[_U(b0 + k)] = gids[_U(b0 + k + 1)]
+                grank[_U(r0 + k)] = grank[_U(r0 + k + 1)]
+            gi[_U(g)] = m - 1
+            gi[_U(_GROUP + g)] = best
+            live += 1
+
+
+@njit_noalloc
+def _flush_group(data, G, sc, mtab, cache, wide, lidx, lbytes, lids, pc, w):
+    """BPE of the ``G`` pieces gathered by ``_miss_prepass`` (``_merge_group``), each put
+    in the word caches as ``_encode_miss`` would put it (unless an earlier copy in the
+    group put it there already)."""
+    ps, pslot, pw0, pw1, gids, grank, gi = sc[0], sc[1], sc[2], sc[3], sc[6], sc[7], sc[8]
+    _merge_group(G, gids, grank, gi, mtab, pc)
+    for g in range(G):
+        q = gi[_U(2 * _GROUP + g)]
+        c = gi[_U(g)]
+        b0 = g * _SHORT_KEY
+        slot = pslot[_U(q)]
+        w0 = pw0[_U(q)]
+        w1 = pw1[_U(q)]
+        if _find_to_front(cache, w, slot, w0, w1):
+            continue
+        if c <= _SHORT_IDS:
+            _set_put(cache, w, slot, w0, w1, c, gids, b0, c)
+        elif _is_run(gids, b0, c):
+            _set_put(cache, w, slot, w0, w1, c, gids, b0, 3)
+        else:
+            ph = key_hash(w0, w1)
+            wslot = _wide_slot(wide, ph)
+            if _wide_marked(wide, w, ph) and _find_to_front(wide, w, wslot, w0, w1):
+                continue
+            if c <= _WIDE_IDS:
+                _set_put(wide, w, wslot, w0, w1, c, gids, b0, c)
+            else:
+                _set_put(wide, w, wslot, w0, w1, _IN_LONG, gids, b0, 0)
+                a = ps[_U(q)]
+                _long_insert(data, a, ps[_U(q + 1)] - a, c, ph, _long_set(lidx, ph), lidx, lbytes, lids, w, gids, b0)
+            _wide_mark(wide, w, ph)
+
+
+@njit_noalloc
+def _miss_prepass(data, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx,
+                  lbytes, lids, pc, w):
+    """Before ``_encode_run`` of a batch with pieces not seen before: the BPE of its pieces
+    of at most ``_SHORT_KEY`` bytes that miss the short cache, are not marked in the wide
+    cache and are not in the whole-first table, in groups (``_flush_group``), the results
+    put in the caches, so that ``_encode_run`` finds them there. One piece's BPE waits on a
+    table lookup for each merge; a group's overlap. Returns how many it ran the BPE of."""
+    ps, pslot, pw0, pw1, gids, grank, gi = sc[0], sc[1], sc[2], sc[3], sc[6], sc[7], sc[8]
+    G = 0
+    done = 0
+    for q in range(nb):
+        slot = pslot[_U(q)]
+        if slot < 0:
+            continue
+        if _find_to_front(cache, w, slot, pw0[_U(q)], pw1[_U(q)]):
+            continue
+        a = ps[_U(q)]
+        n = ps[_U(q + 1)] - a
+        if n > _SHORT_IDS and _wide_marked(wide, w, key_hash(pw0[_U(q)], pw1[_U(q)])):
+            continue  # perhaps in the wide cache: _encode_miss
+        if whole_first and bytes_lookup(data, a, a + n, arena, tok_off, bkeys, bvals) >= 0:
+            continue
+        b0 = G * _SHORT_KEY
+        r0 = G * (_SHORT_KEY + 1)
+        for k in range(n):
+            gids[_U(b0 + k)] = init_ids[_U(data[_U(a + k)])]
+        for k in range(n - 1):
+            grank[_U(r0 + k)] = grid[_U((np.int64(data[_U(a + k)]) << 8) | np.int64(data[_U(a + k + 1)]))]
+        gi[_U(G)] = n
+        gi[_U(_GROUP + G)] = -1
+        gi[_U(2 * _GROUP + G)] = q
+        G += 1
+        if G == _GROUP:
+            _flush_group(data, G, sc, mtab, cache, wide, lidx, lbytes, lids, pc, w)
+            done += G
+            G = 0
+    if G > 0:
+        _flush_group(data, G, sc, mtab, cache, wide, lidx, lbytes, lids, pc, w)
+    return done + G
+
+
+@njit_noalloc
+def _prepass_if_new(data, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx,
+                    lbytes, lids, pc, w):
+    """For a batch just keyed: ``_miss_prepass`` when the batch before ran the BPE of at
+    least ``_PREPASS_MIN`` short pieces (``sc[8][3 * _GROUP]``, counted by ``_encode_run``);
+    the count starts again with the pre-pass's own."""
+    gi = sc[8]
+    prev = gi[_U(3 * _GROUP)]
+    gi[_U(3 * _GROUP)] = 0
+    if prev >= _PREPASS_MIN:
+        gi[_U(3 * _GROUP)] = _miss_prepass(data, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
+                                           cache, wide, lidx, lbytes, lids, pc, w)
 
 
 @njit_noalloc
@@ -1308,7 +1465,8 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, init_ids, grid, mtab, arena, tok
                  cache, wide, lidx, lbytes, lids, pc, w, sids, srank, out, o):
     """A piece ``_encode_hit`` did not serve: the long cache, else the vocabulary
     (``whole_first``), else BPE, and the result cached; returns the new ``o``, or -1 for a
-    piece longer than ``_SHORT`` that needs the heap."""
+    piece longer than ``_SHORT`` that needs the heap, or ``-2 - o`` for the new ``o`` of a
+    piece of at most ``_SHORT_KEY`` bytes whose BPE ran (counted for ``_prepass_if_new``)."""
     wslot = -1
     in_long = False
     ph = key_hash(pw0, pw1)  # the short key's hash (not kept from _key_piece: a store and a load per piece)
@@ -1335,11 +1493,13 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, init_ids, grid, mtab, arena, tok
         if c >= 0:
             return o + c
     c = -1
+    found = False
     if whole_first:
         t = bytes_lookup(data, a, b, arena, tok_off, bkeys, bvals)
         if t >= 0:
             out[_U(o)] = t
             c = 1
+            found = True
     if c < 0:
         if n > _SHORT:
             return -1  # the heap, by the caller (``_heap_piece``, which caches the result)
@@ -1358,6 +1518,8 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, init_ids, grid, mtab, arena, tok
         _long_insert(data, a, n, c, lh, lslot, lidx, lbytes, lids, w, out, o)
     elif lslot >= 0 and c <= _LONG_IDS:
         _long_insert(data, a, n, c, lh, lslot, lidx, lbytes, lids, w, out, o)
+    if slot >= 0 and not found:
+        return -2 - (o + c)
     return o + c
 
 
@@ -1454,6 +1616,8 @@ def _span_run(data, i, stop, end, fam, end_whole, tab, fold, init_ids, grid, mta
             nb = _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc, cache, lidx, w)
             i = sc[0][_U(nb)]
             q = 0
+            _prepass_if_new(data, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache,
+                            wide, lidx, lbytes, lids, pc, w)
         o, q = _encode_batch(data, nb, q, 1, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
                              cache, wide, lidx, lbytes, lids, pc, w, out, o, nocnt, 0)
         if q >= nb:
@@ -1575,8 +1739,11 @@ def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, grid, mta
         nb = q
         q = 0
         o2 = o
+        _hash_batch(data, nb, sc, cache, lidx, w)
+        _prepass_if_new(data, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx,
+                        lbytes, lids, pc, w)
         while True:
-            o2, q = _encode_batch(data, nb, q, 0, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
+            o2, q = _encode_batch(data, nb, q, 1, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
                                   cache, wide, lidx, lbytes, lids, pc, w, out, o2, counts, p)
             if q >= nb:
                 break
