@@ -319,10 +319,13 @@ def test_miss_prepass_groups_new_pieces_into_the_caches(family):
     """A batch after one that ran BPE first runs the BPE of its new short pieces in
     groups (``engine_cpu._miss_prepass``, ``_merge_group``) and puts them in the word
     caches, so that the encoding pass finds them: here 300 distinct pieces of 1..15 bytes
-    (letters, digits, CJK, a run of spaces) on fresh caches, in batches of ``_BATCH``. The
-    ids equal one piece at a time (``_merge_short``); the batch's BPE count (the next
-    batch's cue) is one per piece (none for one in llama3's whole-first table): none ran
-    again in the encoding pass, whether its ids went to the short, run or wide entries."""
+    (letters, digits, CJK, a run of spaces) on fresh caches, in batches of ``_BATCH``, as
+    ``_span_run`` drives them. The first batch has no cue: the encoding pass runs each
+    piece's BPE and counts it. The others run the pre-pass (its group state is left
+    behind), and the count is the pre-pass's: none ran again in the encoding pass, whether
+    the ids went to the short, run or wide entries. Every batch: the ids equal one piece
+    at a time (``_merge_short``), one BPE per piece (none for one in llama3's whole-first
+    table)."""
     from gpu_tok.kernels import engine_cpu as K
 
     eng = tok(family)._cpu_engine().engine
@@ -351,8 +354,9 @@ def test_miss_prepass_groups_new_pieces_into_the_caches(family):
         nb = hi - lo
         sc[0][:nb + 1] = bounds[lo:hi + 1]
         K._hash_batch(data, nb, sc, cache, lidx, 0)
-        sc[8][3 * K._GROUP] = K._PREPASS_MIN  # the cue: the batch before ran that many
+        assert (sc[8][3 * K._GROUP] >= K._PREPASS_MIN) == (lo > 0)  # the cue: the batch before ran that many
         K._prepass_if_new(data, nb, sc, *args, cache, wide, lidx, lbytes, lids, pcache[0], 0)
+        assert sc[8][K._GROUP] == (-2 if lo > 0 else 0)  # the pre-pass's first piece of its last group: done
         o, q = K._encode_batch(data, nb, 0, 1, sc, *args, cache, wide, lidx, lbytes, lids, pcache[0], 0, out, 0,
                                nocnt, 0)
         assert q == nb
