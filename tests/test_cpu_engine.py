@@ -357,8 +357,7 @@ def test_miss_prepass_groups_new_pieces_into_the_caches(family):
         assert (sc[8][3 * K._GROUP] >= K._PREPASS_MIN) == (lo > 0)  # the cue: the batch before ran that many
         K._prepass_if_new(data, nb, sc, *args, cache, wide, lidx, lbytes, lids, pcache[0], 0)
         assert sc[8][K._GROUP] == (-2 if lo > 0 else 0)  # the pre-pass's first piece of its last group: done
-        o, q = K._encode_batch(data, nb, 0, 1, sc, *args, cache, wide, lidx, lbytes, lids, pcache[0], 0, out, 0,
-                               nocnt, 0)
+        o, q = K._encode_run(data, 0, nb, sc, *args, cache, wide, lidx, lbytes, lids, pcache[0], 0, out, 0, nocnt, 0)
         assert q == nb
         want, whole = [], 0
         for k in range(lo, hi):

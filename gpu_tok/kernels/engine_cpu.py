@@ -1127,7 +1127,10 @@ def _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bv
                 lids, pc, w, out, o, cnt, c0):
     """Encode pieces ``q, q+1, ...`` of the batch into ``out[o:]`` until the end or a long
     piece that needs the heap (``_bpe_long`` allocates, so the caller runs it); returns
-    ``(o, q)``. With a non-empty ``cnt``, ``cnt[c0 + q]`` = ids of piece ``q``."""
+    ``(o, q)``: ``q == nb`` when done, else piece ``q`` needs the heap (``_heap_piece``),
+    after which the caller goes on from ``q + 1``. The batch's pieces are keyed already
+    (``_cut_batch`` or ``_hash_batch``). With a non-empty ``cnt``, ``cnt[c0 + q]`` = ids of
+    piece ``q``. Compiled without reference counting, so the per-batch calls cost nothing."""
     ps, pslot, pw0, pw1, sids, srank = sc[0], sc[1], sc[2], sc[3], sc[4], sc[5]
     record = cnt.shape[0] > 0
     bpe = 0
@@ -1291,21 +1294,6 @@ def _prepass_if_new(data, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, b
     if prev >= _PREPASS_MIN:
         gi[_U(3 * _GROUP)] = _miss_prepass(data, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
                                            cache, wide, lidx, lbytes, lids, pc, w)
-
-
-@njit_noalloc
-def _encode_batch(data, nb, q, hashed, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache,
-                  wide, lidx, lbytes, lids, pc, w, out, o, cnt, c0):
-    """Encode pieces ``q, q+1, ...`` of the ``nb`` pieces ``[ps[q], ps[q+1])`` (``ps = sc[0]``)
-    into ``out[o:]`` (hashing the batch first when ``q == 0``, unless ``hashed``: the fused path
-    keys each piece as it cuts it); with a non-empty ``cnt``,
-    ``cnt[c0 + q]`` = ids of piece ``q``. Returns ``(o, q)``: ``q == nb`` when done, else piece
-    ``q`` needs the heap (``_heap_piece``), after which the caller goes on from ``q + 1``.
-    Compiled without reference counting, so the per-batch calls cost nothing."""
-    if q == 0 and hashed == 0:
-        _hash_batch(data, nb, sc, cache, lidx, w)
-    return _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide,
-                       lidx, lbytes, lids, pc, w, out, o, cnt, c0)
 
 
 @njit_cached
@@ -1618,8 +1606,8 @@ def _span_run(data, i, stop, end, fam, end_whole, tab, fold, init_ids, grid, mta
             q = 0
             _prepass_if_new(data, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache,
                             wide, lidx, lbytes, lids, pc, w)
-        o, q = _encode_batch(data, nb, q, 1, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
-                             cache, wide, lidx, lbytes, lids, pc, w, out, o, nocnt, 0)
+        o, q = _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
+                           cache, wide, lidx, lbytes, lids, pc, w, out, o, nocnt, 0)
         if q >= nb:
             q = -1
             continue
@@ -1743,8 +1731,8 @@ def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, grid, mta
         _prepass_if_new(data, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx,
                         lbytes, lids, pc, w)
         while True:
-            o2, q = _encode_batch(data, nb, q, 1, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
-                                  cache, wide, lidx, lbytes, lids, pc, w, out, o2, counts, p)
+            o2, q = _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
+                                cache, wide, lidx, lbytes, lids, pc, w, out, o2, counts, p)
             if q >= nb:
                 break
             o2 = _heap_piece(data, sc, q, init_ids, mtab, pc, lidx, lbytes, lids, w, out, o2, counts, p)
