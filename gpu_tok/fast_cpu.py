@@ -519,6 +519,17 @@ def _pack_encoded(texts: Sequence[str], check) -> Tuple[np.ndarray, np.ndarray]:
     return data, offsets
 
 
+def add_template(K, ids: np.ndarray, row_splits: np.ndarray, prefix: np.ndarray, suffix: np.ndarray,
+                 num_threads: Optional[int]) -> Tuple[np.ndarray, np.ndarray]:
+    """The post-processor's ids around every row (``engine_cpu.add_template``), in parallel
+    with ``num_threads`` for a large batch."""
+    threads, parallel = plan_threads(num_threads, 4 * ids.shape[0])
+    if not parallel:
+        return K.add_template(ids, row_splits, prefix, suffix)
+    with numba_threads(threads):
+        return K.add_template_parallel(ids, row_splits, prefix, suffix)
+
+
 def splice_rows(ids: np.ndarray, row_splits: np.ndarray, rows: dict) -> Tuple[np.ndarray, np.ndarray]:
     """Replace the rows named in ``rows`` ({index: list of ids})."""
     lens = np.diff(row_splits)
@@ -729,7 +740,7 @@ class CpuTokenizerEngine:
         if skip is not None and skip.any():
             ids, rs = splice_rows(ids, rs, self.skipped_rows(texts, skip, num_threads, data, offsets))
         if add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0]):
-            ids, rs = self._K().add_template(ids, rs, self.prefix, self.suffix)
+            ids, rs = add_template(self._K(), ids, rs, self.prefix, self.suffix, num_threads)
         return ids, rs
 
     def skipped_rows(self, texts: Sequence[str], skip: np.ndarray, num_threads: Optional[int],
@@ -994,7 +1005,7 @@ class CpuSentencePieceEngine:
             if locked:
                 self._lock.release()
         if add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0]):
-            ids, rs = K.add_template(ids, rs, self.prefix, self.suffix)
+            ids, rs = add_template(K, ids, rs, self.prefix, self.suffix, num_threads)
         return ids, rs
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:

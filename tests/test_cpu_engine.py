@@ -119,6 +119,31 @@ def test_parallel_equals_serial_and_reference(family, monkeypatch):
         assert np.array_equal(got.ids, ref.ids), name
 
 
+@pytest.mark.parametrize("pre, suf", [((7,), ()), ((), (9,)), ((7, 8), (9,)), ((), ())])
+def test_template_parallel_equals_serial(pre, suf, monkeypatch):
+    """``add_template_parallel`` (rows shared between threads) gives ``add_template``'s
+    output: the post-processor's ids around every row, empty rows included; the engines'
+    ``fast_cpu.add_template`` picks either."""
+    from gpu_tok.kernels import engine_cpu as K
+
+    rng = np.random.default_rng(5)
+    lens = rng.integers(0, 50, 300)
+    lens[::7] = 0
+    rs = np.zeros(lens.shape[0] + 1, np.int64)
+    np.cumsum(lens, out=rs[1:])
+    ids = rng.integers(0, 1000, int(rs[-1])).astype(np.int32)
+    prefix, suffix = np.array(pre, np.int32), np.array(suf, np.int32)
+    want = [list(pre) + ids[a:b].tolist() + list(suf) for a, b in zip(rs[:-1], rs[1:])]
+    for fn in (K.add_template, K.add_template_parallel):
+        out, rs2 = fn(ids, rs, prefix, suffix)
+        assert [out[a:b].tolist() for a, b in zip(rs2[:-1], rs2[1:])] == want
+        assert rs2[-1] == out.shape[0]
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    for threads in (1, 2):
+        out, rs2 = fast_cpu.add_template(K, ids, rs, prefix, suffix, threads)
+        assert [out[a:b].tolist() for a, b in zip(rs2[:-1], rs2[1:])] == want
+
+
 @pytest.mark.parametrize("family", ["gpt2", "llama3", "qwen3"])
 def test_serial_path_writes_ids_in_place(family):
     """One thread: segments and added tokens are encoded in text order straight into the

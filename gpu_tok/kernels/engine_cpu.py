@@ -817,24 +817,46 @@ def splice_spans(data, sp_s, sp_e, which, repl, roff, grow, out, nblocks):
 @njit_cached
 def add_template(ids, row_splits, prefix, suffix):
     """Insert ``prefix`` before and ``suffix`` after every row."""
+    out, rs = _template_rows(ids, row_splits, prefix, suffix)
+    for d in range(rs.shape[0] - 1):
+        _template_row(ids, row_splits, prefix, suffix, out, rs, d)
+    return out, rs
+
+
+@njit_cached(parallel=True)
+def add_template_parallel(ids, row_splits, prefix, suffix):
+    """``add_template`` with the rows shared between Numba's threads: the copy of every
+    id was 1.4 of 22.7 ms of an 8 MB prose batch, llama3 (BOS), two threads; 3.3M ids in
+    1,600 rows alone, two threads: 1.20 -> 0.76 ms."""
+    out, rs = _template_rows(ids, row_splits, prefix, suffix)
+    for d in prange(rs.shape[0] - 1):
+        _template_row(ids, row_splits, prefix, suffix, out, rs, d)
+    return out, rs
+
+
+@njit_cached
+def _template_rows(ids, row_splits, prefix, suffix):
+    """The output of ``add_template`` (unfilled) and its row splits."""
     n = row_splits.shape[0] - 1
-    a = prefix.shape[0]
-    b = suffix.shape[0]
+    k = prefix.shape[0] + suffix.shape[0]
     rs = np.empty(n + 1, np.int64)
     for d in range(n + 1):
-        rs[_U(d)] = row_splits[_U(d)] + d * (a + b)
-    out = np.empty(rs[_U(n)], np.int32)
-    for d in range(n):
-        o = rs[_U(d)]
-        for k in range(a):
-            out[_U(o + k)] = prefix[_U(k)]
-        o += a
-        for k in range(row_splits[_U(d)], row_splits[_U(d + 1)]):
-            out[_U(o)] = ids[_U(k)]
-            o += 1
-        for k in range(b):
-            out[_U(o + k)] = suffix[_U(k)]
-    return out, rs
+        rs[_U(d)] = row_splits[_U(d)] + d * k
+    return np.empty(rs[_U(n)], np.int32), rs
+
+
+@njit_noalloc(inline="always")
+def _template_row(ids, row_splits, prefix, suffix, out, rs, d):
+    """Row ``d`` of ``add_template``: prefix, the row's ids, suffix."""
+    o = rs[_U(d)]
+    for k in range(prefix.shape[0]):
+        out[_U(o + k)] = prefix[_U(k)]
+    o += prefix.shape[0]
+    for k in range(row_splits[_U(d)], row_splits[_U(d + 1)]):
+        out[_U(o)] = ids[_U(k)]
+        o += 1
+    for k in range(suffix.shape[0]):
+        out[_U(o + k)] = suffix[_U(k)]
 
 
 # ------------------------------------------------------- fused scan + BPE (ids only)
