@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Paired in-process timing: ours against one other engine, or against ours at another
+git revision, with the engines taking turns in one process.
+
+Separate runs on a shared host drift by 25% and more between minutes (the main bench's
+rows are seconds apart, so an engine can be lucky on one file and not on the next).
+Here every round times each engine once, in rotating order, on the same texts, and the
+result is the **median of the per-round ratios** with its quartiles: a slow spell slows
+both engines of a round alike. Identical code measures 1.00-1.01 with quartiles within
+about 4% this way on the 2-core development machine.
+
+    python benchmarks/paired.py                                  # ours vs fastokens, 5 models x 3 files
+    python benchmarks/paired.py --against HEAD~1 --models llama3 --files english_prose
+    python benchmarks/paired.py --other gigatoken --threads 1 --rounds 30 --append-results
+
+``--against REV`` copies the package at ``REV`` (``git archive``) under another name
+(``gpu_tok_ref``) into a temporary directory and times it as the other engine: a change's
+own effect, measured the same way. Engines are warm (each has encoded the texts once before
+the timed rounds), as in the main bench; the texts are the main bench's (``--max-mb`` MB of
+each file). Options not listed here behave as in ``bench.py``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+MB = 1_000_000
+FIELD = ("gpt2:english_prose,gpt2:code,gpt2:multilingual,qwen3:english_prose,qwen3:code,qwen3:multilingual,"
+         "llama3:english_prose,llama3:code,llama3:multilingual,cl100k_base:english_prose,cl100k_base:code,"
+         "cl100k_base:multilingual,o200k_base:english_prose,o200k_base:code,o200k_base:multilingual")
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pairs", default=FIELD, help="comma-separated model:file pairs (default: 5 models x 3 files)")
+    ap.add_argument("--models", help="instead of --pairs: these models ...")
+    ap.add_argument("--files", default="english_prose,code,multilingual", help="... on these files")
+    ap.add_argument("--other", default="fastokens", help="the bench engine to pair with (default fastokens)")
+    ap.add_argument("--against", metavar="REV", help="pair with ours at this git revision instead")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for both engines")
+    ap.add_argument("--rounds", type=int, default=20, help="timed rounds (each engine once per round)")
+    ap.add_argument("--max-mb", type=float, default=8.0, help="MB of texts per file (the main bench's)")
+    ap.add_argument("--append-results", action="store_true", help="append the table to benchmarks/RESULTS.md")
+    return ap.parse_args(argv)
+
+
+def ref_package(rev: str, where: Path) -> str:
+    """The package at ``rev`` as ``gpu_tok_ref`` under ``where``; returns the name."""
+    name = "gpu_tok_ref"
+    tar = subprocess.run(["git", "-C", str(REPO_ROOT), "archive", rev, "gpu_tok"], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(where)], input=tar, check=True)
+    (where / "gpu_tok").rename(where / name)
+    for py in (where / name).rglob("*.py"):
+        py.write_text(re.sub(r"\bgpu_tok\b", name, py.read_text(encoding="utf-8")), encoding="utf-8")
+    return name
+
+
+def ours_runner(mod, model, threads: int):
+    """``bench.make_ours``'s call on the package ``mod``."""
+    if model.kind == "hf":
+        tok = mod.Tokenizer.from_file(str(model.path))
+        return lambda texts: tok.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=threads)
+    tok = mod.Tokenizer.from_tiktoken(model.name, path=str(model.path))
+    return lambda texts: tok.encode_batch_ids(texts, disallowed_special=(), device="cpu", num_threads=threads)
+
+
+def quartiles(v):
+    s = sorted(v)
+    return s[len(s) // 4], statistics.median(s), s[(3 * len(s)) // 4]
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    for k in ("RAYON_NUM_THREADS", "FASTOKENS_BPE_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ[k] = str(args.threads)  # before any engine is imported
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    import numpy as np
+
+    import gpu_tok
+    from gpu_tok import bench as B
+
+    tmp = tempfile.TemporaryDirectory()
+    other_name = args.other
+    if args.against:
+        sys.path.insert(0, tmp.name)
+        ref_mod = __import__(ref_package(args.against, Path(tmp.name)))
+        other_name = f"ours@{args.against}"
+    pairs = ([f"{m}:{f}" for m in args.models.split(",") for f in args.files.split(",")] if args.models
+             else args.pairs.split(","))
+    load = B.load_average()
+    rows = ["| model | file | MB | ours MB/s (median) | "
+            f"{other_name} MB/s (median) | ours/{other_name}: median of paired ratios | quartiles |",
+            "|---|---|---|---|---|---|---|"]
+    print(rows[0], flush=True)
+    for spec in pairs:
+        mname, fname = spec.split(":")
+        model = B.resolve_model(mname)
+        if model.error:
+            print(f"skipped {spec}: {model.error}", flush=True)
+            continue
+        texts = B.load_texts(B.bench_file(fname), args.max_mb * MB)
+        size = sum(len(t.encode("utf-8")) for t in texts)
+        ours = ours_runner(gpu_tok, model, args.threads)
+        if args.against:
+            other = ours_runner(ref_mod, model, args.threads)
+        else:
+            try:
+                other = B.FACTORIES[args.other](model, args.threads).encode
+            except B.NotApplicable:
+                print(f"skipped {spec}: {args.other} has no form for {mname}", flush=True)
+                continue
+        engines = [ours, other]
+        a, b = ours(texts), other(texts)  # warm-up, and the ids compared when both are ours
+        if args.against and not (np.array_equal(a.ids, b.ids) and np.array_equal(a.row_splits, b.row_splits)):
+            print(f"{spec}: ours and ours@{args.against} give different ids", flush=True)
+            return 1
+        times = ([], [])
+        for r in range(args.rounds):
+            for k in ((0, 1) if r % 2 == 0 else (1, 0)):
+                gc.collect()
+                B.settle_allocator()
+                t0 = time.perf_counter()
+                engines[k](texts)
+                times[k].append(time.perf_counter() - t0)
+        q1, med, q3 = quartiles([t1 / t0 for t0, t1 in zip(*times)])
+        row = (f"| {mname} | {fname} | {size / MB:.2f} | {size / statistics.median(times[0]) / MB:.1f} | "
+               f"{size / statistics.median(times[1]) / MB:.1f} | {med:.3f}x | {q1:.3f}-{q3:.3f} |")
+        rows.append(row)
+        print(row, flush=True)
+    if args.append_results:
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        vers = ", ".join(f"{k} {v}" for k, v in B.versions().items())
+        head = [f"## {now} (paired)", "", f"- command: `{shlex.join(['python'] + sys.argv)}`",
+                f"- machine: CPU {B.cpu_model()}; cores: {os.cpu_count()}; threads: {args.threads}; load average "
+                f"at start: {load}", f"- versions: {vers}",
+                f"- {args.rounds} rounds, each engine once per round in alternating order, warm engines, "
+                f"{args.max_mb:g} MB of each file; ratio > 1: ours faster", ""]
+        with open(B.RESULTS_MD, "a", encoding="utf-8") as f:
+            f.write("\n" + "\n".join(head) + "\n" + "\n".join(rows) + "\n")
+        print(f"appended to {B.RESULTS_MD}")
+    tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
