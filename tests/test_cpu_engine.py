@@ -343,8 +343,9 @@ def test_every_wide_cache_entry_is_marked():
 def test_miss_prepass_groups_new_pieces_into_the_caches(family):
     """A batch after one that ran BPE first runs the BPE of its new short pieces in
     groups (``engine_cpu._miss_prepass``, ``_merge_group``) and puts them in the word
-    caches, so that the encoding pass finds them: here 300 distinct pieces of 1..15 bytes
-    (letters, digits, CJK, a run of spaces) on fresh caches, in batches of ``_BATCH``, as
+    caches, so that the encoding pass finds them: here over two batches' worth of distinct
+    pieces of 1..15 bytes (letters, digits, CJK, a run of spaces) on fresh caches, in
+    batches of ``_BATCH``, as
     ``_span_run`` drives them. The first batch has no cue: the encoding pass runs each
     piece's BPE and counts it. The others run the pre-pass (its group state is left
     behind), and the count is the pre-pass's: none ran again in the encoding pass, whether
@@ -357,7 +358,7 @@ def test_miss_prepass_groups_new_pieces_into_the_caches(family):
     rng = random.Random(11)
     alpha = ["e", "t", "a", "o", "n", "th", "in", "er", "ing", "Q", "7", "中", "ж", " "]
     pieces, seen = [], set()
-    while len(pieces) < 300:
+    while len(pieces) < 2 * K._BATCH + 44:
         w = (" " if rng.random() < 0.7 else "") + "".join(rng.choice(alpha) for _ in range(rng.randint(1, 8)))
         b = w.encode()[:15]
         if b not in seen:
