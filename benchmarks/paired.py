@@ -66,15 +66,6 @@ def ref_package(rev: str, where: Path) -> str:
     return name
 
 
-def ours_runner(mod, model, threads: int):
-    """``bench.make_ours``'s call on the package ``mod``."""
-    if model.kind == "hf":
-        tok = mod.Tokenizer.from_file(str(model.path))
-        return lambda texts: tok.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=threads)
-    tok = mod.Tokenizer.from_tiktoken(model.name, path=str(model.path))
-    return lambda texts: tok.encode_batch_ids(texts, disallowed_special=(), device="cpu", num_threads=threads)
-
-
 def quartiles(v):
     s = sorted(v)
     return s[len(s) // 4], statistics.median(s), s[(3 * len(s)) // 4]
@@ -88,7 +79,6 @@ def main(argv=None) -> int:
         sys.path.insert(0, str(REPO_ROOT))
     import numpy as np
 
-    import gpu_tok
     from gpu_tok import bench as B
 
     tmp = tempfile.TemporaryDirectory()
@@ -112,9 +102,9 @@ def main(argv=None) -> int:
             continue
         texts = B.load_texts(B.bench_file(fname), args.max_mb * MB)
         size = sum(len(t.encode("utf-8")) for t in texts)
-        ours = ours_runner(gpu_tok, model, args.threads)
+        ours = B.make_ours(model, args.threads).encode
         if args.against:
-            other = ours_runner(ref_mod, model, args.threads)
+            other = B.make_ours(model, args.threads, ref_mod).encode
         else:
             try:
                 other = B.FACTORIES[args.other](model, args.threads).encode

@@ -213,9 +213,12 @@ def _kwargs_for(fn, wanted: dict) -> dict:
     return {k: v for k, v in wanted.items() if k in params}
 
 
-def make_ours(model: Model, threads: int) -> Runner:
-    import gpu_tok
+def make_ours(model: Model, threads: int, module=None) -> Runner:
+    """``module``: another copy of the package to time instead (``benchmarks/paired.py --against``)."""
+    if module is None:
+        import gpu_tok as module
 
+    gpu_tok = module
     if model.kind == "hf":
         obj = gpu_tok.Tokenizer.from_file(str(model.path))
         base = {"add_special_tokens": False}
