@@ -408,11 +408,14 @@ class ByteBPEEngine:
         return self._wcache
 
     def run_ids(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray] = None,
-                num_threads: Optional[int] = None, normalized: bool = False):
+                num_threads: Optional[int] = None, normalized: bool = False,
+                template: Optional[Tuple[np.ndarray, np.ndarray]] = None):
         """Encode packed text (ids only, fused scan + BPE). Returns ``(ids, row_splits, skip)``;
         rows of skipped documents are empty (the caller fills them). ``normalized``: the
         gaps between raw added tokens are already NFC (``nfc_normalize``), none is skipped
-        for it."""
+        for it. ``template``: ``(prefix, suffix)`` ids put around every row (a skipped
+        document's row holds them alone); the parallel path puts them there as it gathers
+        the ids, the serial one with ``add_template``."""
         K = self._K
         threads, parallel = plan_threads(num_threads, data.shape[0])
         with numba_threads(threads if parallel else 1):
@@ -443,8 +446,18 @@ class ByteBPEEngine:
                         rec_s, rec_c = rec_s[order], rec_c[order]
                     pos = np.zeros(rec_s.shape[0] + 1, np.int64)
                     np.cumsum(rec_c, out=pos[1:])
-                    ids = np.empty(int(pos[-1]), np.int32)
-                    K.gather_parallel(out, rec_s, rec_c, pos, ids)
+                    if template is None:
+                        ids = np.empty(int(pos[-1]), np.int32)
+                        K.gather_parallel(out, rec_s, rec_c, pos, ids)
+                    else:
+                        prefix, suffix = template
+                        rows = doc_offsets.shape[0] - 1
+                        k = prefix.shape[0] + suffix.shape[0]
+                        row_of = np.searchsorted(doc_offsets, rec_s, side="right") - 1  # the last of equal (empty) offsets
+                        rs = self._row_splits(doc_offsets, rec_s, pos) + k * np.arange(rows + 1)
+                        ids = np.empty(int(rs[-1]), np.int32)
+                        K.gather_template_parallel(out, rec_s, rec_c, pos, row_of, rs, prefix, suffix, ids)
+                        return ids, rs, skip
                 else:
                     rec_s, pos = K.encode_fused_serial(data, seg_s, seg_e, m_s, m_id, *args)
             finally:
@@ -454,10 +467,19 @@ class ByteBPEEngine:
                 total = int(pos[-1])
                 out.resize(max(total, 1), refcheck=False)
                 ids = out[:total]
+        row_splits = self._row_splits(doc_offsets, rec_s, pos)
+        if template is not None:
+            return (*add_template(K, ids, row_splits, *template, num_threads), skip)
+        return ids, row_splits, skip
+
+    @staticmethod
+    def _row_splits(doc_offsets: np.ndarray, rec_s: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        """Each document's first id (``pos`` of its first record; records sorted by
+        ``rec_s``, their first bytes), then all the ids."""
         row_splits = np.empty(doc_offsets.shape[0], np.int64)
         row_splits[:-1] = pos[np.searchsorted(rec_s, doc_offsets[:-1], side="left")]
         row_splits[-1] = pos[-1]
-        return ids, row_splits, skip
+        return row_splits
 
     def run(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray] = None,
             num_threads: Optional[int] = None, want_pieces: bool = False):
@@ -736,11 +758,13 @@ class CpuTokenizerEngine:
 
         texts = texts if isinstance(texts, list) else list(texts)
         data, offsets = pack(texts, check_text, num_threads)
-        ids, rs, skip = self.engine.run_ids(data, offsets, num_threads=num_threads)
+        template = (self.prefix, self.suffix) if add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0]) else None
+        ids, rs, skip = self.engine.run_ids(data, offsets, num_threads=num_threads, template=template)
         if skip is not None and skip.any():
-            ids, rs = splice_rows(ids, rs, self.skipped_rows(texts, skip, num_threads, data, offsets))
-        if add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0]):
-            ids, rs = add_template(self._K(), ids, rs, self.prefix, self.suffix, num_threads)
+            rows = self.skipped_rows(texts, skip, num_threads, data, offsets)
+            if template is not None:
+                rows = {i: np.concatenate((self.prefix, np.asarray(r, np.int32), self.suffix)) for i, r in rows.items()}
+            ids, rs = splice_rows(ids, rs, rows)
         return ids, rs
 
     def skipped_rows(self, texts: Sequence[str], skip: np.ndarray, num_threads: Optional[int],

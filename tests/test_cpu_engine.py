@@ -144,6 +144,43 @@ def test_template_parallel_equals_serial(pre, suf, monkeypatch):
         assert [out[a:b].tolist() for a, b in zip(rs2[:-1], rs2[1:])] == want
 
 
+def test_template_put_while_gathering(monkeypatch):
+    """Two threads: the post-processor's ids ([CLS] before, two [SEP] ids after) are put
+    around the rows as the ids are gathered (``gather_template_parallel``), empty
+    documents and documents NFC changes (skipped by the engine, then spliced in with
+    their template) included; equal to the pinned HF ``tokenizers``, and to one thread."""
+    from _small_bpe import ADDED, NORMALIZERS, POST_PROCESSORS, PRE_TOKENIZERS, tokenizer_json
+
+    tokenizers = pytest.importorskip("tokenizers")
+    # a raw "é" token: NFC forms it from "e\u0301", so those documents are skipped
+    added = ADDED + [{"id": 0, "content": "\u00e9", "single_word": False, "lstrip": False, "rstrip": False,
+                      "normalized": False, "special": False}]
+    js = json.loads(tokenizer_json(normalizer=NORMALIZERS["NFC"], post_processor=POST_PROCESSORS["Template"], added=added))
+    js["pre_tokenizer"] = PRE_TOKENIZERS["ByteLevelRegex"]
+    js = json.dumps(js)
+    ours, ref = gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js)
+    assert ours._cpu_engine() is not None
+    calls = []
+    monkeypatch.setattr(ours._cpu_engine().engine._K, "gather_template_parallel",
+                        lambda *a, f=ours._cpu_engine().engine._K.gather_template_parallel: calls.append(1) or f(*a))
+    rng = random.Random(11)
+    pool = ["the", " cat", " sat", "\n", "  ", "x", ",", "e\u0301", "\u00e9", "<r>", "[MASK]", "é"]
+    texts = ["", "a", "", "e\u0301 x", ""]
+    texts += ["".join(rng.choice(pool) for _ in range(rng.randint(0, 400))) for _ in range(1500)] + [""]
+    assert sum(len(t.encode()) for t in texts) > fast_cpu._PARALLEL_MIN_BYTES
+    skip = ours._cpu_engine().engine.run_ids(*fast_cpu.pack(texts, None), num_threads=2)[2]
+    assert skip is not None and 10 < skip.sum() < len(texts) - 10  # the splice path runs too
+    want = [e.ids for e in ref.encode_batch(texts, add_special_tokens=True)]
+    assert want[0] == [260, 261, 262]  # an empty document: the template alone
+    for threads in (2, 1):
+        got = ours.encode_batch_ids(texts, add_special_tokens=True, device="cpu", num_threads=threads)
+        assert got.to_list() == want, threads
+        if threads == 2:
+            assert calls  # the fused path ran
+    assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=2).to_list() == \
+        [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
+
+
 @pytest.mark.parametrize("family", ["gpt2", "llama3", "qwen3"])
 def test_serial_path_writes_ids_in_place(family):
     """One thread: segments and added tokens are encoded in text order straight into the

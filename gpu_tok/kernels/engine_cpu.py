@@ -1889,6 +1889,28 @@ def gather_parallel(out, rec_start, rec_count, pos, ids):
         ids[o:o + c] = out[a:a + c]  # a slice copy: about twice the element loop's speed
 
 
+@njit_cached(parallel=True)
+def gather_template_parallel(out, rec_start, rec_count, pos, row_of, rs, prefix, suffix, ids):
+    """``gather_parallel`` and ``add_template_parallel`` in one pass: record ``r`` (in row
+    ``row_of[r]``) goes to ``ids[pos[r] + row_of[r] * (P + S) + P:]`` and row ``d``'s
+    prefix and suffix around ``ids[rs[d]:rs[d + 1]]`` (``rs``: the templated row splits),
+    so the ids are copied once, not twice (8 MB of prose, llama3 with its BOS)."""
+    P = prefix.shape[0]
+    k = P + suffix.shape[0]
+    for r in prange(rec_start.shape[0]):
+        a = rec_start[_U(r)]
+        o = pos[_U(r)] + row_of[_U(r)] * k + P
+        c = rec_count[_U(r)]
+        ids[o:o + c] = out[a:a + c]
+    for d in prange(rs.shape[0] - 1):
+        o = rs[_U(d)]
+        for j in range(P):
+            ids[_U(o + j)] = prefix[_U(j)]
+        o = rs[_U(d + 1)] - suffix.shape[0]
+        for j in range(suffix.shape[0]):
+            ids[_U(o + j)] = suffix[_U(j)]
+
+
 @njit_cached
 def gather_serial(out, rec_start, rec_count, pos, ids):
     for r in range(rec_start.shape[0]):
