@@ -22,11 +22,9 @@ each file). Options not listed here behave as in ``bench.py``.
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
 import os
 import re
-import shlex
 import statistics
 import subprocess
 import sys
@@ -130,16 +128,9 @@ def main(argv=None) -> int:
         rows.append(row)
         print(row, flush=True)
     if args.append_results:
-        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        vers = ", ".join(f"{k} {v}" for k, v in B.versions().items())
-        head = [f"## {now} (paired)", "", f"- command: `{shlex.join(['python'] + sys.argv)}`",
-                f"- machine: CPU {B.cpu_model()}; cores: {os.cpu_count()}; threads: {args.threads}; load average "
-                f"at start: {load}", f"- versions: {vers}",
-                f"- {args.rounds} rounds, each engine once per round in alternating order, warm engines, "
-                f"{args.max_mb:g} MB of each file; ratio > 1: ours faster", ""]
-        with open(B.RESULTS_MD, "a", encoding="utf-8") as f:
-            f.write("\n" + "\n".join(head) + "\n" + "\n".join(rows) + "\n")
-        print(f"appended to {B.RESULTS_MD}")
+        B.write_results("(paired)", args.threads, load,
+                        f"{args.rounds} rounds, each engine once per round in alternating order, warm engines, "
+                        f"{args.max_mb:g} MB of each file; ratio > 1: ours faster", ["\n".join(rows)])
     tmp.cleanup()
     return 0
 

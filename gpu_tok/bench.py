@@ -737,17 +737,24 @@ def versions() -> Dict[str, str]:
 
 
 def append_results(args, text_blocks: List[str]) -> None:
+    write_results("(scaling)" if args.scaling else "", args.threads, args.load_at_start,
+                  f"best of {args.repeat} {method_note(args)}; MB = 10^6 UTF-8 bytes of input; "
+                  f"ours/this = ours MB/s / this engine's MB/s", text_blocks)
+
+
+def write_results(tag: str, threads, load, method: str, text_blocks: List[str]) -> None:
+    """Append a dated section to RESULTS.md: its heading (``tag`` after the date), the
+    command, machine, versions and ``method`` lines, then ``text_blocks``."""
     u = os.uname()
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     cmd = shlex.join(["python"] + sys.argv)
     vers = ", ".join(f"{k} {v}" for k, v in versions().items())
-    head = [f"## {now}{' (scaling)' if args.scaling else ''}", "",
+    head = [f"## {now}{' ' + tag if tag else ''}", "",
             f"- command: `{cmd}`",
             f"- machine: `{u.sysname} {u.release} {u.machine}`; CPU: {cpu_model()}; "
-            f"cores: {os.cpu_count()}; threads: {args.threads}; load average at start: {args.load_at_start}",
+            f"cores: {os.cpu_count()}; threads: {threads}; load average at start: {load}",
             f"- versions: {vers}",
-            f"- best of {args.repeat} {method_note(args)}; MB = 10^6 UTF-8 bytes of input; "
-            f"ours/this = ours MB/s / this engine's MB/s", ""]
+            f"- {method}", ""]
     new = not RESULTS_MD.exists()
     with open(RESULTS_MD, "a", encoding="utf-8") as f:
         if new:
