@@ -1023,12 +1023,22 @@ class CpuSentencePieceEngine:
                 K.sp_encode_serial(data, offsets, dst, *args)
             rs = np.zeros(n + 1, np.int64)
             np.cumsum(counts, out=rs[1:])
+            templated = add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0])
+            if par:  # the ids gathered in parallel, the template (if any) put around the rows meanwhile
+                k = self.prefix.shape[0] + self.suffix.shape[0] if templated else 0
+                rs_t = rs + k * np.arange(n + 1)
+                ids = np.empty(int(rs_t[-1]), np.int32)
+                with numba_threads(threads):
+                    K.gather_template_parallel(out, dst[:-1].copy(), counts, rs, np.arange(n), rs_t,
+                                               self.prefix if templated else self.prefix[:0],
+                                               self.suffix if templated else self.suffix[:0], ids)
+                return ids, rs_t
             ids = np.empty(int(rs[-1]), np.int32)
             K.gather_serial(out, dst[:-1].copy(), counts, rs, ids)
         finally:
             if locked:
                 self._lock.release()
-        if add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0]):
+        if templated:
             ids, rs = add_template(K, ids, rs, self.prefix, self.suffix, num_threads)
         return ids, rs
 

@@ -117,6 +117,16 @@ def test_parallel_equals_serial_and_reference(family, monkeypatch):
     for name, got in (("serial", serial), ("parallel", par)):
         assert np.array_equal(got.row_splits, ref.row_splits), name
         assert np.array_equal(got.ids, ref.ids), name
+    # with the post-processor's ids (BOS...): put around the rows as the parallel path
+    # gathers them (gather_template_parallel), by add_template after the serial one's
+    # (which the oracles check)
+    par_t = t.encode_batch_ids(texts, add_special_tokens=True, device="cpu", num_threads=2)
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 1 << 40)
+    serial_t = t.encode_batch_ids(texts, add_special_tokens=True, device="cpu", num_threads=2)
+    assert np.array_equal(par_t.row_splits, serial_t.row_splits)
+    assert np.array_equal(par_t.ids, serial_t.ids)
+    if family in ("llama3", "llama2", "gemma3"):  # a BOS at least
+        assert par_t.ids.shape[0] > par.ids.shape[0]
 
 
 @pytest.mark.parametrize("pre, suf", [((7,), ()), ((), (9,)), ((7, 8), (9,)), ((), ())])
