@@ -117,15 +117,15 @@ def test_parallel_equals_serial_and_reference(family, monkeypatch):
     for name, got in (("serial", serial), ("parallel", par)):
         assert np.array_equal(got.row_splits, ref.row_splits), name
         assert np.array_equal(got.ids, ref.ids), name
-    # with the post-processor's ids (BOS...): put around the rows as the parallel path
-    # gathers them (gather_template_parallel), by add_template after the serial one's
-    # (which the oracles check)
-    par_t = t.encode_batch_ids(texts, add_special_tokens=True, device="cpu", num_threads=2)
-    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 1 << 40)
-    serial_t = t.encode_batch_ids(texts, add_special_tokens=True, device="cpu", num_threads=2)
-    assert np.array_equal(par_t.row_splits, serial_t.row_splits)
-    assert np.array_equal(par_t.ids, serial_t.ids)
     if family in ("llama3", "llama2", "gemma3"):  # a BOS at least
+        # with the post-processor's ids: put around the rows as the parallel path gathers
+        # them (gather_template_parallel), by add_template after the serial one's (which
+        # the oracles check)
+        par_t = t.encode_batch_ids(texts, add_special_tokens=True, device="cpu", num_threads=2)
+        monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 1 << 40)
+        serial_t = t.encode_batch_ids(texts, add_special_tokens=True, device="cpu", num_threads=2)
+        assert np.array_equal(par_t.row_splits, serial_t.row_splits)
+        assert np.array_equal(par_t.ids, serial_t.ids)
         assert par_t.ids.shape[0] > par.ids.shape[0]
 
 
@@ -176,7 +176,7 @@ def test_template_put_while_gathering(monkeypatch):
     rng = random.Random(11)
     pool = ["the", " cat", " sat", "\n", "  ", "x", ",", "e\u0301", "\u00e9", "<r>", "[MASK]", "é"]
     texts = ["", "a", "", "e\u0301 x", ""]
-    texts += ["".join(rng.choice(pool) for _ in range(rng.randint(0, 400))) for _ in range(1500)] + [""]
+    texts += ["".join(rng.choice(pool) for _ in range(rng.randint(0, 400))) for _ in range(800)] + [""]
     assert sum(len(t.encode()) for t in texts) > fast_cpu._PARALLEL_MIN_BYTES
     skip = ours._cpu_engine().engine.run_ids(*fast_cpu.pack(texts, None), num_threads=2)[2]
     assert skip is not None and 10 < skip.sum() < len(texts) - 10  # the splice path runs too
