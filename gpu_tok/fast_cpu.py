@@ -31,7 +31,7 @@ import numpy as np
 
 from . import config as C
 from .encoding import Encoding
-from .kernels.hash_table import interleave
+from .kernels.hash_table import interleave, kernel_bytes
 
 _PARALLEL_MIN_BYTES = 1 << 18  # below this one thread does all (the thread pool costs ~30 ms per call here)
 _CACHE_SLOTS = 1 << 20  # short-piece cache slots per worker (32 bytes each: 32 MiB)
@@ -316,7 +316,7 @@ class ByteBPEEngine:
         news = [norm_of[old] for old in olds]
         roff = np.zeros(len(news) + 1, np.int64)
         np.cumsum(np.fromiter(map(len, news), np.int64, len(news)), out=roff[1:])
-        repl = np.frombuffer(b"".join(news), np.uint8) if roff[-1] else np.zeros(1, np.uint8)
+        repl = np.frombuffer(bytearray().join(news), np.uint8) if roff[-1] else np.zeros(1, np.uint8)
         grow = np.zeros(sp_s.shape[0] + 1, np.int64)
         np.cumsum((roff[1:] - roff[:-1])[which] - (sp_e - sp_s), out=grow[1:])
         data2 = np.empty(data.shape[0] + int(grow[-1]), np.uint8)
@@ -417,6 +417,7 @@ class ByteBPEEngine:
         document's row holds them alone); the parallel path puts them there as it gathers
         the ids, the serial one with ``add_template``."""
         K = self._K
+        data = kernel_bytes(data)
         threads, parallel = plan_threads(num_threads, data.shape[0])
         with numba_threads(threads if parallel else 1):
             if not normalized:
@@ -484,6 +485,7 @@ class ByteBPEEngine:
     def run(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray] = None,
             num_threads: Optional[int] = None, want_pieces: bool = False):
         """Encode packed text. Returns ``(ids, row_splits)`` (plus the piece arrays when asked)."""
+        data = kernel_bytes(data)
         threads, parallel = plan_threads(num_threads, data.shape[0])
         with numba_threads(threads if parallel else 1):
             skip = self._nfc_skip(data, doc_offsets, skip)
@@ -537,7 +539,8 @@ def _pack_encoded(texts: Sequence[str], check) -> Tuple[np.ndarray, np.ndarray]:
     offsets = np.zeros(len(bs) + 1, np.int64)
     if bs:
         np.cumsum(np.fromiter(map(len, bs), np.int64, len(bs)), out=offsets[1:])
-    data = np.frombuffer(b"".join(bs), np.uint8) if offsets[-1] else np.zeros(1, np.uint8)[:0]
+    # a bytearray, not bytes: the array is writable (kernel_bytes), with no copy beyond the join
+    data = np.frombuffer(bytearray().join(bs), np.uint8) if offsets[-1] else np.zeros(1, np.uint8)[:0]
     return data, offsets
 
 
@@ -1083,7 +1086,7 @@ def spec_for_tiktoken(pat_str: str, id_bytes: dict) -> EngineSpec:
         token_bytes[i] = b
     bt = K.build_bytes_table(token_bytes)
     rows = K.concat_merges(*bt, np.arange(size, dtype=np.int64))
-    init = np.array([K.bytes_lookup(np.frombuffer(bytes([b]), np.uint8), 0, 1, *bt) for b in range(256)], np.int32)
+    init = np.array([K.bytes_lookup(np.array([b], np.uint8), 0, 1, *bt) for b in range(256)], np.int32)
     return EngineSpec(family=fam, dialect="tiktoken", init_ids=init, token_bytes=token_bytes,
                       merges=build_merge_table(rows), whole_first=True, raw_tokens=[], norm_tokens=[],
                       bytes_table=bt)

@@ -412,7 +412,7 @@ def test_miss_prepass_groups_new_pieces_into_the_caches(family):
             seen.add(b)
             pieces.append(b)
     pieces.append(b" " * 12)  # a run: first id, then one id repeated
-    data = np.frombuffer(b"".join(pieces) + b"\0" * 16, np.uint8)
+    data = np.frombuffer(bytearray(b"".join(pieces) + b"\0" * 16), np.uint8)  # writable: the engine's one compiled type
     bounds = np.cumsum([0] + [len(p) for p in pieces])
     cache, wide, lidx, lbytes, lids, pcache = eng._alloc_word_cache(1)
     args = (eng.init_ids, eng.grid, eng.mtab, eng.arena, eng.tok_off, eng.wkeys, eng.wvals, eng.spec.whole_first)
@@ -458,7 +458,7 @@ def test_long_cache_rings_forget_what_they_overwrote():
     lidx = np.zeros((1, 5, 4), np.uint64)
     lbytes = np.zeros((1, 64), np.uint8)
     lids = np.zeros((1, 16), np.int32)
-    data = np.frombuffer(b"A" * 20 + b"B" * 20 + b"C" * 30 + b"A" * 20 + b"D" * 70, np.uint8)
+    data = np.frombuffer(bytearray(b"A" * 20 + b"B" * 20 + b"C" * 30 + b"A" * 20 + b"D" * 70), np.uint8)
     out = np.zeros(128, np.int32)
 
     def put(a, n, ids, h):
@@ -646,7 +646,7 @@ def test_splice_spans_in_blocks():
     rng = random.Random(3)
     for trial in range(200):
         n = rng.randint(0, 300)
-        data = np.frombuffer(bytes(rng.randrange(256) for _ in range(n)), np.uint8)
+        data = np.frombuffer(bytearray(rng.randrange(256) for _ in range(n)), np.uint8)
         cuts = sorted(rng.sample(range(n + 1), min(n + 1, 2 * rng.randint(0, 12))))
         sp_s = np.array(cuts[0::2], np.int64)
         sp_e = np.array(cuts[1::2], np.int64)
@@ -655,7 +655,7 @@ def test_splice_spans_in_blocks():
         which = np.array([rng.randrange(3) for _ in range(sp_s.shape[0])], np.int64)
         roff = np.zeros(4, np.int64)
         np.cumsum([len(r) for r in reps], out=roff[1:])
-        repl = np.frombuffer(b"".join(reps) + b"\0", np.uint8)
+        repl = np.frombuffer(bytearray(b"".join(reps) + b"\0"), np.uint8)
         want = b""
         prev = 0
         for a, b, u in zip(sp_s.tolist(), sp_e.tolist(), which.tolist()):

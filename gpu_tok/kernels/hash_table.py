@@ -67,6 +67,15 @@ def njit_cached(*args, **kw):
     return deco
 
 
+def kernel_bytes(data) -> np.ndarray:
+    """``data`` as the one array type the text kernels are compiled for: ``uint8``, 1-D,
+    C-contiguous and writable (copied only when it is not). Numba compiles a separate
+    specialization of every kernel a read-only array reaches (``np.frombuffer`` of
+    ``bytes``): about 70 s more for the byte-level engine on this 2-core host, paid again
+    by a batch that packs that way (a lone surrogate), and once per fresh checkout."""
+    return np.require(data, np.uint8, ("C", "W"))
+
+
 def njit_noalloc(fn=None, **kw):
     """``njit_cached`` without Numba's reference counting (``_nrt=False``), for kernels that
     allocate nothing: Numba keeps reference-count updates of array arguments around loops,

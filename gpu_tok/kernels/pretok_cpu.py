@@ -90,7 +90,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._intrinsics import ctz64, load64, range_mask64
-from .hash_table import njit_cached, njit_noalloc
+from .hash_table import kernel_bytes, njit_cached, njit_noalloc
 from .hash_table import uidx as _U
 
 __all__ = [
@@ -1074,7 +1074,7 @@ def scan_mask(data: np.ndarray, seg_starts: np.ndarray, seg_ends: np.ndarray, fa
         raise TypeError("data must be a 1-D uint8 array")
     if not (isinstance(mask, np.ndarray) and mask.dtype == np.uint8 and mask.shape == data.shape):
         raise TypeError("mask must be a uint8 array of the shape of data")
-    data = np.ascontiguousarray(data)
+    data = kernel_bytes(data)
     if not mask.flags.c_contiguous:
         raise ValueError("mask must be contiguous")
     seg_starts = np.ascontiguousarray(seg_starts, dtype=np.int64)
@@ -1101,7 +1101,7 @@ def scan_mask(data: np.ndarray, seg_starts: np.ndarray, seg_ends: np.ndarray, fa
 def piece_spans(text: str, family: str, dialect: str) -> List[Tuple[int, int]]:
     """Character spans of the pieces of ``text`` (one segment), by the serial scanner."""
     b = text.encode("utf-8")
-    data = np.frombuffer(b, dtype=np.uint8)
+    data = np.frombuffer(bytearray(b), dtype=np.uint8)  # writable (kernel_bytes)
     mask = np.zeros(len(b), dtype=np.uint8)
     scan_mask(data, np.array([0], np.int64), np.array([len(b)], np.int64), family, dialect, mask, parallel=False)
     starts = np.flatnonzero(mask)
