@@ -921,3 +921,38 @@ def test_tiktoken_cpu_equals_ref_and_tiktoken(name):
     ref_enc = tiktoken.Encoding(name, pat_str=d["pat_str"], mergeable_ranks=ranks,
                                 special_tokens=d["special_tokens"])
     assert enc.encode_ordinary_batch(texts) == ref_enc.encode_ordinary_batch(texts)
+
+
+def test_one_compiled_type_for_the_packed_bytes():
+    """The kernels see one array type for the text: packing through ``str.encode`` (a
+    batch with a lone surrogate, repaired by ``check``) gives a writable array, and a
+    read-only one handed to the engine or the scanner is copied (``kernel_bytes``), so no
+    dispatcher compiles a read-only specialization (about 70 s for the engine)."""
+    from numba import types
+    from numba.core.registry import CPUDispatcher
+
+    from gpu_tok.kernels import engine_cpu, pretok_cpu
+    from gpu_tok.kernels.hash_table import kernel_bytes
+
+    data, off = fast_cpu._pack_encoded(["é", "a\ud800b"], lambda t: t.replace("\ud800", "?"))
+    assert data.flags.writeable and data.tobytes() == "éa?b".encode()
+    ro = np.frombuffer(b"hello world, hello", np.uint8)
+    assert not ro.flags.writeable and kernel_bytes(ro).flags.writeable
+    w = np.frombuffer(bytearray(b"abc"), np.uint8)
+    assert kernel_bytes(w) is w  # no copy when it already is the kernels' type
+    eng = tok("gpt2")._cpu_engine().engine
+    ids, rs, _ = eng.run_ids(ro, np.array([0, ro.shape[0]], np.int64), num_threads=1)
+    want = tok("gpt2").encode_batch_ids(["hello world, hello"], device="ref").to_list()
+    assert [ids.tolist()] == want == tok("gpt2").encode_batch_ids(["hello world, hello"], device="cpu",
+                                                                  num_threads=1).to_list()  # packed: writable
+    mask = np.zeros(ro.shape[0], np.uint8)
+    pretok_cpu.scan_mask(ro.copy(), np.array([0]), np.array([ro.shape[0]]), "gpt2", "onig", mask, parallel=False)
+    pretok_cpu.scan_mask(ro, np.array([0]), np.array([ro.shape[0]]), "gpt2", "onig", mask, parallel=False)
+    assert mask.sum() == 4
+
+    def writable(sig):  # the signature with every array argument taken as writable
+        return tuple(a.copy(readonly=False) if isinstance(a, types.Array) else a for a in sig)
+
+    twice = [(m.__name__, k) for m in (engine_cpu, pretok_cpu) for k, v in vars(m).items()
+             if isinstance(v, CPUDispatcher) and len({writable(s) for s in v.signatures}) < len(v.signatures)]
+    assert twice == []  # no kernel compiled for a read-only and a writable array alike
