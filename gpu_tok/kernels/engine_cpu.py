@@ -421,8 +421,8 @@ def match_added(data, in_s, in_e, tkeys, tvals, term, first, tflags, id_base, cl
     m_s = np.empty(total + 1, np.int64)
     m_e = np.empty(total + 1, np.int64)
     m_id = np.empty(total + 1, np.int32)
-    ns = 0
-    nm = 0
+    ns = _I0
+    nm = _I0
     fb = _first_bytes(first)
     trunk = trie_trunk(tkeys, tvals, term)
     for k in range(S):
@@ -900,6 +900,13 @@ from numba import get_thread_id  # noqa: E402
 from .pretok_cpu import _dec, _next_piece, _plan, _window_starts, unit_stop, unit_sync  # noqa: E402
 
 _M32 = np.uint64(0xFFFFFFFF)
+# A 0 passed to a compiled callee (a worker index, a first item, a counter's start):
+# typed int64 like get_thread_id() and the other callers' values. A literal 0 is typed
+# Literal[int](0), and Numba compiles the callee (and every callee down its chain) once
+# more for that type, even for a counter that typing later widens to int64; so does a
+# prange index (uint64 after the parfor pass, int64 before: np.int64(u)). The serial and
+# parallel paths were two compilations of the engine, about 65 s each on this host.
+_I0 = np.int64(0)
 
 
 _HM1 = np.uint64(0x9E3779B97F4A7C15)
@@ -1275,7 +1282,7 @@ def _miss_prepass(data, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bva
     put in the caches, so that ``_encode_run`` finds them there. One piece's BPE waits on a
     table lookup for each merge; a group's overlap. Returns how many it ran the BPE of."""
     ps, pslot, pw0, pw1, gids, grank, gi = sc[0], sc[1], sc[2], sc[3], sc[6], sc[7], sc[8]
-    G = 0
+    G = _I0
     done = 0
     for q in range(nb):
         slot = pslot[_U(q)]
@@ -1302,7 +1309,7 @@ def _miss_prepass(data, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bva
         if G == _GROUP:
             _flush_group(data, G, sc, mtab, cache, wide, lidx, lbytes, lids, pc, w)
             done += G
-            G = 0
+            G = _I0
     if G > 0:
         _flush_group(data, G, sc, mtab, cache, wide, lidx, lbytes, lids, pc, w)
     return done + G
@@ -1629,11 +1636,11 @@ def _span_run(data, i, stop, end, fam, end_whole, tab, fold, init_ids, grid, mta
                 return o
             nb = _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc, cache, lidx, w)
             i = sc[0][_U(nb)]
-            q = 0
+            q = _I0
             _prepass_if_new(data, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache,
                             wide, lidx, lbytes, lids, pc, w)
         o, q = _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
-                           cache, wide, lidx, lbytes, lids, pc, w, out, o, nocnt, 0)
+                           cache, wide, lidx, lbytes, lids, pc, w, out, o, nocnt, _I0)
         if q >= nb:
             q = -1
             continue
@@ -1655,7 +1662,7 @@ def _encode_span(data, i, stop, end, fam, end_whole, tab, fold, init_ids, grid, 
                       bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, w, out, o, sc, nocnt, st)
         if st[0] < 0:
             return o
-        o = _heap_piece(data, sc, st[0], init_ids, mtab, pc, lidx, lbytes, lids, w, out, o, nocnt, 0)
+        o = _heap_piece(data, sc, st[0], init_ids, mtab, pc, lidx, lbytes, lids, w, out, o, nocnt, _I0)
         st[0] += 1
 
 
@@ -1744,14 +1751,14 @@ def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, grid, mta
                 counts[_U(p)] = 0
             p += 1
             continue
-        q = 0
+        q = _I0
         while p + q < hi and q < _BATCH and special[_U(p + q)] == -1:
             ps[_U(q)] = starts[_U(p + q)]
             q += 1
         ps[_U(q)] = ends[_U(p + q - 1)]
         o = starts[_U(p)]
         nb = q
-        q = 0
+        q = _I0
         o2 = o
         _hash_batch(data, nb, sc, cache, lidx, w)
         _prepass_if_new(data, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx,
@@ -1783,8 +1790,8 @@ def encode_pieces_parallel(data, starts, ends, special, blocks, init_ids, grid, 
 @njit_cached
 def encode_pieces_serial(data, starts, ends, special, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
                          cache, wide, lidx, lbytes, lids, pcache, out, opos, counts):
-    _encode_piece_range(data, starts, ends, special, 0, starts.shape[0], init_ids, grid, mtab, arena, tok_off, bkeys,
-                        bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, 0, out, opos, counts)
+    _encode_piece_range(data, starts, ends, special, _I0, starts.shape[0], init_ids, grid, mtab, arena, tok_off, bkeys,
+                        bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, _I0, out, opos, counts)
 
 
 @njit_cached
@@ -1802,7 +1809,7 @@ def _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold
                            bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, w, out, sc, nocnt, st, seg_count)
             if st[0] < 0:
                 break
-            st[3] = _heap_piece(data, sc, st[0], init_ids, mtab, pc, lidx, lbytes, lids, w, out, st[3], nocnt, 0)
+            st[3] = _heap_piece(data, sc, st[0], init_ids, mtab, pc, lidx, lbytes, lids, w, out, st[3], nocnt, _I0)
             st[0] += 1
     elif sync[_U(u)] >= 0:
         a = sync[_U(u)]
@@ -1821,11 +1828,11 @@ def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, 
     S = seg_s.shape[0]
     sync = np.empty(U, np.int64)
     for u in prange(U):
-        sync[_U(u)] = unit_sync(data, seg_s, seg_e, ua, ub, uc, chunk, tab, u)
+        sync[_U(u)] = unit_sync(data, seg_s, seg_e, ua, ub, uc, chunk, tab, np.int64(u))
     seg_count = np.zeros(S, np.int64)
     unit_count = np.zeros(U, np.int64)
     for u in prange(U):
-        _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
+        _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, np.int64(u), fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
                   tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, get_thread_id(), out, seg_count,
                   unit_count)
     return _records(seg_s, sync, seg_count, unit_count)
@@ -1851,10 +1858,10 @@ def encode_fused_serial(data, seg_s, seg_e, m_s, m_id, fam, end_whole, tab, fold
     pc = pcache[0]
     while True:
         _segs_compact(data, seg_s, seg_e, m_s, m_id, fam, end_whole, tab, fold, init_ids, grid, mtab, arena, tok_off,
-                      bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, 0, out, sc, nocnt, st, rec_s, pos)
+                      bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, _I0, out, sc, nocnt, st, rec_s, pos)
         if st[0] < 0:
             break
-        st[3] = _heap_piece(data, sc, st[0], init_ids, mtab, pc, lidx, lbytes, lids, 0, out, st[3], nocnt, 0)
+        st[3] = _heap_piece(data, sc, st[0], init_ids, mtab, pc, lidx, lbytes, lids, _I0, out, st[3], nocnt, _I0)
         st[0] += 1
     return rec_s, pos
 
@@ -2150,5 +2157,5 @@ def sp_encode_parallel(data, doc_offsets, dst, blocks, rt, nt, cls, prepend, cha
 @njit_cached
 def sp_encode_serial(data, doc_offsets, dst, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
                      bkeys, bvals, whole_first, nocut, cache, wide, out, counts):
-    _sp_block(data, doc_offsets, dst, 0, doc_offsets.shape[0] - 1, rt, nt, cls, prepend, char_id, byte_id, mtab,
-              arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, 0, out, counts)
+    _sp_block(data, doc_offsets, dst, _I0, doc_offsets.shape[0] - 1, rt, nt, cls, prepend, char_id, byte_id, mtab,
+              arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, _I0, out, counts)
