@@ -846,17 +846,25 @@ def _template_rows(row_splits, prefix, suffix):
 
 
 @njit_noalloc(inline="always")
-def _template_row(ids, row_splits, prefix, suffix, out, rs, d):
-    """Row ``d`` of ``add_template``: prefix, the row's ids, suffix."""
+def _template_ends(out, rs, d, prefix, suffix):
+    """The prefix at the start of row ``d`` of ``out`` (``rs``: its row splits) and the
+    suffix at its end."""
     o = rs[_U(d)]
     for k in range(prefix.shape[0]):
         out[_U(o + k)] = prefix[_U(k)]
-    o += prefix.shape[0]
+    o = rs[_U(d + 1)] - suffix.shape[0]
+    for k in range(suffix.shape[0]):
+        out[_U(o + k)] = suffix[_U(k)]
+
+
+@njit_noalloc(inline="always")
+def _template_row(ids, row_splits, prefix, suffix, out, rs, d):
+    """Row ``d`` of ``add_template``: prefix, the row's ids, suffix."""
+    _template_ends(out, rs, d, prefix, suffix)
+    o = rs[_U(d)] + prefix.shape[0]
     for k in range(row_splits[_U(d)], row_splits[_U(d + 1)]):
         out[_U(o)] = ids[_U(k)]
         o += 1
-    for k in range(suffix.shape[0]):
-        out[_U(o + k)] = suffix[_U(k)]
 
 
 # ------------------------------------------------------- fused scan + BPE (ids only)
@@ -1910,12 +1918,7 @@ def gather_template_parallel(out, rec_start, rec_count, pos, row_of, rs, prefix,
         c = rec_count[_U(r)]
         ids[o:o + c] = out[a:a + c]
     for d in prange(rs.shape[0] - 1):
-        o = rs[_U(d)]
-        for j in range(P):
-            ids[_U(o + j)] = prefix[_U(j)]
-        o = rs[_U(d + 1)] - suffix.shape[0]
-        for j in range(suffix.shape[0]):
-            ids[_U(o + j)] = suffix[_U(j)]
+        _template_ends(ids, rs, d, prefix, suffix)
 
 
 @njit_cached
