@@ -40,6 +40,7 @@ _NFC_SPANS_KEPT = 1 << 16  # normalized spans an engine keeps (nfc_normalize)
 _LONG_SLOTS = 1 << 17  # long-piece cache entries per worker, four-way sets (32 bytes each: 4 MiB)
 _LONG_BYTES = 1 << 22  # their bytes: a ring of 4 MiB per worker
 _LONG_ID_SLOTS = 1 << 21  # their ids: a ring of 8 MiB per worker
+_NO_HINT = np.zeros(0, np.uint8)  # match_added's hint when every segment is searched
 _KEEP_OUT_MAX = 1 << 29  # the largest parallel scratch an engine keeps between calls (ByteBPEEngine._scratch_out)
 
 
@@ -174,6 +175,11 @@ class ByteBPEEngine:
                 self._tries.append(K.build_trie([(c, i) for c, i, _f in toks]) + (flags, base))
             else:
                 self._tries.append(None)
+        # the first bytes of the first matcher's contents, when there are at most three:
+        # packing flags the texts holding one (pack_probed), the others skip its search
+        active = [t for t in self._tries if t is not None]
+        fb = np.flatnonzero(active[0][3]).astype(np.uint8) if active else None
+        self.probe = fb if fb is not None and 1 <= fb.shape[0] <= 3 else None
 
     # -------------------------------------------------------------------- core
     def pieces(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray], parallel: bool):
@@ -288,7 +294,7 @@ class ByteBPEEngine:
             starts, ends = starts[docs], ends[docs]
         trie = self._tries[0]
         if trie is not None:
-            seg_s, seg_e, m_s, m_e, m_id = K.match_added(data, starts, ends, *trie, self.cls)
+            seg_s, seg_e, m_s, m_e, m_id = K.match_added(data, starts, ends, *trie, self.cls, _NO_HINT)
         else:
             keep = ends > starts
             seg_s, seg_e = starts[keep], ends[keep]
@@ -332,17 +338,19 @@ class ByteBPEEngine:
             s2, e2 = offsets2[:-1], offsets2[1:]
             if docs is not None:
                 s2, e2 = s2[docs], e2[docs]
-            got = K.match_added(data2, s2, e2, *trie, self.cls)
+            got = K.match_added(data2, s2, e2, *trie, self.cls, _NO_HINT)
             want = (moved(seg_s), moved(seg_e), moved(m_s), moved(m_e), m_id)
             if any(g.shape != w.shape or not np.array_equal(g, w) for g, w in zip(got, want)):
                 return None
         return data2, offsets2
 
-    def _segments(self, data, doc_offsets, skip, parallel: bool = False):
+    def _segments(self, data, doc_offsets, skip, parallel: bool = False, hint: Optional[np.ndarray] = None):
         """Added-token matching: ``(seg_s, seg_e, m_s, m_e, m_id)`` (gaps left for the
         pre-tokenizer, and the matches in text order; a match can overlap the whitespace
         the one before it took, ``match_added``; ``parallel``: the documents shared between
-        Numba's threads, ``match_added_parallel``)."""
+        Numba's threads, ``match_added_parallel``). ``hint``: per document, 0 where it
+        holds none of the bytes of ``self.probe`` (``pack_probed``): the first matcher
+        leaves it whole without searching it."""
         K = self._K
         seg_s = doc_offsets[:-1]
         seg_e = doc_offsets[1:]
@@ -351,6 +359,7 @@ class ByteBPEEngine:
             keep &= skip == 0
         seg_s = np.ascontiguousarray(seg_s[keep])
         seg_e = np.ascontiguousarray(seg_e[keep])
+        hint = _NO_HINT if hint is None else np.ascontiguousarray(hint[keep])
         ms, me, mi = [], [], []
         for trie in self._tries:
             if trie is None or seg_s.shape[0] == 0:
@@ -360,10 +369,12 @@ class ByteBPEEngine:
                 import numba
 
                 seg_s, seg_e, m_s, m_e, m_id = K.match_added_parallel(data, seg_s, seg_e, tkeys, tvals, term, first,
-                                                                       flags, base, self.cls, 4 * numba.get_num_threads())
+                                                                       flags, base, self.cls, hint,
+                                                                       4 * numba.get_num_threads())
             else:
                 seg_s, seg_e, m_s, m_e, m_id = K.match_added(data, seg_s, seg_e, tkeys, tvals, term, first, flags,
-                                                              base, self.cls)
+                                                              base, self.cls, hint)
+            hint = _NO_HINT  # the probe was for the first matcher's contents
             ms.append(m_s)
             me.append(m_e)
             mi.append(m_id)
@@ -409,20 +420,24 @@ class ByteBPEEngine:
 
     def run_ids(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray] = None,
                 num_threads: Optional[int] = None, normalized: bool = False,
-                template: Optional[Tuple[np.ndarray, np.ndarray]] = None):
+                template: Optional[Tuple[np.ndarray, np.ndarray]] = None, hint: Optional[np.ndarray] = None):
         """Encode packed text (ids only, fused scan + BPE). Returns ``(ids, row_splits, skip)``;
         rows of skipped documents are empty (the caller fills them). ``normalized``: the
         gaps between raw added tokens are already NFC (``nfc_normalize``), none is skipped
         for it. ``template``: ``(prefix, suffix)`` ids put around every row (a skipped
         document's row holds them alone); the parallel path puts them there as it gathers
-        the ids, the serial one with ``add_template``."""
+        the ids, the serial one with ``add_template``. ``hint``: ``pack_probed``'s flags
+        for ``self.probe`` (``_segments``)."""
         K = self._K
         data = kernel_bytes(data)
         threads, parallel = plan_threads(num_threads, data.shape[0])
         with numba_threads(threads if parallel else 1):
             if not normalized:
+                d0 = data
                 data, doc_offsets, skip = self._nfc_prepass(data, doc_offsets, skip)
-            seg_s, seg_e, m_s, _m_e, m_id = self._segments(data, doc_offsets, skip, parallel)
+                if data is not d0:  # the hint was taken on the text before NFC
+                    hint = None
+            seg_s, seg_e, m_s, _m_e, m_id = self._segments(data, doc_offsets, skip, parallel, hint)
             fam, end_whole, tab, fold = self._pretok._prepare(self.spec.family, self.spec.dialect)
             locked = self._lock.acquire(blocking=False)
             try:
@@ -509,6 +524,16 @@ def pack(texts: Sequence[str], check, num_threads: Optional[int] = None) -> Tupl
     error for it, or returns the text the reference encodes instead (tiktoken repairs
     lone surrogates).
     """
+    data, offsets, _hint = pack_probed(texts, check, num_threads, None)
+    return data, offsets
+
+
+def pack_probed(texts: Sequence[str], check, num_threads: Optional[int],
+                probe: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+    """``pack``, and ``hint``: with ``probe`` (``uint8[1..3]``, ``ByteBPEEngine.probe``),
+    ``uint8[n]``, 1 where a text holds one of those bytes, tested as it is copied
+    (``run_ids(..., hint=)`` skips the others' added-token search); None without
+    ``probe`` or when the texts went through ``str.encode``."""
     from .kernels import pack_cpu as PK
 
     texts = texts if type(texts) in (list, tuple) else list(texts)  # hold every object while its bytes are read
@@ -517,17 +542,26 @@ def pack(texts: Sequence[str], check, num_threads: Optional[int] = None) -> Tupl
     ptr = np.empty(n, np.int64)
     size = np.empty(n, np.int64)
     if PK.utf8_views(objs, ptr, size, PK.AS_UTF8, PK.ERR_CLEAR) >= 0:
-        return _pack_encoded(texts, check)
+        return (*_pack_encoded(texts, check), None)
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(size, out=offsets[1:])
     data = np.empty(int(offsets[-1]), np.uint8)
     threads, parallel = plan_threads(num_threads, data.shape[0])
-    if parallel:
-        with numba_threads(threads):
-            PK.gather_views(ptr, offsets, data)
+    hint = None
+    if probe is None:
+        if parallel:
+            with numba_threads(threads):
+                PK.gather_views(ptr, offsets, data)
+        else:
+            PK.gather_views_serial(ptr, offsets, data)
     else:
-        PK.gather_views_serial(ptr, offsets, data)
-    return data, offsets
+        hint = np.empty(n, np.uint8)
+        if parallel:
+            with numba_threads(threads):
+                PK.gather_views_probe(ptr, offsets, data, probe, hint)
+        else:
+            PK.gather_views_probe_serial(ptr, offsets, data, probe, hint)
+    return data, offsets, hint
 
 
 def _pack_encoded(texts: Sequence[str], check) -> Tuple[np.ndarray, np.ndarray]:
@@ -760,9 +794,9 @@ class CpuTokenizerEngine:
         from .cpu_ref.pipeline import check_text
 
         texts = texts if isinstance(texts, list) else list(texts)
-        data, offsets = pack(texts, check_text, num_threads)
+        data, offsets, hint = pack_probed(texts, check_text, num_threads, self.engine.probe)
         template = (self.prefix, self.suffix) if add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0]) else None
-        ids, rs, skip = self.engine.run_ids(data, offsets, num_threads=num_threads, template=template)
+        ids, rs, skip = self.engine.run_ids(data, offsets, num_threads=num_threads, template=template, hint=hint)
         if skip is not None and skip.any():
             rows = self.skipped_rows(texts, skip, num_threads, data, offsets)
             if template is not None:
@@ -1100,6 +1134,15 @@ class CpuTiktokenEngine:
         self.special_tokens = special_tokens
         self._by_allowed = {frozenset(): self.engine}
         self._checkers = {}
+        # the first bytes of every special token, when there are at most three (all of
+        # tiktoken's encodings: "<"): ``pack`` flags the texts holding one, and the
+        # special-token check and matching search only those
+        fb = sorted({s.encode("utf-8")[0] for s in special_tokens if s})
+        self.probe = np.array(fb, np.uint8) if 1 <= len(fb) <= 3 else None
+
+    def pack(self, texts: Sequence[str], check, num_threads: Optional[int]):
+        """``(data, offsets, hint)``: ``pack_probed`` with ``self.probe``."""
+        return pack_probed(texts, check, num_threads, self.probe)
 
     def _engine(self, allowed: frozenset) -> ByteBPEEngine:
         e = self._by_allowed.get(allowed)
@@ -1108,18 +1151,34 @@ class CpuTiktokenEngine:
             e = self._by_allowed[allowed] = self.engine.with_added(toks)
         return e
 
-    def contains_any(self, data, offsets, tokens: frozenset) -> np.ndarray:
-        """Per document, whether one of ``tokens`` occurs in it."""
+    def contains_any(self, data, offsets, tokens: frozenset, hint: Optional[np.ndarray] = None) -> np.ndarray:
+        """Per document, whether one of ``tokens`` occurs in it (``hint``: ``self.pack``'s;
+        only the documents it flags are searched)."""
         from .kernels import engine_cpu as K
 
         trie = self._checkers.get(tokens)
         if trie is None:
             trie = self._checkers[tokens] = K.build_trie([(s.encode("utf-8"), 0) for s in sorted(tokens)])
         tkeys, tvals, term, first = trie
-        return K.any_match(data, offsets[:-1].copy(), offsets[1:].copy(), tkeys, tvals, term, first)
+        if hint is not None and (self.probe is None or "" in tokens
+                                 or not np.isin(np.flatnonzero(first), self.probe).all()):
+            hint = None  # a token not among the special ones, with another first byte
+        if hint is None:
+            return K.any_match(data, offsets[:-1].copy(), offsets[1:].copy(), tkeys, tvals, term, first)
+        out = np.zeros(offsets.shape[0] - 1, np.uint8)
+        docs = np.flatnonzero(hint)
+        if docs.shape[0]:
+            out[docs] = K.any_match(data, offsets[:-1][docs], offsets[1:][docs], tkeys, tvals, term, first)
+        return out
 
-    def encode_ids(self, data, offsets, allowed: frozenset, num_threads: Optional[int]):
-        ids, rs, _skip = self._engine(allowed).run_ids(data, offsets, num_threads=num_threads)
+    def encode_ids(self, data, offsets, allowed: frozenset, num_threads: Optional[int],
+                   hint: Optional[np.ndarray] = None):
+        """``(ids, row_splits)`` with the special tokens in ``allowed`` matched (``hint``:
+        ``self.pack``'s, passed on where it covers the matcher's first bytes)."""
+        eng = self._engine(allowed)
+        if hint is not None and (eng.probe is None or not np.isin(eng.probe, self.probe).all()):
+            hint = None
+        ids, rs, _skip = eng.run_ids(data, offsets, num_threads=num_threads, hint=hint)
         return ids, rs
 
 

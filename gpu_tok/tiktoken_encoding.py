@@ -357,14 +357,12 @@ class TiktokenEncoding:
         eng = self._cpu()
         if eng is None:
             return None
-        from .fast_cpu import pack
-
         texts = texts if isinstance(texts, list) else list(texts)
-        data, offsets = pack(texts, _valid_text, num_threads)
-        if disallowed_special and eng.contains_any(data, offsets, frozenset(disallowed_special)).any():
+        data, offsets, hint = eng.pack(texts, _valid_text, num_threads)
+        if disallowed_special and eng.contains_any(data, offsets, frozenset(disallowed_special), hint).any():
             return None  # the reference path raises tiktoken's error for the first such text
         allowed = frozenset(allowed_special) & frozenset(self._special_tokens) if allowed_special else frozenset()
-        return eng.encode_ids(data, offsets, allowed, num_threads)
+        return eng.encode_ids(data, offsets, allowed, num_threads, hint)
 
     @staticmethod
     def _rows(ids: np.ndarray, rs: np.ndarray) -> List[List[int]]:

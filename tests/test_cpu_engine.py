@@ -556,12 +556,57 @@ def test_added_token_matching_in_whitespace_a_token_stripped():
     data, off = fast_cpu.pack(texts, None)
     seg_s, seg_e = off[:-1][off[1:] > off[:-1]].copy(), off[1:][off[1:] > off[:-1]].copy()
     trie = next(tr for tr in eng._tries if tr is not None)
-    want_m = K.match_added(data, seg_s, seg_e, *trie, eng.cls)
+    no_hint = np.zeros(0, np.uint8)
+    want_m = K.match_added(data, seg_s, seg_e, *trie, eng.cls, no_hint)
     assert want_m[2].shape[0] > 100  # matches to place
     for runs in (1, 2, 3, 7, 64, 10_000):
-        got_m = K.match_added_parallel(data, seg_s, seg_e, *trie, eng.cls, runs)
+        got_m = K.match_added_parallel(data, seg_s, seg_e, *trie, eng.cls, no_hint, runs)
         for a, b in zip(got_m, want_m):
             assert np.array_equal(a, b), runs
+
+
+def test_packing_hint_leaves_out_only_documents_without_a_first_byte(monkeypatch):
+    """Packing flags each document holding a first byte of a raw added token's content
+    (``pack_probed``, up to three such bytes: here " ", "<", "["); the matcher leaves
+    the others whole without searching them. The flags are exactly those documents, the
+    matcher's gaps and matches are those of a full search (serial and in runs), and the
+    ids equal the pinned HF ``tokenizers`` (one thread, and two on the parallel paths)."""
+    from _small_bpe import ADDED
+
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    added = [t for t in ADDED if t["content"] not in ("word", "the")]
+    added += [{"id": 0, "content": " x", "single_word": False, "lstrip": False, "rstrip": False,
+               "normalized": False, "special": False}]
+    ours, ref = _small_served(None, added)
+    eng = ours._cpu_engine().engine
+    K = eng._K
+    assert eng.probe is not None and set(eng.probe.tolist()) == {ord(" "), ord("<"), ord("[")}
+    rng = random.Random(5)
+    pool = ["x", "sp", "<r>", "[MASK]", "word", "the", "\u00e9", "\n", "HeLLo", "<|x|>", " ", "  sp", "ab"]
+    texts = ["".join(rng.choice(pool) for _ in range(rng.randint(0, 4))) for _ in range(2000)]
+    texts += ["y" * 200 + "<r>" + "z" * 100, "y" * 300, "[MASK]" + "q" * 70]  # past 64 bytes: the vector test
+    data, off = fast_cpu.pack(texts, None)
+    for threads in (1, 2):
+        data2, off2, hint = fast_cpu.pack_probed(texts, None, threads, eng.probe)
+        assert np.array_equal(data2, data) and np.array_equal(off2, off)
+        assert hint.tolist() == [int(any(c in t for c in " <[")) for t in texts]
+    assert 500 < hint.sum() < len(texts) - 500
+    keep = off[1:] > off[:-1]
+    seg_s, seg_e, h = off[:-1][keep].copy(), off[1:][keep].copy(), hint[keep].copy()
+    trie = eng._tries[0]
+    want_m = K.match_added(data, seg_s, seg_e, *trie, eng.cls, np.zeros(0, np.uint8))
+    assert want_m[2].shape[0] > 500  # matches to place
+    assert all(np.array_equal(a, b) for a, b in zip(K.match_added(data, seg_s, seg_e, *trie, eng.cls, h), want_m))
+    for runs in (1, 2, 3, 7, 64, 10_000):
+        got_m = K.match_added_parallel(data, seg_s, seg_e, *trie, eng.cls, h, runs)
+        for a, b in zip(got_m, want_m):
+            assert np.array_equal(a, b), runs
+    # the hint is obeyed: a document it leaves out is not searched
+    assert K.match_added(data, seg_s, seg_e, *trie, eng.cls, np.zeros_like(h))[2].shape[0] == 0
+    want = [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
+    for threads in (1, 2):
+        assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu",
+                                     num_threads=threads).to_list() == want
 
 
 def test_ids_beyond_the_word_caches_are_refused_by_name():

@@ -405,11 +405,13 @@ def _match_segment(data, a, b, tkeys, tvals, term, first, fb, trunk, tflags, id_
 
 
 @njit_cached
-def match_added(data, in_s, in_e, tkeys, tvals, term, first, tflags, id_base, cls):
+def match_added(data, in_s, in_e, tkeys, tvals, term, first, tflags, id_base, cls, hint):
     """Split segments ``[in_s, in_e)`` at added-token matches.
 
     Returns ``(seg_s, seg_e, m_s, m_e, m_id)``: the non-empty gaps left (in order)
-    and the matches (start, end, id), each in text order.
+    and the matches (start, end, id), each in text order. ``hint: uint8[S]`` (or empty:
+    search every segment): 0 where segment ``k`` holds no first byte of a content, which
+    is then a gap whole (``pack_cpu.gather_views_probe`` tests that while packing).
     """
     S = in_s.shape[0]
     total = 0
@@ -425,15 +427,21 @@ def match_added(data, in_s, in_e, tkeys, tvals, term, first, tflags, id_base, cl
     nm = _I0
     fb = _first_bytes(first)
     trunk = trie_trunk(tkeys, tvals, term)
+    hinted = hint.shape[0] != 0
     for k in range(S):
+        if hinted and hint[_U(k)] == 0:
+            seg_s[_U(ns)] = in_s[_U(k)]
+            seg_e[_U(ns)] = in_e[_U(k)]
+            ns += 1
+            continue
         ns, nm = _match_segment(data, in_s[_U(k)], in_e[_U(k)], tkeys, tvals, term, first, fb, trunk, tflags, id_base, cls,
                                 seg_s, seg_e, m_s, m_e, m_id, ns, nm)
     return seg_s[:ns], seg_e[:ns], m_s[:nm], m_e[:nm], m_id[:nm]
 
 
 @njit_cached(parallel=True)
-def match_added_parallel(data, in_s, in_e, tkeys, tvals, term, first, tflags, id_base, cls, nblocks):
-    """``match_added`` with the segments shared out in ``nblocks`` runs of about equal bytes.
+def match_added_parallel(data, in_s, in_e, tkeys, tvals, term, first, tflags, id_base, cls, hint, nblocks):
+    """``match_added`` (``hint`` as there) with the segments shared out in ``nblocks`` runs of about equal bytes.
     Run ``r`` (segments ``k0..k1``) writes its gaps from ``k0 + B[k0]`` and its matches from
     ``B[k0]`` (``B``: the bytes before a segment), where no other run writes (a segment
     leaves at most one gap per match plus one, and a match takes a byte at least); the
@@ -463,11 +471,17 @@ def match_added_parallel(data, in_s, in_e, tkeys, tvals, term, first, tflags, id
     nm_r = np.empty(R, np.int64)
     fb = _first_bytes(first)
     trunk = trie_trunk(tkeys, tvals, term)
+    hinted = hint.shape[0] != 0
     for r in prange(R):
         k0 = rb[_U(r)]
         ns = k0 + cb[_U(k0)]
         nm = cb[_U(k0)]
         for j in range(k0, rb[_U(r + 1)]):
+            if hinted and hint[_U(j)] == 0:
+                seg_s[_U(ns)] = in_s[_U(j)]
+                seg_e[_U(ns)] = in_e[_U(j)]
+                ns += 1
+                continue
             ns, nm = _match_segment(data, in_s[_U(j)], in_e[_U(j)], tkeys, tvals, term, first, fb, trunk, tflags,
                                     id_base, cls, seg_s, seg_e, m_s, m_e, m_id, ns, nm)
         ns_r[_U(r)] = ns - (k0 + cb[_U(k0)])
