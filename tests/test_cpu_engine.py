@@ -609,6 +609,31 @@ def test_packing_hint_leaves_out_only_documents_without_a_first_byte(monkeypatch
                                      num_threads=threads).to_list() == want
 
 
+def test_added_tokens_sharing_two_first_bytes_found_at_every_window_position():
+    """Contents that all start with the same two bytes ("<|", the trunk ``_match_segment``
+    compares before walking the trie) in texts full of "<" and "|" not forming a content,
+    with contents at every offset around the matcher's 64-byte steps and at the texts'
+    ends: the ids equal the pinned HF ``tokenizers``."""
+    added = [{"id": 0, "content": c, "single_word": False, "lstrip": ls, "rstrip": False,
+              "normalized": False, "special": True} for c, ls in (("<|a|>", False), ("<|bc|>", True))]
+    ours, ref = _small_served(None, added)
+    trie = ours._cpu_engine().engine._tries[0]
+    assert ours._cpu_engine().engine._K.trie_trunk(*trie[:3]).tobytes() == b"<|"
+    rng = random.Random(11)
+    texts = []
+    for k in range(300):
+        filler = "".join(rng.choice(["<", "|", "a", " ", "<a", "|<", "x|", "<<"]) for _ in range(rng.randint(0, 90)))
+        at = rng.randint(0, len(filler))
+        texts.append(filler[:at] + rng.choice(["<|a|>", " <|bc|>", "<|bc|>", "<|a", "<|"]) + filler[at:])
+    texts += ["y" * k + "<|a|>" + "z" * (130 - k) for k in range(0, 131)]
+    texts += ["<" * k + "|" for k in range(60, 70)] + ["<|a|>" * 30, "y" * 63 + "<", "y" * 64 + "<|a|>"]
+    want = [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
+    assert sum(r.count(ref.token_to_id("<|a|>")) for r in want) > 200
+    for threads in (1, 2):
+        got = ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=threads).to_list()
+        assert got == want
+
+
 def test_ids_beyond_the_word_caches_are_refused_by_name():
     """The word caches keep 21-bit ids: a vocabulary with a larger id is not served (the
     reference path runs, and ``cpu_engine_reason`` says why), never truncated."""
