@@ -739,7 +739,7 @@ def test_splice_spans_in_blocks():
         assert out.tobytes() == want
 
 
-def test_nfc_documents_normalized_gap_by_gap_then_compiled():
+def test_nfc_documents_normalized_gap_by_gap_then_compiled(monkeypatch):
     """Documents NFC changes: each gap between raw added tokens normalized on its own (only
     the spans ``nfc_spans`` finds), then the compiled engine; ids equal to the pinned HF
     ``tokenizers``. A raw token that normalization would form ("\u212a;" -> "K;") or lose
@@ -783,6 +783,19 @@ def test_nfc_documents_normalized_gap_by_gap_then_compiled():
     for threads in (1, 2):
         assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu",
                                      num_threads=threads).to_list() == want
+    # the spans found with the documents shared between threads (nfc_spans_parallel, taken
+    # from _NFC_PARALLEL_MIN bytes of changed documents) are the serial ones, in order
+    keep = off[1:] > off[:-1]
+    seg_s, seg_e = off[:-1][keep].copy(), off[1:][keep].copy()
+    want_sp = eng._K.nfc_spans(data, seg_s, seg_e, *eng.nfc)
+    assert want_sp[0].shape[0] > 1000
+    with fast_cpu.numba_threads(2), fast_cpu.numba_chunksize(1):
+        got_sp = eng._K.nfc_spans_parallel(data, seg_s, seg_e, *eng.nfc)
+    assert all(np.array_equal(a, b) for a, b in zip(got_sp, want_sp))
+    monkeypatch.setattr(fast_cpu, "_NFC_PARALLEL_MIN", 0)
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    eng._nfc_done.clear()
+    assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=2).to_list() == want
     assert eng._nfc_done  # the normalized spans are kept for the next calls
     kept = eng._nfc_done.copy()
     eng._nfc_done.clear()

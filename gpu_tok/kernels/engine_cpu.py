@@ -706,6 +706,52 @@ def nfc_unchanged_docs(data, doc_offsets, qc, ccc, tccc, ckeys, cvals, lr, bad_l
 
 
 @njit_cached
+def _nfc_seg_spans(data, i, e, qc, ccc, tccc, ckeys, cvals, lr, bad_lead, sp_s, sp_e, ns):
+    """``nfc_spans`` of one segment ``data[i:e]``: its spans appended at ``sp_s[ns:]``,
+    ``sp_e[ns:]`` (at most one a byte); returns the new ``ns``."""
+    last_ccc = 0
+    starter = np.int64(-1)
+    between = 0
+    max_between = 0
+    bound = i  # where the last boundary character (or the segment) starts
+    dirty = False
+    while i < e:
+        p = i
+        if bad_lead[_U(data[_U(i)])] == 0:  # a run of inert characters: boundaries, each after the other
+            if dirty:
+                sp_s[_U(ns)] = bound
+                sp_e[_U(ns)] = p
+                ns += 1
+                dirty = False
+            i = _inert_end(data, i, e, lr, bad_lead)
+            bound = _last_start(data, i)
+            starter = _decode_at(data, bound)
+            between = 0
+            max_between = 0
+            last_ccc = np.int64(tccc[_U(starter)])
+            continue
+        c, n = _dec(data, i)
+        i += n
+        k = np.int64(ccc[_U(c)])
+        q = qc[_U(c)]
+        if q == 0 and k == 0:  # a boundary: the span open ends here
+            if dirty:
+                sp_s[_U(ns)] = bound
+                sp_e[_U(ns)] = p
+                ns += 1
+                dirty = False
+            bound = p
+        elif not dirty and _nfc_changes(c, k, q, last_ccc, starter, between, max_between, ckeys, cvals):
+            dirty = True
+        starter, between, max_between, last_ccc = _nfc_after(c, k, tccc, starter, between, max_between)
+    if dirty:
+        sp_s[_U(ns)] = bound
+        sp_e[_U(ns)] = e
+        ns += 1
+    return ns
+
+
+@njit_cached
 def nfc_spans(data, seg_s, seg_e, qc, ccc, tccc, ckeys, cvals, lr, bad_lead):
     """The byte spans ``(sp_s, sp_e)`` of the segments ``[seg_s, seg_e)`` that NFC may
     change, each normalized on its own: a span runs from the last boundary before a
@@ -721,49 +767,37 @@ def nfc_spans(data, seg_s, seg_e, qc, ccc, tccc, ckeys, cvals, lr, bad_lead):
         cap += seg_e[_U(d)] - seg_s[_U(d)]
     sp_s = np.empty(cap + 1, np.int64)
     sp_e = np.empty(cap + 1, np.int64)
-    ns = 0
+    ns = _I0
     for d in range(seg_s.shape[0]):
-        i = seg_s[_U(d)]
-        e = seg_e[_U(d)]
-        last_ccc = 0
-        starter = np.int64(-1)
-        between = 0
-        max_between = 0
-        bound = i  # where the last boundary character (or the segment) starts
-        dirty = False
-        while i < e:
-            p = i
-            if bad_lead[_U(data[_U(i)])] == 0:  # a run of inert characters: boundaries, each after the other
-                if dirty:
-                    sp_s[_U(ns)] = bound
-                    sp_e[_U(ns)] = p
-                    ns += 1
-                    dirty = False
-                i = _inert_end(data, i, e, lr, bad_lead)
-                bound = _last_start(data, i)
-                starter = _decode_at(data, bound)
-                between = 0
-                max_between = 0
-                last_ccc = np.int64(tccc[_U(starter)])
-                continue
-            c, n = _dec(data, i)
-            i += n
-            k = np.int64(ccc[_U(c)])
-            q = qc[_U(c)]
-            if q == 0 and k == 0:  # a boundary: the span open ends here
-                if dirty:
-                    sp_s[_U(ns)] = bound
-                    sp_e[_U(ns)] = p
-                    ns += 1
-                    dirty = False
-                bound = p
-            elif not dirty and _nfc_changes(c, k, q, last_ccc, starter, between, max_between, ckeys, cvals):
-                dirty = True
-            starter, between, max_between, last_ccc = _nfc_after(c, k, tccc, starter, between, max_between)
-        if dirty:
-            sp_s[_U(ns)] = bound
-            sp_e[_U(ns)] = e
-            ns += 1
+        ns = _nfc_seg_spans(data, seg_s[_U(d)], seg_e[_U(d)], qc, ccc, tccc, ckeys, cvals, lr, bad_lead, sp_s, sp_e, ns)
+    return sp_s[:ns], sp_e[:ns]
+
+
+@njit_cached(parallel=True)
+def nfc_spans_parallel(data, seg_s, seg_e, qc, ccc, tccc, ckeys, cvals, lr, bad_lead):
+    """``nfc_spans`` with the segments shared between the threads (the caller sets a chunk
+    size of 1: the documents NFC changes differ in size by orders of magnitude). Segment
+    ``d`` writes its spans from ``B[d]`` (``B``: the bytes before it; a span takes a byte at
+    least), then they are put together in order."""
+    S = seg_s.shape[0]
+    cb = np.empty(S + 1, np.int64)
+    cb[0] = 0
+    for d in range(S):
+        cb[_U(d + 1)] = cb[_U(d)] + seg_e[_U(d)] - seg_s[_U(d)]
+    sp_s = np.empty(cb[_U(S)] + 1, np.int64)
+    sp_e = np.empty(cb[_U(S)] + 1, np.int64)
+    cnt = np.empty(S, np.int64)
+    for d in prange(S):
+        a = cb[_U(d)]
+        cnt[_U(d)] = _nfc_seg_spans(data, seg_s[_U(d)], seg_e[_U(d)], qc, ccc, tccc, ckeys, cvals, lr, bad_lead,
+                                    sp_s, sp_e, a) - a
+    ns = 0
+    for d in range(S):
+        a = cb[_U(d)]
+        for j in range(cnt[_U(d)]):
+            sp_s[_U(ns + j)] = sp_s[_U(a + j)]
+            sp_e[_U(ns + j)] = sp_e[_U(a + j)]
+        ns += cnt[_U(d)]
     return sp_s[:ns], sp_e[:ns]
 
 
