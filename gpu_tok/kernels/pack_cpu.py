@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 
+import numpy as np
 from numba import prange
 
 from ._intrinsics import call_i64_i64_i64, call_void, copy_from_address, range_mask64
@@ -87,29 +88,28 @@ def _holds(data, a, b, probe):
     return False
 
 
+@njit_cached(nogil=True, inline="always")
+def _copy_probe(ptr, offsets, data, probe, flags, k):
+    """String ``k`` of ``gather_views_probe``."""
+    a = offsets[k]
+    n = offsets[k + 1] - a
+    f = 0
+    if n > 0:
+        copy_from_address(data, a, ptr[k], n)
+        if _holds(data, a, a + n, probe):
+            f = 1
+    flags[k] = f
+
+
 @njit_cached(parallel=True, nogil=True)
 def gather_views_probe(ptr, offsets, data, probe, flags):
     """``gather_views``, and ``flags[k] = 1`` where string ``k`` holds a byte of ``probe``."""
     for k in prange(ptr.shape[0]):
-        a = offsets[k]
-        n = offsets[k + 1] - a
-        f = 0
-        if n > 0:
-            copy_from_address(data, a, ptr[k], n)
-            if _holds(data, a, a + n, probe):
-                f = 1
-        flags[k] = f
+        _copy_probe(ptr, offsets, data, probe, flags, np.int64(k))
 
 
 @njit_cached(nogil=True)
 def gather_views_probe_serial(ptr, offsets, data, probe, flags):
     """``gather_views_probe`` on one thread (small batches)."""
     for k in range(ptr.shape[0]):
-        a = offsets[k]
-        n = offsets[k + 1] - a
-        f = 0
-        if n > 0:
-            copy_from_address(data, a, ptr[k], n)
-            if _holds(data, a, a + n, probe):
-                f = 1
-        flags[k] = f
+        _copy_probe(ptr, offsets, data, probe, flags, k)
