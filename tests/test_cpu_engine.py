@@ -702,10 +702,14 @@ def test_nfc_check_and_spans_over_long_inert_stretches():
     norm = eng.nfc_normalize(data, off)
     assert [bytes(norm[0][a:b]).decode() for a, b in zip(norm[1][:-1], norm[1][1:])] == \
         [normalize_str(nfc, t) for t in texts]
-    docs = np.flatnonzero(got == 0)
-    norm = eng.nfc_normalize(data, off, docs)
-    assert [bytes(norm[0][a:b]).decode() for a, b in zip(norm[1][:-1], norm[1][1:])] == \
-        [normalize_str(nfc, t) if got[i] == 0 else t for i, t in enumerate(texts)]
+    # the pre-pass normalizes the documents the check flags (each on its own, then the
+    # batch copied with them replaced, or written back in place when none grows)
+    want = [normalize_str(nfc, t) if got[i] == 0 else t for i, t in enumerate(texts)]
+    for in_place in (False, True):
+        d2, o2, ends, skip = eng._nfc_prepass(data.copy(), off, None, in_place)
+        assert skip is None and (ends is None or in_place)
+        ends = o2[1:] if ends is None else ends
+        assert [bytes(d2[a:b]).decode() for a, b in zip(o2[:-1], ends)] == want
 
 
 def test_splice_spans_in_blocks():
@@ -783,6 +787,29 @@ def test_nfc_documents_normalized_gap_by_gap_then_compiled(monkeypatch):
     for threads in (1, 2):
         assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu",
                                      num_threads=threads).to_list() == want
+    # encode_batch_ids lets the pre-pass normalize the changed documents in place in its
+    # own packed buffer (none grows here: their tails are left out, doc_ends); a batch
+    # with a document NFC makes longer ("\u0958" is excluded from composition: 3 -> 6
+    # bytes) is copied with the changed documents replaced instead
+    grows = "\u0958\u093c\u0300 x"
+    assert len(normalize_str(nfc, grows).encode()) > len(grows.encode())
+    # no raw token formed (the batch is normalized) and no document longer in NFC
+    plain = [t for t in texts if "\u212a" not in t and len(normalize_str(nfc, t).encode()) <= len(t.encode())]
+    for batch, in_place in ((plain, True), (plain[:400] + [grows] + plain[400:], False)):
+        data, off = fast_cpu.pack(batch, None)
+        before = data.copy()
+        got = eng._nfc_prepass(data, off, None, True)
+        assert (got[2] is not None) == in_place and (got[0] is data) == in_place
+        assert not np.array_equal(data, before) if in_place else np.array_equal(data, before)
+        ends = got[1][1:] if got[2] is None else got[2]
+        copied = eng._nfc_prepass(before.copy(), off, None, False)  # the batch copied, as before
+        assert copied[2] is None and copied[0] is not data
+        assert ([bytes(got[0][a:b]) for a, b in zip(got[1][:-1], ends)]
+                == [bytes(copied[0][a:b]) for a, b in zip(copied[1][:-1], copied[1][1:])])
+        want_b = [e.ids for e in ref.encode_batch(batch, add_special_tokens=False)]
+        for threads in (1, 2):
+            assert ours.encode_batch_ids(batch, add_special_tokens=False, device="cpu",
+                                         num_threads=threads).to_list() == want_b
     # the spans found with the documents shared between threads (nfc_spans_parallel, taken
     # from _NFC_PARALLEL_MIN bytes of changed documents) are the serial ones, in order
     keep = off[1:] > off[:-1]

@@ -863,6 +863,14 @@ def splice_spans(data, sp_s, sp_e, which, repl, roff, grow, out, nblocks):
 
 
 @njit_cached
+def copy_ranges(src, s_start, dst, d_start, lens):
+    """``dst[d_start[k]:d_start[k] + lens[k]] = src[s_start[k]:s_start[k] + lens[k]]`` for
+    each ``k`` (byte ranges: the documents NFC changes gathered, and written back)."""
+    for k in range(lens.shape[0]):
+        _copy_bytes(dst, d_start[_U(k)], src, s_start[_U(k)], lens[_U(k)])
+
+
+@njit_cached
 def add_template(ids, row_splits, prefix, suffix):
     """Insert ``prefix`` before and ``suffix`` after every row."""
     out, rs = _template_rows(row_splits, prefix, suffix)
