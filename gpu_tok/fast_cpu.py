@@ -42,6 +42,8 @@ _LONG_BYTES = 1 << 22  # their bytes: a ring of 4 MiB per worker
 _LONG_ID_SLOTS = 1 << 21  # their ids: a ring of 8 MiB per worker
 _NFC_PARALLEL_MIN = 1 << 16  # bytes of changed documents from which nfc_spans runs in parallel
 _NO_HINT = np.zeros(0, np.uint8)  # match_added's hint when every segment is searched
+_PROBE_ADDED = 1  # pack_probed's bit: a first byte of an added token's content
+_PROBE_NFC = 2  # pack_probed's bit: a byte NFC may change a character from
 _KEEP_OUT_MAX = 1 << 29  # the largest parallel scratch an engine keeps between calls (ByteBPEEngine._scratch_out)
 
 
@@ -148,8 +150,8 @@ class ByteBPEEngine:
         from .cpu_ref.unicode_props import _np_flags
 
         self.cls = _np_flags()
-        self._set_added(spec.raw_tokens, spec.norm_tokens)
         self.nfc = nfc_tables() if spec.nfc else None
+        self._set_added(spec.raw_tokens, spec.norm_tokens)
         self._nfc_done = {}  # span bytes -> its NFC bytes (nfc_normalize), kept across calls, bounded
         self._lock = threading.Lock()
         self._wcache = None
@@ -176,11 +178,27 @@ class ByteBPEEngine:
                 self._tries.append(K.build_trie([(c, i) for c, i, _f in toks]) + (flags, base))
             else:
                 self._tries.append(None)
-        # the first bytes of the first matcher's contents, when there are at most three:
-        # packing flags the texts holding one (pack_probed), the others skip its search
+        self.probe = self._make_probe()
+
+    def _make_probe(self) -> Optional[np.ndarray]:
+        """What packing tests each text for (``pack_probed``; rows ``(lo, hi, bit)`` of
+        ``pack_cpu.gather_views_probe``), or None: bit 1 (``_PROBE_ADDED``), the first
+        bytes of the first matcher's contents when there are at most three (a text without
+        one is not searched for them, ``_segments``); bit 2 (``_PROBE_NFC``), with NFC, the
+        bytes from the lowest lead byte of a character NFC may change up (a text without
+        one is its own NFC, ``_nfc_changed``)."""
+        rows = []
         active = [t for t in self._tries if t is not None]
-        fb = np.flatnonzero(active[0][3]).astype(np.uint8) if active else None
-        self.probe = fb if fb is not None and 1 <= fb.shape[0] <= 3 else None
+        fb = np.flatnonzero(active[0][3]) if active else np.zeros(0, np.int64)
+        if 1 <= fb.shape[0] <= 3:
+            rows += [(b, b, _PROBE_ADDED) for b in fb.tolist()]
+        if getattr(self, "nfc", None) is not None:
+            rows.append((int(self.nfc[5][0]), 0xFF, _PROBE_NFC))
+        return np.array(rows, np.int64).reshape(-1, 3) if rows else None
+
+    def _probed(self, bit: int) -> bool:
+        """Whether ``self.probe`` has rows for ``bit``."""
+        return self.probe is not None and bool((self.probe[:, 2] == bit).any())
 
     # -------------------------------------------------------------------- core
     def pieces(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray], parallel: bool):
@@ -239,10 +257,12 @@ class ByteBPEEngine:
                 self._lock.release()
         return ids, pts
 
-    def _nfc_changed(self, data, doc_offsets, skip):
+    def _nfc_changed(self, data, doc_offsets, skip, hint: Optional[np.ndarray] = None):
         """Boolean per document: NFC (this file has it) would change it, and it is not
-        skipped already."""
-        bad = self._K.nfc_unchanged_docs(data, doc_offsets, *self.nfc) == 0
+        skipped already (``hint``: ``pack_probed``'s; a document without its bit
+        ``_PROBE_NFC`` is not looked at)."""
+        h = _NO_HINT if hint is None or not self._probed(_PROBE_NFC) else hint & _PROBE_NFC
+        bad = self._K.nfc_unchanged_docs(data, doc_offsets, *self.nfc, h) == 0
         if skip is not None:
             bad &= skip == 0
         return bad
@@ -254,7 +274,7 @@ class ByteBPEEngine:
         bad = self._nfc_changed(data, doc_offsets, skip).astype(np.uint8)
         return bad if skip is None else (skip | bad)
 
-    def _nfc_prepass(self, data, doc_offsets, skip, in_place: bool = False):
+    def _nfc_prepass(self, data, doc_offsets, skip, in_place: bool = False, hint: Optional[np.ndarray] = None):
         """``(data, doc_offsets, doc_ends, skip)`` for ``run_ids`` on text whose gaps must be
         NFC: the documents NFC changes normalized (``nfc_normalize``), so the whole batch is
         encoded in one pass; where that cannot be done (the raw added tokens would match
@@ -266,10 +286,10 @@ class ByteBPEEngine:
         the pre-pass's 0.85 ms). Normalizing first, not encoding the changed documents on
         their own and splicing their rows into the result after (a second pass, a copy of
         every id): 8 MB of the multilingual file, qwen3, 68 documents changed, one thread
-        61.7 -> 59.9 ms."""
+        61.7 -> 59.9 ms. ``hint``: as ``_nfc_changed``."""
         if self.nfc is None:
             return data, doc_offsets, None, skip
-        bad = self._nfc_changed(data, doc_offsets, skip)
+        bad = self._nfc_changed(data, doc_offsets, skip, hint)
         if not bad.any():
             return data, doc_offsets, None, skip
         docs = np.flatnonzero(bad)
@@ -377,8 +397,8 @@ class ByteBPEEngine:
         pre-tokenizer, and the matches in text order; a match can overlap the whitespace
         the one before it took, ``match_added``; ``parallel``: the documents shared between
         Numba's threads, ``match_added_parallel``). ``hint``: per document, 0 where it
-        holds none of the bytes of ``self.probe`` (``pack_probed``): the first matcher
-        leaves it whole without searching it. ``doc_ends``: where each document ends, when
+        holds none of the first bytes of ``self.probe`` (``pack_probed``, bit
+        ``_PROBE_ADDED``): the first matcher leaves it whole without searching it. ``doc_ends``: where each document ends, when
         not where the next starts (``_nfc_prepass``)."""
         K = self._K
         seg_s = doc_offsets[:-1]
@@ -388,7 +408,8 @@ class ByteBPEEngine:
             keep &= skip == 0
         seg_s = np.ascontiguousarray(seg_s[keep])
         seg_e = np.ascontiguousarray(seg_e[keep])
-        hint = _NO_HINT if hint is None else np.ascontiguousarray(hint[keep])
+        hint = (_NO_HINT if hint is None or not self._probed(_PROBE_ADDED)
+                else np.ascontiguousarray(hint[keep] & _PROBE_ADDED))
         ms, me, mi = [], [], []
         for trie in self._tries:
             if trie is None or seg_s.shape[0] == 0:
@@ -466,7 +487,7 @@ class ByteBPEEngine:
             doc_ends = None
             if not normalized:
                 d0 = data
-                data, doc_offsets, doc_ends, skip = self._nfc_prepass(data, doc_offsets, skip, own_data)
+                data, doc_offsets, doc_ends, skip = self._nfc_prepass(data, doc_offsets, skip, own_data, hint)
                 if data is not d0 or doc_ends is not None:  # the hint was taken on the text before NFC
                     hint = None
             seg_s, seg_e, m_s, _m_e, m_id = self._segments(data, doc_offsets, skip, parallel, hint, doc_ends)
@@ -562,10 +583,11 @@ def pack(texts: Sequence[str], check, num_threads: Optional[int] = None) -> Tupl
 
 def pack_probed(texts: Sequence[str], check, num_threads: Optional[int],
                 probe: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
-    """``pack``, and ``hint``: with ``probe`` (``uint8[1..3]``, ``ByteBPEEngine.probe``),
-    ``uint8[n]``, 1 where a text holds one of those bytes, tested as it is copied
-    (``run_ids(..., hint=)`` skips the others' added-token search); None without
-    ``probe`` or when the texts went through ``str.encode``."""
+    """``pack``, and ``hint``: with ``probe`` (``int64[R, 3]`` rows ``(lo, hi, bit)``,
+    ``ByteBPEEngine.probe``), ``uint8[n]``: per text, the bits of the ranges it holds a
+    byte of, tested as it is copied (``run_ids(..., hint=)`` skips the added-token search
+    and the NFC check where a text has not the bit); None without ``probe`` or when the
+    texts went through ``str.encode``."""
     from .kernels import pack_cpu as PK
 
     texts = texts if type(texts) in (list, tuple) else list(texts)  # hold every object while its bytes are read
@@ -1171,7 +1193,7 @@ class CpuTiktokenEngine:
         # tiktoken's encodings: "<"): ``pack`` flags the texts holding one, and the
         # special-token check and matching search only those
         fb = sorted({s.encode("utf-8")[0] for s in special_tokens if s})
-        self.probe = np.array(fb, np.uint8) if 1 <= len(fb) <= 3 else None
+        self.probe = np.array([(b, b, _PROBE_ADDED) for b in fb], np.int64) if 1 <= len(fb) <= 3 else None
 
     def pack(self, texts: Sequence[str], check, num_threads: Optional[int]):
         """``(data, offsets, hint)``: ``pack_probed`` with ``self.probe``."""
@@ -1194,7 +1216,7 @@ class CpuTiktokenEngine:
             trie = self._checkers[tokens] = K.build_trie([(s.encode("utf-8"), 0) for s in sorted(tokens)])
         tkeys, tvals, term, first = trie
         if hint is not None and (self.probe is None or "" in tokens
-                                 or not np.isin(np.flatnonzero(first), self.probe).all()):
+                                 or not np.isin(np.flatnonzero(first), self.probe[:, 0]).all()):
             hint = None  # a token not among the special ones, with another first byte
         if hint is None:
             return K.any_match(data, offsets[:-1].copy(), offsets[1:].copy(), tkeys, tvals, term, first)
@@ -1209,7 +1231,7 @@ class CpuTiktokenEngine:
         """``(ids, row_splits)`` with the special tokens in ``allowed`` matched (``hint``:
         ``self.pack``'s, passed on where it covers the matcher's first bytes)."""
         eng = self._engine(allowed)
-        if hint is not None and (eng.probe is None or not np.isin(eng.probe, self.probe).all()):
+        if hint is not None and (eng.probe is None or not np.isin(eng.probe[:, 0], self.probe[:, 0]).all()):
             hint = None
         ids, rs, _skip = eng.run_ids(data, offsets, num_threads=num_threads, hint=hint)
         return ids, rs

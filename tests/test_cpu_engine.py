@@ -504,8 +504,19 @@ def test_nfc_check_equals_reference():
                 "\u0418\u0306\u0436\u4e2d\ud55c\u00c5\u0627\u0653")
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 7))) for _ in range(20000)]
     data, off = fast_cpu.pack(texts, None)
-    got = nfc_unchanged_docs(data, off, *fast_cpu.nfc_tables())
+    tables = fast_cpu.nfc_tables()
+    got = nfc_unchanged_docs(data, off, *tables, np.zeros(0, np.uint8))
     want = np.array([normalize_str(nfc, x) == x for x in texts], np.uint8)
+    # packing's NFC bit (a byte from the lowest lead byte of a character that is not
+    # inert up): exactly those texts; the check leaves the others out, and they are the
+    # ones it finds unchanged anyway (every character inert)
+    lr0 = int(tables[5][0])
+    for threads in (1, 2):
+        _d, _o, hint = fast_cpu.pack_probed(texts, None, threads, np.array([(lr0, 0xFF, 2)], np.int64))
+        assert hint.tolist() == [2 if any(b >= lr0 for b in t.encode()) else 0 for t in texts]
+    assert 1000 < (hint == 0).sum() < len(texts) - 1000
+    assert np.array_equal(nfc_unchanged_docs(data, off, *tables, hint), got)
+    assert nfc_unchanged_docs(data, off, *tables, np.full_like(hint, 2)).tolist() == got.tolist()
     # never "unchanged" for a text NFC changes (that would skip the normalizer)
     bad = np.flatnonzero((got == 1) & (want == 0))
     assert bad.size == 0, [texts[i] for i in bad[:5]]
@@ -580,7 +591,7 @@ def test_packing_hint_leaves_out_only_documents_without_a_first_byte(monkeypatch
     ours, ref = _small_served(None, added)
     eng = ours._cpu_engine().engine
     K = eng._K
-    assert eng.probe is not None and set(eng.probe.tolist()) == {ord(" "), ord("<"), ord("[")}
+    assert eng.probe is not None and sorted(map(tuple, eng.probe.tolist())) == [(b, b, 1) for b in b" <["]
     rng = random.Random(5)
     pool = ["x", "sp", "<r>", "[MASK]", "word", "the", "\u00e9", "\n", "HeLLo", "<|x|>", " ", "  sp", "ab"]
     texts = ["".join(rng.choice(pool) for _ in range(rng.randint(0, 4))) for _ in range(2000)]
@@ -690,7 +701,7 @@ def test_nfc_check_and_spans_over_long_inert_stretches():
         texts.append("x" * k + "\u00e9\u0323" + "y" * 80)
         texts.append("x" * k + "\u0436\u0306" + "\u0436" * 40)
     data, off = fast_cpu.pack(texts, None)
-    got = nfc_unchanged_docs(data, off, *tables)
+    got = nfc_unchanged_docs(data, off, *tables, np.zeros(0, np.uint8))
     want = np.array([normalize_str(nfc, x) == x for x in texts], np.uint8)
     bad = np.flatnonzero((got == 1) & (want == 0))
     assert bad.size == 0, [texts[i] for i in bad[:5]]

@@ -687,10 +687,11 @@ def _nfc_unchanged(data, i, e, qc, ccc, tccc, ckeys, cvals, lr, bad_lead):
 
 
 @njit_cached(parallel=True)
-def nfc_unchanged_docs(data, doc_offsets, qc, ccc, tccc, ckeys, cvals, lr, bad_lead):
+def nfc_unchanged_docs(data, doc_offsets, qc, ccc, tccc, ckeys, cvals, lr, bad_lead, hint):
     """Per document, 1 when NFC leaves it unchanged (tables: ``fast_cpu.nfc_tables``):
     no character ``_nfc_changes``. Without any composition or reordering the text is its
-    own NFC."""
+    own NFC. ``hint: uint8[n]`` (or empty: every document looked at): 0 where a document
+    holds no byte from ``lr[0]`` up (no character that is not inert: it is unchanged)."""
     n = doc_offsets.shape[0] - 1
     ok = np.ones(n, np.uint8)
     # the documents in a scattered order (a prime stride): the workers get equal shares of
@@ -698,8 +699,11 @@ def nfc_unchanged_docs(data, doc_offsets, qc, ccc, tccc, ckeys, cvals, lr, bad_l
     # far slower than one of ASCII ones: 8 MB of the multilingual file, 2 threads, 6.9 ->
     # 3.8 ms)
     stride = 7919 if n % 7919 != 0 else (7907 if n % 7907 != 0 else 1)
+    hinted = hint.shape[0] != 0
     for k in prange(n):
         d = (k * stride) % n
+        if hinted and hint[_U(d)] == 0:
+            continue
         ok[_U(d)] = _nfc_unchanged(data, doc_offsets[_U(d)], doc_offsets[_U(d + 1)], qc, ccc, tccc, ckeys, cvals, lr,
                                    bad_lead)
     return ok

@@ -8,15 +8,17 @@ that cache behind too (measured in ``docs/decisions/0021-packing-through-cpython
 
 ``utf8_views`` (GIL held: it calls the C API) takes each string's address and size;
 ``gather_views`` (parallel, without the GIL) copies them into the packed array;
-``gather_views_probe`` also flags each text that holds one of up to three given bytes,
-testing it while its bytes are still in the first-level cache (the byte-level engine's
-added-token pass then skips the texts without an added token's first byte).
+``gather_views_probe`` also flags each text that holds a byte in given ranges (up to
+four), testing it while its bytes are still in the first-level cache (the byte-level
+engine's added-token pass then skips the texts without an added token's first byte, and
+its NFC check the texts without a lead byte of a character NFC may change).
 
 Array layout: ``objs: int64[n]`` the ``id()`` of each string (the caller holds the
 strings), ``ptr, size: int64[n]`` their UTF-8 addresses and byte lengths;
 ``offsets: int64[n + 1]`` (cumulative sizes) and ``data: uint8[offsets[-1]]`` the packed
-bytes, string ``k`` at ``data[offsets[k]:offsets[k + 1]]``; ``probe: uint8[1..3]`` the
-bytes looked for and ``flags: uint8[n]`` (1: string ``k`` holds one of them).
+bytes, string ``k`` at ``data[offsets[k]:offsets[k + 1]]``; ``probe: int64[1..4, 3]`` rows
+``(lo, hi, bit)``: byte ranges looked for, and ``flags: uint8[n]``: for string ``k`` the
+bits of the ranges some byte of it falls in.
 """
 
 from __future__ import annotations
@@ -67,25 +69,54 @@ def gather_views_serial(ptr, offsets, data):
             copy_from_address(data, offsets[k], ptr[k], n)
 
 
+@njit_cached(nogil=True, inline="always")
+def _mask256(data, i, lo, hi):
+    """Non-zero when a byte of ``data[i:i + 256]`` is in ``[lo, hi]``."""
+    return (range_mask64(data, i, lo, hi) | range_mask64(data, i + 64, lo, hi)
+            | range_mask64(data, i + 128, lo, hi) | range_mask64(data, i + 192, lo, hi))
+
+
 @njit_cached(nogil=True)
-def _holds(data, a, b, probe):
-    """Whether ``data[a:b]`` holds one of the bytes of ``probe`` (64 bytes a compare)."""
-    P = probe.shape[0]
+def _probe_bits(data, a, b, probe):
+    """The bits of the ranges of ``probe`` (1 to 4 rows) some byte of ``data[a:b]`` falls
+    in: vector compares of 64 bytes, four or-ed a row per step; it stops once it has
+    them all."""
+    R = probe.shape[0]
+    r1 = min(1, R - 1)
+    r2 = min(2, R - 1)
+    r3 = min(3, R - 1)
+    lo0, hi0, b0 = probe[0, 0], probe[0, 1], probe[0, 2]
+    lo1, hi1, b1 = probe[r1, 0], probe[r1, 1], probe[r1, 2]
+    lo2, hi2, b2 = probe[r2, 0], probe[r2, 1], probe[r2, 2]
+    lo3, hi3, b3 = probe[r3, 0], probe[r3, 1], probe[r3, 2]
+    want = b0 | b1 | b2 | b3
+    got = 0
     i = a
-    while i + 64 <= b:
-        m = range_mask64(data, i, probe[0], probe[0])
-        for f in range(1, P):
-            m |= range_mask64(data, i, probe[f], probe[f])
-        if m != 0:
-            return True
+    while i + 256 <= b and got != want:  # four blocks a step, their masks or-ed
+        got |= b0 * (_mask256(data, i, lo0, hi0) != 0)
+        if R > 1:  # loop-invariant: the compiler makes a loop per row count
+            got |= b1 * (_mask256(data, i, lo1, hi1) != 0)
+            if R > 2:
+                got |= b2 * (_mask256(data, i, lo2, hi2) != 0)
+                if R > 3:
+                    got |= b3 * (_mask256(data, i, lo3, hi3) != 0)
+        i += 256
+    while i + 64 <= b and got != want:
+        got |= b0 * (range_mask64(data, i, lo0, hi0) != 0)
+        if R > 1:  # loop-invariant: the compiler makes a loop per row count
+            got |= b1 * (range_mask64(data, i, lo1, hi1) != 0)
+            if R > 2:
+                got |= b2 * (range_mask64(data, i, lo2, hi2) != 0)
+                if R > 3:
+                    got |= b3 * (range_mask64(data, i, lo3, hi3) != 0)
         i += 64
-    while i < b:
+    while i < b and got != want:
         v = data[i]
-        for f in range(P):
-            if v == probe[f]:
-                return True
+        for r in range(R):
+            if probe[r, 0] <= v and v <= probe[r, 1]:
+                got |= probe[r, 2]
         i += 1
-    return False
+    return got
 
 
 @njit_cached(nogil=True, inline="always")
@@ -96,14 +127,14 @@ def _copy_probe(ptr, offsets, data, probe, flags, k):
     f = 0
     if n > 0:
         copy_from_address(data, a, ptr[k], n)
-        if _holds(data, a, a + n, probe):
-            f = 1
+        f = _probe_bits(data, a, a + n, probe)
     flags[k] = f
 
 
 @njit_cached(parallel=True, nogil=True)
 def gather_views_probe(ptr, offsets, data, probe, flags):
-    """``gather_views``, and ``flags[k] = 1`` where string ``k`` holds a byte of ``probe``."""
+    """``gather_views``, and ``flags[k]``: the bits of the ranges of ``probe`` string ``k``
+    holds a byte of."""
     for k in prange(ptr.shape[0]):
         _copy_probe(ptr, offsets, data, probe, flags, np.int64(k))
 
