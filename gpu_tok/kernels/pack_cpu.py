@@ -101,6 +101,9 @@ def _probe_bits(data, a, b, probe):
                 if R > 3:
                     got |= b3 * (_mask256(data, i, lo3, hi3) != 0)
         i += 256
+    # the 64-byte tail in a loop of its own: one loop with the step chosen per iteration
+    # (256 or 64) kept the compiler from splitting it per row count: packing with two
+    # rows 0.54 -> 0.85 ms (8 MB of code, two threads)
     while i + 64 <= b and got != want:
         got |= b0 * (range_mask64(data, i, lo0, hi0) != 0)
         if R > 1:  # loop-invariant: the compiler makes a loop per row count
