@@ -37,7 +37,7 @@ _PARALLEL_MIN_BYTES = 1 << 18  # below this one thread does all (the thread pool
 _CACHE_SLOTS = 1 << 20  # short-piece cache slots per worker (32 bytes each: 32 MiB)
 _WIDE_SLOTS = 1 << 18  # short pieces with 7..14 ids (64 bytes each: 16 MiB)
 _NFC_SPANS_KEPT = 1 << 16  # normalized spans an engine keeps (nfc_normalize)
-_LONG_SLOTS = 1 << 17  # long-piece cache entries per worker, four-way sets (32 bytes each: 4 MiB)
+_LONG_SLOTS = 1 << 18  # long-piece cache entries per worker, four-way sets (32 bytes each: 8 MiB)
 _LONG_BYTES = 1 << 22  # their bytes: a ring of 4 MiB per worker
 _LONG_ID_SLOTS = 1 << 21  # their ids: a ring of 8 MiB per worker
 _NFC_PARALLEL_MIN = 1 << 16  # bytes of changed documents from which nfc_spans runs in parallel
@@ -438,7 +438,7 @@ class ByteBPEEngine:
 
     def _alloc_word_cache(self, workers: int):
         """Per worker: the short and wide word caches, the long-piece cache and the pair cache
-        (``kernels.engine_cpu``): about 64 MiB per worker thread."""
+        (``kernels.engine_cpu``): about 68 MiB per worker thread."""
         return (*word_caches(workers),
                 np.zeros((workers, _LONG_SLOTS + 1, 4), np.uint64),
                 np.zeros((workers, _LONG_BYTES), np.uint8),
