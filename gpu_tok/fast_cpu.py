@@ -192,7 +192,7 @@ class ByteBPEEngine:
         fb = np.flatnonzero(active[0][3]) if active else np.zeros(0, np.int64)
         if 1 <= fb.shape[0] <= 3:
             rows += [(b, b, _PROBE_ADDED) for b in fb.tolist()]
-        if getattr(self, "nfc", None) is not None:
+        if self.nfc is not None:  # set before _set_added (__init__), copied by with_added
             rows.append((int(self.nfc[5][0]), 0xFF, _PROBE_NFC))
         return np.array(rows, np.int64).reshape(-1, 3) if rows else None
 
