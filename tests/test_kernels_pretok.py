@@ -605,3 +605,57 @@ def test_simd_windows_equal_the_reference(dialect, pattern, family):
     texts = _window_texts(7, 700, ["é", "\xa0", "中", "\u0301", "ſ", "K", "😀", "\x85", "２"])
     texts += ["a" * 70 + "'s" + " " * 3 + "x", "1" * 130, " " * 65 + "x", "x" + "\n" * 64 + " y", "'ll'LL'Re're" * 9]
     check_texts(texts, dialect, pattern, family, parallel_too=True)
+
+
+def _two_byte_chars():
+    """Every two-byte character of the windows' lead bytes (``P._PAIR_LEADS``) and of the
+    lead bytes around them (C2, CB..CF, D2, D3: letters, marks, signs and modifier letters
+    the windows must stop before), one of each."""
+    leads = [0xC2] + list(range(0xC3, 0xD4))
+    return [bytes([lead, cont]).decode("utf-8") for lead in leads for cont in range(0x80, 0xC0)]
+
+
+@pytest.mark.parametrize("dialect,pattern,family", COMBOS, ids=COMBO_IDS)
+def test_simd_windows_two_byte_letters(dialect, pattern, family):
+    """The windows read Latin-1, Latin Extended-A/B, IPA and basic Cyrillic letters as
+    letters (o200k: only those of one case). Texts of ASCII where the rules compete with
+    every two-byte character of those lead bytes and their neighbours (the exceptions x /
+    and U+017F, which ``(?i:'s)`` matches, among them), words in either case next to each
+    other, packed into one buffer so that characters fall on every window position."""
+    two = _two_byte_chars()
+    assert len(two) == 18 * 64
+    rng = random.Random(11)
+    words = ["été", "ÉTÉ", "Été", "straße", "Łódź", "ſ", "'ſ", "x×y", "a÷b", "Привет", "ПРИВЕТ", "мИр", "ѢѣѤ",
+             "ÀÿĀſƀɏ", "ΑΒΓαβγ", "ʰʰ", "a\u0301", "µ", "ª", "\xa0"]
+    alpha = _ASCII_TRICKY + words
+    texts = []
+    for _ in range(500):
+        parts = []
+        for _ in range(rng.randint(10, 60)):
+            r = rng.random()
+            parts.append(rng.choice(two) if r < 0.35 else rng.choice(alpha))
+        texts.append("".join(parts))
+    texts += ["".join(two[k:k + 64]) for k in range(0, len(two), 64)]  # each lead byte's 64 in a row
+    texts += [" " + c * 40 + "'s " + c.upper() * 3 + c for c in ("é", "ñ", "я", "ł", "ə")]
+    check_texts(texts, dialect, pattern, family, parallel_too=True)
+
+
+def test_two_byte_letter_ranges_are_checked():
+    """``_check_pairs`` refuses tables where a window letter is not a plain letter (so a
+    changed class table cannot make the windows cut otherwise than the scalar code)."""
+    for family in P.FAMILIES:
+        for dialect in P.DIALECTS:
+            P._check_pairs(family, P.class_table(dialect), P.fold_table(None if family == "gpt2" else dialect))
+    tab = P.class_table("onig").copy()
+    tab[0x00E9] = P.C_N  # é as a digit
+    with pytest.raises(ValueError, match="U\\+00E9"):
+        P._check_pairs("gpt2", tab, P.fold_table(None))
+    fold = np.zeros(0x500, np.uint8)  # the onig table stops after U+017F
+    fold[:P.fold_table("onig").shape[0]] = P.fold_table("onig")
+    fold[0x0430] = ord("s")  # Cyrillic a folding to s
+    with pytest.raises(ValueError, match="U\\+0430"):
+        P._check_pairs("cl100k", P.class_table("onig"), fold)
+    tab = P.class_table("onig").copy()
+    tab[0x0416] |= P.C_LO  # Ж upper and lower case at once
+    with pytest.raises(ValueError, match="U\\+0416"):
+        P._check_pairs("o200k", tab, P.fold_table("onig"))

@@ -427,15 +427,109 @@ def _piece_gpt2(data, i, e, tab, fold):
 
 
 @njit_noalloc(inline="always")
-def _window_limit(data, i, e, stop, reach):
+def _window_limit(data, i, e, stop, reach, high):
     """The last bit a 64-byte window at ``i`` may settle: bit ``k`` is read from bytes
-    ``<= k + reach``, which must be ASCII (before the first byte >= 0x80), inside the
-    segment (``< e``) and in the window; and no piece may start past ``stop``."""
+    ``<= k + reach``, which must be ASCII or the window's two-byte letters (before the
+    first bit of ``high``, ``_window_pairs``'s), inside the segment (``< e``) and in the
+    window; and no piece may start past ``stop``."""
     lim = min(np.int64(63 - reach), e - i - 1 - reach, stop - i)
-    high = range_mask64(data, i, 0x80, 0xFF)
     if high != 0:
         lim = min(lim, np.int64(ctz64(high)) - 1 - reach)
     return lim
+
+
+# Two-byte letters in the windows. Text in Latin scripts with accents and in Cyrillic went
+# one piece at a time through the scalar code from each non-ASCII character on (8 MB of the
+# multilingual bench file, gpt2: its mostly-Latin documents, 40% of the bytes, took 54% of
+# the scan). The windows also read, as letters, the two-byte characters of a few lead
+# bytes whose 64 code points are all letters (``_PAIR_LEADS``: Latin-1's and Latin
+# Extended-A/B's, IPA, basic Cyrillic) but for the exceptions (``_PAIR_EXCEPTIONS``: the
+# signs x and / of Latin-1, and U+017F, which ``(?i:'s)`` matches); for o200k, whose words
+# split at case, only those that are upper case or lower case alone
+# (``_PAIR_O200K_UPPER``/``_LOWER``). Both bytes of such a character take its class, so
+# the masks' rules (runs, transitions) hold byte by byte; ``_check_pairs`` verifies these
+# ranges against the class and fold tables when a scanner is prepared.
+_PAIR_LEADS = ((0xC3, 0xCA), (0xD0, 0xD1))
+_PAIR_EXCEPTIONS = ((0xC3, 0x97), (0xC3, 0xB7), (0xC5, 0xBF))
+_PAIR_O200K_UPPER = ((0xC3, 0x80, 0x96), (0xC3, 0x98, 0x9E), (0xD0, 0x80, 0xAF))
+_PAIR_O200K_LOWER = ((0xC3, 0x9F, 0xB6), (0xC3, 0xB8, 0xBF), (0xD0, 0xB0, 0xBF), (0xD1, 0x80, 0x9F))
+
+
+@njit_noalloc(inline="always")
+def _pair_masks(data, i, fam, lead):
+    """``(letters, upper, lower)``: the bits of both bytes of the two-byte characters of
+    ``data[i:i + 64]`` that the window reads as letters (upper and lower: o200k's, else
+    equal to letters), given ``lead`` (``_pair_leads``); a lead byte in the last position
+    is left out (its second byte is not in the window). The constants are ``_PAIR_*``'s."""
+    one = np.uint64(1)
+    lead &= ~(one << np.uint64(63))
+    c3 = range_mask64(data, i, 0xC3, 0xC3)
+    if fam == _F_O200K:
+        d0 = range_mask64(data, i, 0xD0, 0xD0)
+        up = (((c3 & ((range_mask64(data, i, 0x80, 0x96) | range_mask64(data, i, 0x98, 0x9E)) >> one))
+               | (d0 & (range_mask64(data, i, 0x80, 0xAF) >> one))) & lead)
+        low = (((c3 & ((range_mask64(data, i, 0x9F, 0xB6) | range_mask64(data, i, 0xB8, 0xBF)) >> one))
+                | (d0 & (range_mask64(data, i, 0xB0, 0xBF) >> one))
+                | (range_mask64(data, i, 0xD1, 0xD1) & (range_mask64(data, i, 0x80, 0x9F) >> one))) & lead)
+        up |= up << one
+        low |= low << one
+        return up | low, up, low
+    ex = ((c3 & ((range_mask64(data, i, 0x97, 0x97) | range_mask64(data, i, 0xB7, 0xB7)) >> one))
+          | (range_mask64(data, i, 0xC5, 0xC5) & (range_mask64(data, i, 0xBF, 0xBF) >> one)))
+    lead &= ~ex
+    m = lead | (lead << one)
+    return m, m, m
+
+
+@njit_noalloc(inline="always")
+def _pair_leads(data, i, fam):
+    """The bytes of ``data[i:i + 64]`` that are lead bytes of the window's two-byte letters."""
+    if fam == _F_O200K:
+        return range_mask64(data, i, 0xC3, 0xC3) | range_mask64(data, i, 0xD0, 0xD1)
+    return range_mask64(data, i, 0xC3, 0xCA) | range_mask64(data, i, 0xD0, 0xD1)
+
+
+@njit_noalloc(inline="always")
+def _window_pairs(data, i, fam):
+    """``(high, letters, upper, lower)``: the bytes >= 0x80 of ``data[i:i + 64]`` that
+    are not the window's two-byte letters, and ``_pair_masks``; the latter only computed
+    when there is a lead byte of one (pure-ASCII windows, most of English text and code,
+    cost 7-10% more with them: 8 MB, gpt2 pattern, serial scan)."""
+    z = np.uint64(0)
+    high = range_mask64(data, i, 0x80, 0xFF)
+    if high == z:
+        return high, z, z, z
+    lead = _pair_leads(data, i, fam)
+    if lead == z:
+        return high, z, z, z
+    acc, up, low = _pair_masks(data, i, fam, lead)
+    return high & ~acc, acc, up, low
+
+
+def _check_pairs(family: str, tab: np.ndarray, fold: np.ndarray) -> None:
+    """Raise when the window's two-byte letters (``_PAIR_*``) are not, in these tables,
+    letters (o200k: upper case alone or lower case alone) that no contraction letter
+    folds to: the windows would then cut otherwise than the scalar code."""
+    def cp(lead, cont):
+        return ((lead & 0x1F) << 6) | (cont & 0x3F)
+
+    def plain(c, want):
+        k = int(tab[c])
+        return k & _WLN == C_L and (c >= fold.shape[0] or fold[c] == 0) and (want == 0 or k & (C_UP | C_LO) == want)
+
+    if family == "o200k":
+        ranges = [(lead, lo, hi, C_UP) for lead, lo, hi in _PAIR_O200K_UPPER]
+        ranges += [(lead, lo, hi, C_LO) for lead, lo, hi in _PAIR_O200K_LOWER]
+    else:
+        ranges = [(lead, 0x80, 0xBF, 0) for a, b in _PAIR_LEADS for lead in range(a, b + 1)]
+    for lead, lo, hi, want in ranges:
+        for cont in range(lo, hi + 1):
+            if (lead, cont) in _PAIR_EXCEPTIONS and family != "o200k":
+                continue
+            c = cp(lead, cont)
+            if not plain(c, want):
+                raise ValueError(f"pre-tokenizer windows: U+{c:04X} is not a plain letter in this class table; "
+                                 f"the two-byte letter ranges need updating")
 
 
 @njit_noalloc(inline="always")
@@ -522,6 +616,8 @@ def _gpt2_starts(data, i, e, stop):
     settles (bit 0, ``i``, is a piece start; bits past ``stop - i`` are left out, so a piece
     that starts at or after ``stop`` is never implied). Needs ``i + 64 <= data.shape[0]``."""
     lett, dig, sp, nl, wnn = _ascii_classes(data, i)
+    high, acc, _, _ = _window_pairs(data, i, _F_GPT2)
+    lett |= acc
     ws = wnn | nl
     oth = ~(lett | dig | ws)
     one = np.uint64(1)
@@ -532,7 +628,7 @@ def _gpt2_starts(data, i, e, stop):
     if aps != 0:
         two, three = _contraction_masks(data, i, aps, False)  # case-sensitive here
         st = (st & ~((two | three) << one)) | (two << np.uint64(2)) | (three << np.uint64(3))
-    return _settled(st, _window_limit(data, i, e, stop, 1))
+    return _settled(st, _window_limit(data, i, e, stop, 1, high))
 
 
 @_piece_jit
@@ -637,10 +733,12 @@ def _cl100k_starts(data, i, e, stop, max_digits):
     with one space before it, then the newlines that follow it; whitespace to its last
     newline, else cut before its last character (which may join the next piece)."""
     one = np.uint64(1)
-    lim = _window_limit(data, i, e, stop, 1)
+    high, acc, _, _ = _window_pairs(data, i, _F_CL100K)
+    lim = _window_limit(data, i, e, stop, 1, high)
     if lim < 1:
         return one
     lett, dig, sp, nl, wnn = _ascii_classes(data, i)  # wnn: \s but \r \n
+    lett |= acc
     ws = wnn | nl
     oth = ~(lett | dig | ws)
     # the newlines right after a run of other characters belong to its piece ([\r\n]*):
@@ -742,12 +840,15 @@ def _o200k_starts(data, i, e, stop):
     whitespace as in ``_cl100k_starts``. Bit ``k`` reads bytes up to ``k + 2`` here (an
     apostrophe is a piece start unless ``'ll`` ``'re`` ``'ve`` follows a word)."""
     one = np.uint64(1)
-    lim = _window_limit(data, i, e, stop, 2)
+    high, acc, pup, plow = _window_pairs(data, i, _F_O200K)
+    lim = _window_limit(data, i, e, stop, 2, high)
     if lim < 1:
         return one
     lett, dig, sp, nl, wnn = _ascii_classes(data, i)
     up = range_mask64(data, i, 0x41, 0x5A)
-    low = lett & ~up
+    low = (lett & ~up) | plow
+    up |= pup
+    lett |= acc
     ws = wnn | nl
     oth = ~(lett | dig | ws)
     # [\r\n/]* after a run of other characters: a chain starts at a newline after one
@@ -877,12 +978,16 @@ def _window_starts(data, i, e, stop, fam):
     """The family's 64-byte window at ``i`` (``_gpt2_starts`` and the others); needs
     ``i + 64 <= data.shape[0]``.
 
-    A window settles bit ``k`` only when the bytes up to ``k + 1`` at least are ASCII, so
-    with a byte >= 0x80 among the first three it settles bit 0 alone: that answer at once,
-    without the class masks (text in other scripts, where nearly every piece starts so,
-    went through a whole window per piece: 8 MB of the multilingual file, gpt2, serial
-    scan, 25.7 -> 20.4 ms; cl100k 20.4 -> 18.5; the fused engine, where the window is
-    not the bottleneck, unchanged within noise)."""
+    A window settles bit ``k`` only when the bytes up to ``k + 1`` at least are ASCII (or
+    its two-byte letters, ``_pair_masks``), so with a byte >= 0x80 among the first three it
+    settles bit 0 alone: that answer at once, without the class masks (text in other
+    scripts, where nearly every piece starts so, went through a whole window per piece:
+    8 MB of the multilingual file, gpt2, serial scan, 25.7 -> 20.4 ms; cl100k 20.4 -> 18.5;
+    the fused engine, where the window is not the bottleneck, unchanged within noise).
+    Letting a two-byte letter's lead byte through here (so that Cyrillic words start
+    windows too) was measured slower: in-process paired against the code before the
+    two-byte letters, gpt2 multilingual 1.31x instead of 1.36x, prose 0.98x instead of
+    1.02x."""
     if (load64(data, i) & np.uint64(0x808080)) != 0:
         return np.uint64(1)
     if fam == _F_GPT2:
@@ -1047,6 +1152,7 @@ def _scan_parallel(data, seg_starts, seg_ends, fam, end_whole, tab, fold, mask, 
 
 
 _MIN_CHUNK = 1 << 16
+_CHECKED: set = set()
 
 
 def _prepare(family: str, dialect: str):
@@ -1054,6 +1160,9 @@ def _prepare(family: str, dialect: str):
     _check_dialect(dialect)
     tab = class_table(dialect)
     fold = fold_table(None if family == "gpt2" else dialect)
+    if (family, dialect) not in _CHECKED:
+        _check_pairs(family, tab, fold)
+        _CHECKED.add((family, dialect))
     end_whole = family == "cl100k" and dialect == "tiktoken"  # cl100k_base's \s++$
     return _FAMILY_CODE[family], end_whole, tab, fold
 
