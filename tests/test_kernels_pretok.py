@@ -637,6 +637,9 @@ def test_simd_windows_two_byte_letters(dialect, pattern, family):
         texts.append("".join(parts))
     texts += ["".join(two[k:k + 64]) for k in range(0, len(two), 64)]  # each lead byte's 64 in a row
     texts += [" " + c * 40 + "'s " + c.upper() * 3 + c for c in ("é", "ñ", "я", "ł", "ə")]
+    # each character where case and class decide the cut, after ASCII a window starts on
+    ctx = ("{c}Ab", "A{c}b", "a{c}B", "AB{c}", "{c}{c}A", "{c}'s", "'{c}", "x'{c}", " {c}1", "1{c}", "{c}\n")
+    texts += ["xyz " + " xyz ".join(x.format(c=c) for x in ctx) for c in two]
     check_texts(texts, dialect, pattern, family, parallel_too=True)
 
 

@@ -445,14 +445,15 @@ def _window_limit(data, i, e, stop, reach, high):
 # bytes whose 64 code points are all letters (``_PAIR_LEADS``: Latin-1's and Latin
 # Extended-A/B's, IPA, basic Cyrillic) but for the exceptions (``_PAIR_EXCEPTIONS``: the
 # signs x and / of Latin-1, and U+017F, which ``(?i:'s)`` matches); for o200k, whose words
-# split at case, only those that are upper case or lower case alone
-# (``_PAIR_O200K_UPPER``/``_LOWER``). Both bytes of such a character take its class, so
+# split at case, only those that are upper case or lower case alone, in ranges
+# (``_PAIR_O200K_UPPER``/``_LOWER``: not Latin Extended-A/B, whose cases alternate). Both bytes of such a character take its class, so
 # the masks' rules (runs, transitions) hold byte by byte; ``_check_pairs`` verifies these
 # ranges against the class and fold tables when a scanner is prepared.
 _PAIR_LEADS = ((0xC3, 0xCA), (0xD0, 0xD1))
 _PAIR_EXCEPTIONS = ((0xC3, 0x97), (0xC3, 0xB7), (0xC5, 0xBF))
 _PAIR_O200K_UPPER = ((0xC3, 0x80, 0x96), (0xC3, 0x98, 0x9E), (0xD0, 0x80, 0xAF))
-_PAIR_O200K_LOWER = ((0xC3, 0x9F, 0xB6), (0xC3, 0xB8, 0xBF), (0xD0, 0xB0, 0xBF), (0xD1, 0x80, 0x9F))
+_PAIR_O200K_LOWER = ((0xC3, 0x9F, 0xB6), (0xC3, 0xB8, 0xBF), (0xC9, 0x8F, 0xBF), (0xCA, 0x80, 0x93), (0xCA, 0x95, 0xAF),
+                     (0xD0, 0xB0, 0xBF), (0xD1, 0x80, 0x9F))
 
 
 @njit_noalloc(inline="always")
@@ -469,6 +470,9 @@ def _pair_masks(data, i, fam, lead):
         up = (((c3 & ((range_mask64(data, i, 0x80, 0x96) | range_mask64(data, i, 0x98, 0x9E)) >> one))
                | (d0 & (range_mask64(data, i, 0x80, 0xAF) >> one))) & lead)
         low = (((c3 & ((range_mask64(data, i, 0x9F, 0xB6) | range_mask64(data, i, 0xB8, 0xBF)) >> one))
+                | (range_mask64(data, i, 0xC9, 0xC9) & (range_mask64(data, i, 0x8F, 0xBF) >> one))
+                | (range_mask64(data, i, 0xCA, 0xCA)
+                   & ((range_mask64(data, i, 0x80, 0x93) | range_mask64(data, i, 0x95, 0xAF)) >> one))
                 | (d0 & (range_mask64(data, i, 0xB0, 0xBF) >> one))
                 | (range_mask64(data, i, 0xD1, 0xD1) & (range_mask64(data, i, 0x80, 0x9F) >> one))) & lead)
         up |= up << one
@@ -485,7 +489,7 @@ def _pair_masks(data, i, fam, lead):
 def _pair_leads(data, i, fam):
     """The bytes of ``data[i:i + 64]`` that are lead bytes of the window's two-byte letters."""
     if fam == _F_O200K:
-        return range_mask64(data, i, 0xC3, 0xC3) | range_mask64(data, i, 0xD0, 0xD1)
+        return range_mask64(data, i, 0xC3, 0xC3) | range_mask64(data, i, 0xC9, 0xCA) | range_mask64(data, i, 0xD0, 0xD1)
     return range_mask64(data, i, 0xC3, 0xCA) | range_mask64(data, i, 0xD0, 0xD1)
 
 
