@@ -619,9 +619,11 @@ def _two_byte_chars():
 def test_simd_windows_two_byte_letters(dialect, pattern, family):
     """The windows read Latin-1, Latin Extended-A/B, IPA and basic Cyrillic letters as
     letters (o200k: only those of one case). Texts of ASCII where the rules compete with
-    every two-byte character of those lead bytes and their neighbours (the exceptions x /
-    and U+017F, which ``(?i:'s)`` matches, among them), words in either case next to each
-    other, packed into one buffer so that characters fall on every window position."""
+    every two-byte character of those lead bytes and their neighbours (the exceptions, the
+    multiplication and division signs and U+017F, which ``(?i:'s)`` matches, among them),
+    words in either case next to each other, and each character after ASCII in the
+    contexts where case and class decide a cut; packed into one buffer so that characters
+    fall on every window position."""
     two = _two_byte_chars()
     assert len(two) == 18 * 64
     rng = random.Random(11)
