@@ -42,6 +42,7 @@ _LONG_BYTES = 1 << 22  # their bytes: a ring of 4 MiB per worker
 _LONG_ID_SLOTS = 1 << 21  # their ids: a ring of 8 MiB per worker
 _NFC_PARALLEL_MIN = 1 << 16  # bytes of changed documents from which nfc_spans runs in parallel
 _NO_HINT = np.zeros(0, np.uint8)  # match_added's hint when every segment is searched
+_NO_IDS = np.zeros(0, np.int32)  # encode_fused_serial's prefix and suffix without a template
 _PROBE_ADDED = 1  # pack_probed's bit: a first byte of an added token's content
 _PROBE_NFC = 2  # pack_probed's bit: a byte NFC may change a character from
 _KEEP_OUT_MAX = 1 << 29  # the largest parallel scratch an engine keeps between calls (ByteBPEEngine._scratch_out)
@@ -495,8 +496,13 @@ class ByteBPEEngine:
             locked = self._lock.acquire(blocking=False)
             try:
                 # the parallel path's scratch (ids at their text's byte offsets, then
-                # gathered) is kept; the serial path's ids are the result, made for it
-                out = self._scratch_out(data.shape[0]) if locked and parallel else np.empty(max(data.shape[0], 1), np.int32)
+                # gathered) is kept; the serial path's ids are the result, made for it (with
+                # room for the template's ids around every row)
+                if parallel:
+                    out = self._scratch_out(data.shape[0]) if locked else np.empty(max(data.shape[0], 1), np.int32)
+                else:
+                    k = 0 if template is None else template[0].shape[0] + template[1].shape[0]
+                    out = np.empty(max(data.shape[0] + k * (doc_offsets.shape[0] - 1), 1), np.int32)
                 if m_s.shape[0] and parallel:
                     out[m_s] = m_id
                 cache = self._word_cache(locked, threads if parallel else 1)
@@ -528,14 +534,20 @@ class ByteBPEEngine:
                         K.gather_template_parallel(out, rec_s, rec_c, pos, row_of, rs, prefix, suffix, ids)
                         return ids, rs, skip
                 else:
-                    rec_s, pos = K.encode_fused_serial(data, seg_s, seg_e, m_s, m_id, *args)
+                    prefix, suffix = _NO_IDS, _NO_IDS
+                    if template is not None:
+                        prefix, suffix = template
+                    rec_s, pos, rs = K.encode_fused_serial(data, seg_s, seg_e, m_s, m_id, doc_offsets, prefix, suffix,
+                                                           *args)
             finally:
                 if locked:
                     self._lock.release()
             if not parallel:  # the ids are in place: the room past them given back (realloc, no copy)
-                total = int(pos[-1])
+                total = int(pos[-1]) if template is None else int(rs[-1])
                 out.resize(max(total, 1), refcheck=False)
                 ids = out[:total]
+                if template is not None:  # put around the rows by the kernel
+                    return ids, rs, skip
         row_splits = self._row_splits(doc_offsets, rec_s, pos)
         if template is not None:
             return (*add_template(K, ids, row_splits, *template, num_threads), skip)

@@ -156,9 +156,11 @@ def test_template_parallel_equals_serial(pre, suf, monkeypatch):
 
 def test_template_put_while_gathering(monkeypatch):
     """Two threads: the post-processor's ids ([CLS] before, two [SEP] ids after) are put
-    around the rows as the ids are gathered (``gather_template_parallel``), empty
-    documents and documents NFC changes (skipped by the engine, then spliced in with
-    their template) included; equal to the pinned HF ``tokenizers``, and to one thread."""
+    around the rows as the ids are gathered (``gather_template_parallel``); one thread: as
+    the serial kernel writes the ids (``encode_fused_serial``'s template, no
+    ``add_template`` after it); empty documents, added tokens and documents NFC changes
+    (skipped by the engine, then spliced in with their template) included; equal to the
+    pinned HF ``tokenizers``."""
     from _small_bpe import ADDED, NORMALIZERS, POST_PROCESSORS, PRE_TOKENIZERS, tokenizer_json
 
     tokenizers = pytest.importorskip("tokenizers")
@@ -170,9 +172,10 @@ def test_template_put_while_gathering(monkeypatch):
     js = json.dumps(js)
     ours, ref = gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js)
     assert ours._cpu_engine() is not None
-    calls = []
+    calls, copies = [], []
     monkeypatch.setattr(ours._cpu_engine().engine._K, "gather_template_parallel",
                         lambda *a, f=ours._cpu_engine().engine._K.gather_template_parallel: calls.append(1) or f(*a))
+    monkeypatch.setattr(fast_cpu, "add_template", lambda *a, f=fast_cpu.add_template: copies.append(1) or f(*a))
     rng = random.Random(11)
     pool = ["the", " cat", " sat", "\n", "  ", "x", ",", "e\u0301", "\u00e9", "<r>", "[MASK]", "é"]
     texts = ["", "a", "", "e\u0301 x", ""]
@@ -187,6 +190,7 @@ def test_template_put_while_gathering(monkeypatch):
         assert got.to_list() == want, threads
         if threads == 2:
             assert calls  # the fused path ran
+    assert not copies  # neither path copied the ids again to put the template around them
     assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=2).to_list() == \
         [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
 
