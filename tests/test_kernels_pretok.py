@@ -664,3 +664,40 @@ def test_two_byte_letter_ranges_are_checked():
     tab[0x0416] |= P.C_LO  # Ж upper and lower case at once
     with pytest.raises(ValueError, match="U\\+0416"):
         P._check_pairs("o200k", tab, P.fold_table("onig"))
+
+
+def test_two_byte_letter_masks_match_their_constants():
+    """``_window_pairs``' range literals (``range_mask64`` needs literal bounds) against the
+    ``_PAIR_*`` constants that ``_check_pairs`` holds against the tables: every two-byte
+    character of lead bytes C2..D3, at every even offset of a 64-byte window but the last,
+    is read as a letter (o200k: upper or lower) exactly when the constants say so, both its
+    bytes and no other."""
+    from numba import njit
+
+    @njit
+    def masks(data, i, fam):
+        return P._window_pairs(data, i, fam)
+
+    def wanted(family, lead, cont):
+        if family == "o200k":
+            up = any(lead == a and lo <= cont <= hi for a, lo, hi in P._PAIR_O200K_UPPER)
+            low = any(lead == a and lo <= cont <= hi for a, lo, hi in P._PAIR_O200K_LOWER)
+            return up or low, up, low
+        m = any(a <= lead <= b for a, b in P._PAIR_LEADS) and (lead, cont) not in P._PAIR_EXCEPTIONS
+        return m, m, m
+
+    seen = 0
+    for family, fam in (("gpt2", P._F_GPT2), ("o200k", P._F_O200K), ("cl100k", P._F_CL100K)):
+        for lead in range(0xC2, 0xD4):
+            for cont in range(0x80, 0xC0):
+                for off in (0, 2, 30, 62):
+                    buf = np.full(64 + 8, ord("a"), np.uint8)
+                    buf[off], buf[off + 1] = lead, cont
+                    high, acc, up, low = masks(buf, 0, fam)
+                    both = np.uint64(3) << np.uint64(off)
+                    want = wanted(family, lead, cont)
+                    for got, w in zip((acc, up, low), want):
+                        assert int(got) == (int(both) if w else 0), (family, hex(lead), hex(cont), off)
+                    assert int(high) == (0 if want[0] else int(both)), (family, hex(lead), hex(cont), off)
+                    seen += want[0]
+    assert seen > 3 * 4 * 300  # the letters are many: not a check that passes on empty masks
