@@ -43,6 +43,7 @@ _LONG_ID_SLOTS = 1 << 21  # their ids: a ring of 8 MiB per worker
 _NFC_PARALLEL_MIN = 1 << 16  # bytes of changed documents from which nfc_spans runs in parallel
 _NO_HINT = np.zeros(0, np.uint8)  # match_added's hint when every segment is searched
 _NO_IDS = np.zeros(0, np.int32)  # encode_fused_serial's prefix and suffix without a template
+_NO_PAIRS = np.zeros((0, 3), np.int64)  # pack_probed's pairs: none
 _PROBE_ADDED = 1  # pack_probed's bit: a first byte of an added token's content
 _PROBE_NFC = 2  # pack_probed's bit: a byte NFC may change a character from
 _KEEP_OUT_MAX = 1 << 29  # the largest parallel scratch an engine keeps between calls (ByteBPEEngine._scratch_out)
@@ -180,6 +181,12 @@ class ByteBPEEngine:
             else:
                 self._tries.append(None)
         self.probe = self._make_probe()
+        self.probe_pairs = _NO_PAIRS
+        first = raw_tokens or norm_tokens
+        if self._probed(_PROBE_ADDED) and first and min(len(c) for c, _i, _f in first) >= 2:
+            pairs = sorted({(c[0], c[1]) for c, _i, _f in first})
+            if len(pairs) <= 4:
+                self.probe_pairs = np.array([(a, b, _PROBE_ADDED) for a, b in pairs], np.int64)
 
     def _make_probe(self) -> Optional[np.ndarray]:
         """What packing tests each text for (``pack_probed``; rows ``(lo, hi, bit)`` of
@@ -187,7 +194,10 @@ class ByteBPEEngine:
         bytes of the first matcher's contents when there are at most three (a text without
         one is not searched for them, ``_segments``); bit 2 (``_PROBE_NFC``), with NFC, the
         bytes from the lowest lead byte of a character NFC may change up (a text without
-        one is its own NFC, ``_nfc_changed``)."""
+        one is its own NFC, ``_nfc_changed``). ``self.probe_pairs`` (``_set_added``): with
+        bit 1, when the contents have two bytes or more and begin in at most four byte
+        pairs, those pairs (bit 1 then only where one occurs: "<|" is rare where "<" is
+        not, in code)."""
         rows = []
         active = [t for t in self._tries if t is not None]
         fb = np.flatnonzero(active[0][3]) if active else np.zeros(0, np.int64)
@@ -399,8 +409,9 @@ class ByteBPEEngine:
         the one before it took, ``match_added``; ``parallel``: the documents shared between
         Numba's threads, ``match_added_parallel``). ``hint``: per document, 0 where it
         holds none of the first bytes of ``self.probe`` (``pack_probed``, bit
-        ``_PROBE_ADDED``): the first matcher leaves it whole without searching it. ``doc_ends``: where each document ends, when
-        not where the next starts (``_nfc_prepass``)."""
+        ``_PROBE_ADDED``), or none of the byte pairs of ``self.probe_pairs``: the first
+        matcher leaves it whole without searching it. ``doc_ends``: where each document
+        ends, when not where the next starts (``_nfc_prepass``)."""
         K = self._K
         seg_s = doc_offsets[:-1]
         seg_e = doc_offsets[1:] if doc_ends is None else doc_ends
@@ -594,12 +605,14 @@ def pack(texts: Sequence[str], check, num_threads: Optional[int] = None) -> Tupl
 
 
 def pack_probed(texts: Sequence[str], check, num_threads: Optional[int],
-                probe: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+                probe: Optional[np.ndarray], pairs: np.ndarray = _NO_PAIRS
+                ) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
     """``pack``, and ``hint``: with ``probe`` (``int64[R, 3]`` rows ``(lo, hi, bit)``,
     ``ByteBPEEngine.probe``), ``uint8[n]``: per text, the bits of the ranges it holds a
     byte of, tested as it is copied (``run_ids(..., hint=)`` skips the added-token search
-    and the NFC check where a text has not the bit); None without ``probe`` or when the
-    texts went through ``str.encode``."""
+    and the NFC check where a text has not the bit); a bit with rows in ``pairs``
+    (``ByteBPEEngine.probe_pairs``) only where one of its byte pairs occurs too. None
+    without ``probe`` or when the texts went through ``str.encode``."""
     from .kernels import pack_cpu as PK
 
     texts = texts if type(texts) in (list, tuple) else list(texts)  # hold every object while its bytes are read
@@ -624,9 +637,9 @@ def pack_probed(texts: Sequence[str], check, num_threads: Optional[int],
         hint = np.empty(n, np.uint8)
         if parallel:
             with numba_threads(threads):
-                PK.gather_views_probe(ptr, offsets, data, probe, hint)
+                PK.gather_views_probe(ptr, offsets, data, probe, pairs, hint)
         else:
-            PK.gather_views_probe_serial(ptr, offsets, data, probe, hint)
+            PK.gather_views_probe_serial(ptr, offsets, data, probe, pairs, hint)
     return data, offsets, hint
 
 
@@ -860,7 +873,7 @@ class CpuTokenizerEngine:
         from .cpu_ref.pipeline import check_text
 
         texts = texts if isinstance(texts, list) else list(texts)
-        data, offsets, hint = pack_probed(texts, check_text, num_threads, self.engine.probe)
+        data, offsets, hint = pack_probed(texts, check_text, num_threads, self.engine.probe, self.engine.probe_pairs)
         template = (self.prefix, self.suffix) if add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0]) else None
         ids, rs, skip = self.engine.run_ids(data, offsets, num_threads=num_threads, template=template, hint=hint,
                                             own_data=True)

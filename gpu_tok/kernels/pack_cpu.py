@@ -17,8 +17,10 @@ Array layout: ``objs: int64[n]`` the ``id()`` of each string (the caller holds t
 strings), ``ptr, size: int64[n]`` their UTF-8 addresses and byte lengths;
 ``offsets: int64[n + 1]`` (cumulative sizes) and ``data: uint8[offsets[-1]]`` the packed
 bytes, string ``k`` at ``data[offsets[k]:offsets[k + 1]]``; ``probe: int64[1..4, 3]`` rows
-``(lo, hi, bit)``: byte ranges looked for, and ``flags: uint8[n]``: for string ``k`` the
-bits of the ranges some byte of it falls in.
+``(lo, hi, bit)``: byte ranges looked for; ``pairs: int64[P, 3]`` rows ``(first, second,
+bit)`` (rows of one bit next to each other; P may be 0): byte pairs a bit also needs; and
+``flags: uint8[n]``: for string ``k`` the bits of the ranges some byte of it falls in, a
+bit with pairs only where one of them occurs in it too.
 """
 
 from __future__ import annotations
@@ -122,8 +124,32 @@ def _probe_bits(data, a, b, probe):
     return got
 
 
+@njit_cached(nogil=True)
+def _has_pair(data, a, b, pairs, bit):
+    """Whether ``data[a:b]`` holds one of the byte pairs of the rows ``(first, second,
+    bit)`` of ``pairs`` with this ``bit``, the two bytes one after the other: vector
+    compares of 64 bytes (the second byte's mask loaded one byte on), stopping at the
+    first found."""
+    P = pairs.shape[0]
+    i = a
+    while i + 65 <= b:
+        m = np.uint64(0)
+        for r in range(P):
+            if pairs[r, 2] == bit:
+                m |= range_mask64(data, i, pairs[r, 0], pairs[r, 0]) & range_mask64(data, i + 1, pairs[r, 1], pairs[r, 1])
+        if m != 0:
+            return True
+        i += 64
+    while i + 1 < b:
+        for r in range(P):
+            if pairs[r, 2] == bit and data[i] == pairs[r, 0] and data[i + 1] == pairs[r, 1]:
+                return True
+        i += 1
+    return False
+
+
 @njit_cached(nogil=True, inline="always")
-def _copy_probe(ptr, offsets, data, probe, flags, k):
+def _copy_probe(ptr, offsets, data, probe, pairs, flags, k):
     """String ``k`` of ``gather_views_probe``."""
     a = offsets[k]
     n = offsets[k + 1] - a
@@ -131,19 +157,24 @@ def _copy_probe(ptr, offsets, data, probe, flags, k):
     if n > 0:
         copy_from_address(data, a, ptr[k], n)
         f = _probe_bits(data, a, a + n, probe)
+        for r in range(pairs.shape[0]):  # a bit with pairs: kept where one of them is
+            bit = pairs[r, 2]
+            if f & bit and (r == 0 or pairs[r - 1, 2] != bit) and not _has_pair(data, a, a + n, pairs, bit):
+                f &= ~bit
     flags[k] = f
 
 
 @njit_cached(parallel=True, nogil=True)
-def gather_views_probe(ptr, offsets, data, probe, flags):
+def gather_views_probe(ptr, offsets, data, probe, pairs, flags):
     """``gather_views``, and ``flags[k]``: the bits of the ranges of ``probe`` string ``k``
-    holds a byte of."""
+    holds a byte of; of those, a bit with rows in ``pairs`` only where the string also
+    holds one of their byte pairs (``_has_pair``), tested while its bytes are hot."""
     for k in prange(ptr.shape[0]):
-        _copy_probe(ptr, offsets, data, probe, flags, np.int64(k))
+        _copy_probe(ptr, offsets, data, probe, pairs, flags, np.int64(k))
 
 
 @njit_cached(nogil=True)
-def gather_views_probe_serial(ptr, offsets, data, probe, flags):
+def gather_views_probe_serial(ptr, offsets, data, probe, pairs, flags):
     """``gather_views_probe`` on one thread (small batches)."""
     for k in range(ptr.shape[0]):
-        _copy_probe(ptr, offsets, data, probe, flags, k)
+        _copy_probe(ptr, offsets, data, probe, pairs, flags, k)
