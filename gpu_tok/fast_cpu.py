@@ -426,6 +426,9 @@ class ByteBPEEngine:
         for trie in self._tries:
             if trie is None or seg_s.shape[0] == 0:
                 continue
+            if hint.shape[0] and not hint.any():  # no document holds a content's first bytes
+                hint = _NO_HINT
+                continue
             tkeys, tvals, term, first, flags, base = trie
             if parallel:
                 import numba

@@ -633,6 +633,16 @@ def test_packing_hint_leaves_out_only_documents_without_a_first_byte(monkeypatch
     for threads in (1, 2):
         assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu",
                                      num_threads=threads).to_list() == want
+    # a batch where no document holds a pair: the first matcher is not called at all
+    plain = [t for t in texts if not any(p in t.encode() for p in pairs)]
+    assert len(plain) > 500
+    first = []
+    for name in ("match_added", "match_added_parallel"):
+        monkeypatch.setattr(K, name, lambda *a, f=getattr(K, name): first.append(a[3] is trie[0]) or f(*a))
+    for threads in (1, 2):
+        assert ours.encode_batch_ids(plain, add_special_tokens=False, device="cpu", num_threads=threads).to_list() == \
+            [e.ids for e in ref.encode_batch(plain, add_special_tokens=False)]
+    assert first and not any(first)  # the normalized contents' matcher ran, the first one did not
 
 
 def test_added_tokens_sharing_two_first_bytes_found_at_every_window_position():
