@@ -906,15 +906,19 @@ def _template_rows(row_splits, prefix, suffix):
 
 
 @njit_noalloc(inline="always")
+def _put_ids(ids, out, o):
+    """``out[o:o + len(ids)] = ids``; returns the new ``o``."""
+    for k in range(ids.shape[0]):
+        out[_U(o + k)] = ids[_U(k)]
+    return o + ids.shape[0]
+
+
+@njit_noalloc(inline="always")
 def _template_ends(out, rs, d, prefix, suffix):
     """The prefix at the start of row ``d`` of ``out`` (``rs``: its row splits) and the
     suffix at its end."""
-    o = rs[_U(d)]
-    for k in range(prefix.shape[0]):
-        out[_U(o + k)] = prefix[_U(k)]
-    o = rs[_U(d + 1)] - suffix.shape[0]
-    for k in range(suffix.shape[0]):
-        out[_U(o + k)] = suffix[_U(k)]
+    _put_ids(prefix, out, rs[_U(d)])
+    _put_ids(suffix, out, rs[_U(d + 1)] - suffix.shape[0])
 
 
 @njit_noalloc(inline="always")
@@ -1757,14 +1761,6 @@ def _segs_in_place(data, seg_s, seg_e, hi, fam, end_whole, tab, fold, init_ids, 
         seg_count[_U(s)] = o - a
         s += 1
     st[2] = s
-
-
-@njit_noalloc(inline="always")
-def _put_ids(ids, out, o):
-    """``out[o:o + len(ids)] = ids``; returns the new ``o``."""
-    for k in range(ids.shape[0]):
-        out[_U(o + k)] = ids[_U(k)]
-    return o + ids.shape[0]
 
 
 @njit_noalloc
