@@ -43,6 +43,7 @@ def main(argv=None) -> int:
     from paired import quartiles, ref_package
 
     from gpu_tok import bench as B
+    from gpu_tok.fast_cpu import pack
     from gpu_tok.kernels import pretok_cpu as new
 
     tmp = tempfile.TemporaryDirectory()
@@ -51,11 +52,8 @@ def main(argv=None) -> int:
     old = importlib.import_module(f"{name}.kernels.pretok_cpu")
     for f in args.files.split(","):
         texts = B.load_texts(B.corpora_dir() / "bench" / f"{f}.jsonl", args.max_mb * 1e6)
-        bs = [t.encode("utf-8") for t in texts]
-        data = np.frombuffer(b"".join(bs) + b"\0" * 64, np.uint8).copy()
-        lens = np.array([len(b) for b in bs], np.int64)
-        ends = np.cumsum(lens)
-        starts = ends - lens
+        data, offsets = pack(texts, None)
+        starts, ends = offsets[:-1].copy(), offsets[1:].copy()
         m_new = np.zeros(data.shape, np.uint8)
         m_old = np.zeros(data.shape, np.uint8)
         new.scan_mask(data, starts, ends, args.family, args.dialect, m_new, parallel=False)
@@ -73,7 +71,7 @@ def main(argv=None) -> int:
                 acc.append(time.perf_counter() - t0)
             ratios.append(t_old[-1] / t_new[-1])
         lo, med, hi = quartiles(ratios)
-        print(f"{args.family}/{args.dialect} {f} ({lens.sum() / 1e6:.2f} MB, {int(m_new.sum())} pieces): "
+        print(f"{args.family}/{args.dialect} {f} ({offsets[-1] / 1e6:.2f} MB, {int(m_new.sum())} pieces): "
               f"this tree {min(t_new) * 1e3:.2f} ms, {args.against} {min(t_old) * 1e3:.2f} ms; "
               f"old/new median {med:.3f}x (quartiles {lo:.3f}-{hi:.3f})", flush=True)
     return 0
