@@ -110,6 +110,22 @@ def range_mask64(typingctx, arr, i, lo, hi):
 
 
 @intrinsic
+def opaque64(typingctx, x):
+    """``x`` (a ``uint64``) unchanged, through an empty inline assembly block that LLVM
+    cannot see into: the optimizer then keeps the bit operations after it on the 64-bit
+    word. Without it, shifts and masks of ``range_mask64`` results in gpt2's window
+    (``pretok_cpu._gpt2_starts``) were turned back into shuffles of the compare vectors,
+    which AVX2 lowers byte by byte (120 ``vpinsrb`` through the stack)."""
+    sig = types.uint64(types.uint64)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        return builder.asm(ir.FunctionType(i64, [i64]), "", "=r,0", [args[0]], False)
+
+    return sig, codegen
+
+
+@intrinsic
 def copy_from_address(typingctx, arr, i, src, n):
     """Copy ``n`` bytes from the raw address ``src`` (an ``int64``) to ``arr[i:i + n]`` of a
     ``uint8`` array (``llvm.memcpy``); the caller keeps both ranges valid and disjoint."""
