@@ -701,3 +701,29 @@ def test_two_byte_letter_masks_match_their_constants():
                     assert int(high) == (0 if want[0] else int(both)), (family, hex(lead), hex(cont), off)
                     seen += want[0]
     assert seen > 3 * 4 * 300  # the letters are many: not a check that passes on empty masks
+
+
+def test_gpt2_window_compiles_without_byte_inserts():
+    """gpt2's 64-byte window (``_gpt2_starts``) keeps its ASCII class masks on 64-bit words
+    (``_intrinsics.opaque64``, decision 0018's addendum of 2026-12-02): without it LLVM
+    turned their shifts back into shuffles of the compare vectors, lowered on AVX2 as 120
+    ``vpinsrb`` through the stack (the serial scan 2.4x slower). The compiled window must
+    hold none; the window's masks are the same either way (the scanner tests)."""
+    import platform
+    import re
+
+    import numba
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("the check reads x86-64 assembly")
+
+    @numba.njit
+    def window(data, i, e, stop):
+        return P._gpt2_starts(data, i, e, stop)
+
+    data = np.frombuffer(b"He said 'twas  fine, 42 times.\n\tOK " * 4, np.uint8).copy()
+    m = int(window(data, 0, data.shape[0], data.shape[0]))
+    assert m & 1 and m != 1  # a real window: it settles several piece starts
+    asm = "\n".join(window.inspect_asm().values())
+    assert re.search(r"^\s+v?pcmpeqb\s", asm, re.M)  # the compares are vector ones
+    assert not re.search(r"^\s+v?pinsrb\s", asm, re.M)
