@@ -554,13 +554,9 @@ def _ascii_classes(data, i, opaque=False):
 @njit_noalloc(inline="always")
 def _mask(data, i, lo, hi, opaque):
     """``range_mask64``; with ``opaque`` (a constant) through ``opaque64``, so that LLVM
-    keeps the operations on it on the 64-bit word. gpt2's window (``_gpt2_starts``) needs
-    it: there the optimizer turned its class masks' shifts back into shuffles of the
-    compare vectors, which AVX2 lowers a byte at a time (its compiled window held 120
-    ``vpinsrb`` through the stack; 1,089 -> 541 instructions; serial scan, 8 MB, AMD EPYC:
-    prose 16.8 -> 7.0 ms, code 14.2 -> 6.3, multilingual 20.4 -> 13.2). The other
-    families' windows compile without them and are 3-12% slower with every mask opaque,
-    so they keep the plain masks."""
+    keeps the operations on it on the 64-bit word: gpt2's window needs it, the other
+    families' are slower with it (decision 0018, addendum of 2026-12-02, has the
+    measurements)."""
     m = range_mask64(data, i, lo, hi)
     if opaque:
         return opaque64(m)
