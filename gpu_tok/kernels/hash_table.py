@@ -30,7 +30,8 @@ import itertools
 from collections.abc import Mapping
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
 
 __all__ = [
     "EMPTY", "build_merge_table", "merge_table_from_model", "lookup", "mix64", "pair_key",
@@ -91,15 +92,27 @@ def njit_noalloc(fn=None, **kw):
     return deco(fn) if fn is not None else deco
 
 
-@njit_noalloc(inline="always")
-def uidx(i):
+@intrinsic
+def uidx(typingctx, i):
     """An array index ``i`` (known to be >= 0) as ``uint64``. Numba wraps a signed index
     around (``i < 0`` counts from the end), which costs three instructions per access and
     keeps LLVM from simplifying the code around it; an unsigned index is used as it is.
     On the per-piece paths of the CPU kernels this was about a fifth of the time (llama3,
     8 MB of code, one thread, 38 -> 30 ms). Mixing it in arithmetic with signed integers
-    gives floats in Numba, so it is only ever the whole subscript: ``a[uidx(i + 1)]``."""
-    return np.uint64(i)
+    gives floats in Numba, so it is only ever the whole subscript: ``a[uidx(i + 1)]``.
+
+    The same cast as ``np.uint64(i)`` (a signed index is sign-extended, then read as
+    unsigned), emitted directly: an intrinsic rather than an ``inline="always"`` function,
+    because Numba inlines those by copying the callee's IR at every call site, and this one
+    has hundreds (the byte-level engine's first compile was about 7 s longer)."""
+    if not isinstance(i, types.Integer):
+        return None
+    sig = types.uint64(i)
+
+    def codegen(context, builder, signature, args):
+        return context.cast(builder, args[0], signature.args[0], types.uint64)
+
+    return sig, codegen
 
 
 _U = uidx
