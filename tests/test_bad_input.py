@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 
 import pytest
@@ -70,11 +71,20 @@ def test_batch_keeps_order_and_count(pair):
 
 
 def _best_time(fn, repeat=2):
+    """The best of ``repeat`` timed calls, with the garbage collector off while timing (a
+    full collection's cost grows with every object alive, not with this call's work)."""
     best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+    finally:
+        if was_enabled:
+            gc.enable()
     return best
 
 
@@ -83,14 +93,19 @@ def test_long_lines_cost_linear_time(pair, unit):
     """A line ten times longer must cost about ten times more, never a hundred.
 
     Not a speed test: a ratio guard against quadratic stages (a quadratic
-    stage gives ~100x). Sizes 20k -> 200k characters; bound 30x.
+    stage gives ~100x). Sizes 20k -> 200k characters; bound 30x. The long line is
+    timed again when the first time is over the bound: with the suite's workers
+    sharing two cores, one timing can be slowed by the other worker (measured
+    2026-12-02: 18x apart from such a spell, 36x in one).
     """
     ours, _ = pair
     small = unit * (20_000 // len(unit))
     big = unit * (200_000 // len(unit))
     ours.encode(small)  # warm caches
-    t_small = _best_time(lambda: ours.encode(small))
+    t_small = _best_time(lambda: ours.encode(small), repeat=3)
     t_big = _best_time(lambda: ours.encode(big), repeat=1)
+    if t_big >= 30 * max(t_small, 1e-3):
+        t_big = min(t_big, _best_time(lambda: ours.encode(big), repeat=1))
     assert t_big < 30 * max(t_small, 1e-3), (unit, t_small, t_big)
 
 
