@@ -104,7 +104,8 @@ def uidx(typingctx, i):
     The same cast as ``np.uint64(i)`` (a signed index is sign-extended, then read as
     unsigned), emitted directly: an intrinsic rather than an ``inline="always"`` function,
     because Numba inlines those by copying the callee's IR at every call site, and this one
-    has hundreds (the byte-level engine's first compile was about 7 s longer)."""
+    has hundreds (gpt2's first ``encode_batch_ids`` with a fresh cache, 2-core AMD host:
+    117.6 s before, 96.7 s after; decision 0022)."""
     if not isinstance(i, types.Integer):
         return None
     sig = types.uint64(i)
