@@ -1243,6 +1243,12 @@ def _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bv
         a = ps[_U(q)]
         b = ps[_U(q + 1)]
         o2 = _encode_hit(b - a, pslot[_U(q)], pw0[_U(q)], pw1[_U(q)], cache, w, out, o)
+        if o2 < 0 and pslot[_U(q)] < 0 and b - a <= _LONG_MAX:  # a long piece: a hit in the long cache here,
+            # not through _encode_miss, whose arguments (arrays passed field by field) cost more than the probe
+            lh = pw0[_U(q)]
+            c = _long_find(data, a, b - a, lh, _long_set(lidx, lh), lidx, lbytes, lids, w, out, o)
+            if c >= 0:
+                o2 = o + c
         if o2 < 0:
             o2 = _encode_miss(data, a, b, b - a, pslot[_U(q)], pw0[_U(q)], pw1[_U(q)], init_ids, grid, mtab, arena, tok_off,
                               bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, w, sids, srank, out, o)
