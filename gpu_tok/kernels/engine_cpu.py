@@ -1243,12 +1243,16 @@ def _encode_run(data, q, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bv
         a = ps[_U(q)]
         b = ps[_U(q + 1)]
         o2 = _encode_hit(b - a, pslot[_U(q)], pw0[_U(q)], pw1[_U(q)], cache, w, out, o)
-        if o2 < 0 and pslot[_U(q)] < 0 and b - a <= _LONG_MAX:  # a long piece: a hit in the long cache here,
-            # not through _encode_miss, whose arguments (arrays passed field by field) cost more than the probe
-            lh = pw0[_U(q)]
-            c = _long_find(data, a, b - a, lh, _long_set(lidx, lh), lidx, lbytes, lids, w, out, o)
-            if c >= 0:
-                o2 = o + c
+        if o2 < 0:  # a hit in the long or the wide cache here, not through _encode_miss, whose
+            # arguments (arrays passed field by field) cost more than the probe
+            if pslot[_U(q)] < 0:
+                if b - a <= _LONG_MAX:
+                    lh = pw0[_U(q)]
+                    c = _long_find(data, a, b - a, lh, _long_set(lidx, lh), lidx, lbytes, lids, w, out, o)
+                    if c >= 0:
+                        o2 = o + c
+            elif b - a > _SHORT_IDS:  # as in _encode_miss (a piece marked in the long cache goes there)
+                o2 = _wide_hit(wide, w, pw0[_U(q)], pw1[_U(q)], out, o)
         if o2 < 0:
             o2 = _encode_miss(data, a, b, b - a, pslot[_U(q)], pw0[_U(q)], pw1[_U(q)], init_ids, grid, mtab, arena, tok_off,
                               bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pc, w, sids, srank, out, o)
@@ -1536,6 +1540,19 @@ def _encode_hit(n, slot, pw0, pw1, cache, w, out, o):
             out[_U(min(o + 4, last))] = np.int32((x >> np.uint64(_ID_BITS)) & _ID_MASK)
             out[_U(o + 3)] = np.int32(x & _ID_MASK)
         return o + c
+    return -1
+
+
+@njit_noalloc
+def _wide_hit(wide, w, pw0, pw1, out, o):
+    """A short piece's ids from the wide cache to ``out[o:]`` (``_encode_miss``'s probe,
+    its long-cache marks left to it); returns the new ``o``, or -1. Not inlined: inlined in
+    ``_encode_run`` it made the loop slower for the pieces that never come here."""
+    ph = key_hash(pw0, pw1)
+    if _wide_marked(wide, w, ph):
+        ws = _wide_slot(wide, ph)
+        if _find_to_front(wide, w, ws, pw0, pw1) and _entry_count(wide, w, ws) != _IN_LONG:
+            return o + _entry_ids(wide, w, ws, out, o)
     return -1
 
 
