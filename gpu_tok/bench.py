@@ -664,7 +664,7 @@ def measure_memory(model: Model, fname: str, shape: str, args) -> str:
     again = (f"; a second call on them {r['peak_again'] / r['bytes']:.2f} B/B ({r['peak_again'] / MB:.1f} MB"
              f"{'' if r['method_again'] == r['method'] else ', ' + r['method_again']})")
     return (f"{r['peak_extra'] / r['bytes']:.2f} B/B peak RSS growth on the first call ({r['peak_extra'] / MB:.1f} MB for "
-            f"{r['bytes'] / MB:.2f} MB){again}; output {r['output_bytes'] / r['bytes']:.2f} B/B; {r['method']})")
+            f"{r['bytes'] / MB:.2f} MB){again}; output {r['output_bytes'] / r['bytes']:.2f} B/B; {r['method']}")
 
 
 # ----------------------------------------------------------------------------- output
