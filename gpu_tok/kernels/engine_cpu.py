@@ -1579,10 +1579,12 @@ def _is_run(out, o, c):
 @njit_noalloc
 def _encode_miss(data, a, b, n, slot, pw0, pw1, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
                  cache, wide, lidx, lbytes, lids, pc, w, sids, srank, out, o):
-    """A piece ``_encode_hit`` did not serve: the long cache, else the vocabulary
-    (``whole_first``), else BPE, and the result cached; returns the new ``o``, or -1 for a
-    piece longer than ``_SHORT`` that needs the heap, or ``-2 - o`` for the new ``o`` of a
-    piece of at most ``_SHORT_KEY`` bytes whose BPE ran (counted for ``_prepass_if_new``)."""
+    """A piece that ``_encode_run`` found in none of the word caches (short, wide, long),
+    or a short piece the wide cache marks as being in the long cache: the long cache for
+    that one, else the vocabulary (``whole_first``), else BPE, and the result cached;
+    returns the new ``o``, or -1 for a piece longer than ``_SHORT`` that needs the heap,
+    or ``-2 - o`` for the new ``o`` of a piece of at most ``_SHORT_KEY`` bytes whose BPE
+    ran (counted for ``_prepass_if_new``)."""
     wslot = -1
     in_long = False
     ph = key_hash(pw0, pw1)  # the short key's hash (not kept from _key_piece: a store and a load per piece)
@@ -1590,13 +1592,10 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, init_ids, grid, mtab, arena, tok
         # mark: in the long cache); a piece of at most _SHORT_IDS bytes has no more ids than
         # that (one byte, one symbol at least), so it is never there: no probe (most misses
         # of English text, where that probe waited on memory each time); nor is a piece
-        # whose mark bit is clear
+        # whose mark bit is clear. _wide_hit served any other entry found there, so one
+        # found now is a mark.
         wslot = _wide_slot(wide, ph)
-        if _wide_marked(wide, w, ph) and _find_to_front(wide, w, wslot, pw0, pw1):
-            if _entry_count(wide, w, wslot) == _IN_LONG:
-                in_long = True
-            else:
-                return o + _entry_ids(wide, w, wslot, out, o)
+        in_long = _wide_marked(wide, w, ph) and _find_to_front(wide, w, wslot, pw0, pw1)
     # the long cache: pieces of 16.._LONG_MAX bytes, and short ones with more ids than a wide
     # entry holds (probed only when the wide cache marks them so)
     lslot = -1
@@ -1604,7 +1603,7 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, init_ids, grid, mtab, arena, tok
     if n <= _LONG_MAX:
         lh = ph if slot >= 0 else pw0  # a long piece's bytes_hash (_key_piece)
         lslot = _long_set(lidx, lh)
-    if lslot >= 0 and (slot < 0 or in_long):
+    if lslot >= 0 and in_long:  # a long piece's probe ran in _encode_run
         c = _long_find(data, a, n, lh, lslot, lidx, lbytes, lids, w, out, o)
         if c >= 0:
             return o + c
