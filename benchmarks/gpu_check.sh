@@ -19,8 +19,9 @@
 #
 # Data: GPU_TOK_MODELS / GPU_TOK_CORPORA if set; else build/gpu_stage/stage.tar.xz (made by
 # benchmarks/gpu_stage.py, carried as build/gpu_stage) unpacked to /tmp; else ../shared.
-# Wheels (gigatoken, say): put them in .whl/ and carry it; they are installed with --no-index.
-# Nothing is downloaded.
+# Wheels: gigatoken and what its array API imports, staged by gpu_stage.py in build/gpu_stage/whl
+# (carried with build/gpu_stage); installed with --no-index, only where missing. Nothing is
+# downloaded.
 #
 # GPU_CHECK_DRY=1: a dry run without a GPU (the tests under the simulator, gpu_bench on the CPU
 # twins), to check the script itself.
@@ -68,9 +69,20 @@ EOF
 fi
 export GPU_TOK_MODELS=${GPU_TOK_MODELS:-$ROOT/../shared/models}
 export GPU_TOK_CORPORA=${GPU_TOK_CORPORA:-$ROOT/../shared/corpora}
-if [ -d .whl ] && ls .whl/*.whl > /dev/null 2>&1; then
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/gpu_tok_site \
-    .whl/*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/gpu_tok_site"
+# gigatoken and what its array API imports (build/gpu_stage/whl/needs.txt, lines "module
+# package==version", written by benchmarks/gpu_stage.py), each only where this Python cannot
+# import it, so nothing the machine has is replaced: from build/gpu_stage/whl, no index, no
+# dependency resolution, into /tmp/gpu_tok_site (last on the path)
+export PYTHONPATH="$PYTHONPATH:/tmp/gpu_tok_site"
+if [ -f build/gpu_stage/whl/needs.txt ]; then
+  while read -r mod pkg; do
+    [ -n "$mod" ] || continue
+    $PY -c "import $mod" > /dev/null 2>&1 && continue
+    echo "wheels: installing $pkg ($mod is not importable here)" | tee -a "$OUT/cpu_bench.log"
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/gpu_tok_site \
+      --find-links build/gpu_stage/whl "$pkg" >> "$OUT/cpu_bench.log" 2>&1 \
+      || echo "wheels: $pkg failed (cpu_bench.log)" | tee -a "$OUT/cpu_bench.log"
+  done < build/gpu_stage/whl/needs.txt
 fi
 
 # ---------------------------------------------------------------- 1. card
@@ -110,10 +122,10 @@ step "gpu_bench" 170 "$OUT/gpu_bench.log" \
 
 # ---------------------------------------------------------------- 4. CPU engines, same texts
 ENGINES=ours,hf,tiktoken
-if $PY -c "import gigatoken" > /dev/null 2>&1; then
+if $PY -c "import gigatoken, awkward" > /dev/null 2>&1; then
   ENGINES=$ENGINES,gigatoken
 else
-  echo "gigatoken: not installed and no wheel carried in .whl/: skipped" | tee -a "$OUT/cpu_bench.log"
+  echo "gigatoken (with awkward): not importable, and no wheel staged in build/gpu_stage/whl: skipped" | tee -a "$OUT/cpu_bench.log"
 fi
 step "cpu engines" 110 "$OUT/cpu_bench.log" \
   $PY benchmarks/bench.py --models "$MODELS" --engines "$ENGINES" --threads "$THREADS" --repeat 2 \
