@@ -72,7 +72,9 @@ export GPU_TOK_CORPORA=${GPU_TOK_CORPORA:-$ROOT/../shared/corpora}
 # gigatoken and what its array API imports (build/gpu_stage/whl/needs.txt, lines "module
 # package==version", written by benchmarks/gpu_stage.py), each only where this Python cannot
 # import it, so nothing the machine has is replaced: from build/gpu_stage/whl, no index, no
-# dependency resolution, into /tmp/gpu_tok_site (last on the path)
+# dependency resolution, into /tmp/gpu_tok_site (emptied first: it is on PYTHONPATH, before the
+# site packages, so it must hold nothing but what this Python lacks)
+rm -rf /tmp/gpu_tok_site
 export PYTHONPATH="$PYTHONPATH:/tmp/gpu_tok_site"
 if [ -f build/gpu_stage/whl/needs.txt ]; then
   while read -r mod pkg; do
