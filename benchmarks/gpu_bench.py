@@ -207,10 +207,20 @@ def versions() -> dict:
     for mod in ("numpy", "numba", "cupy", "tokenizers", "tiktoken", "gigatoken"):
         try:
             m = __import__(mod)
-            out[mod] = getattr(m, "__version__", "?")
         except Exception:  # noqa: BLE001
-            pass
+            continue
+        out[mod] = getattr(m, "__version__", None) or _dist_version(mod)
     return out
+
+
+def _dist_version(mod: str) -> str:
+    """The installed distribution's version (gigatoken has no ``__version__``)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(mod)
+    except metadata.PackageNotFoundError:
+        return "?"
 
 
 def git_rev() -> str:

@@ -95,13 +95,19 @@ fi
   echo "models: $GPU_TOK_MODELS ($(ls "$GPU_TOK_MODELS" 2>/dev/null | tr '\n' ' '))"
   echo "corpora: $GPU_TOK_CORPORA ($(ls "$GPU_TOK_CORPORA/bench" 2>/dev/null | tr '\n' ' '))"
   $PY - <<'EOF'
-import importlib, platform
+import importlib, importlib.metadata, platform
 print("python", platform.python_version())
-for m in ("numpy", "numba", "numba_cuda", "cupy", "torch", "tokenizers", "tiktoken", "gigatoken"):
+for m in ("numpy", "numba", "numba_cuda", "cupy", "torch", "tokenizers", "tiktoken", "gigatoken", "awkward"):
     try:
-        print(m, getattr(importlib.import_module(m), "__version__", "?"))
+        v = getattr(importlib.import_module(m), "__version__", None)
     except Exception as e:
         print(m, "not available:", type(e).__name__)
+        continue
+    try:
+        v = v or importlib.metadata.version(m.replace("_", "-"))
+    except Exception:
+        v = "?"
+    print(m, v)
 try:
     from numba import cuda
     d = cuda.get_current_device()
