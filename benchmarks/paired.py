@@ -20,7 +20,8 @@ rounds is the run that nothing slowed.
 (``gpu_tok_ref``) into a temporary directory and times it as the other engine: a change's
 own effect, measured the same way. Engines are warm (each has encoded the texts once before
 the timed rounds), as in the main bench; the texts are the main bench's (``--max-mb`` MB of
-each file). Options not listed here behave as in ``bench.py``.
+each file; ``--shape`` cuts them into 1 KB or 100 KB documents or one line, as ``bench.py
+--scaling`` does). Options not listed here behave as in ``bench.py``.
 """
 from __future__ import annotations
 
@@ -52,6 +53,9 @@ def parse_args(argv=None):
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for both engines")
     ap.add_argument("--rounds", type=int, default=20, help="timed rounds (each engine once per round)")
     ap.add_argument("--max-mb", type=float, default=8.0, help="MB of texts per file (the main bench's)")
+    ap.add_argument("--shape", choices=["1KB docs", "100KB docs", "line"],
+                    help="instead of the file's documents: --max-mb MB of them cut into documents of this "
+                         "size, or one line of --max-mb MB (bench.py --scaling's inputs)")
     ap.add_argument("--append-results", action="store_true", help="append the table to benchmarks/RESULTS.md")
     return ap.parse_args(argv)
 
@@ -101,7 +105,12 @@ def main(argv=None) -> int:
         if model.error:
             print(f"skipped {spec}: {model.error}", flush=True)
             continue
-        texts = B.load_texts(B.bench_file(fname), args.max_mb * MB)
+        if args.shape:
+            shapes = B.scaling_inputs(B.bench_file(fname), args.max_mb, args.max_mb)
+            texts = shapes[args.shape if args.shape != "line" else f"{args.max_mb:g}MB line"]
+            fname = f"{fname} ({args.shape})"
+        else:
+            texts = B.load_texts(B.bench_file(fname), args.max_mb * MB)
         size = sum(len(t.encode("utf-8")) for t in texts)
         ours = B.make_ours(model, args.threads).encode
         if args.against:

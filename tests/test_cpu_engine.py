@@ -580,6 +580,36 @@ def test_added_token_matching_in_whitespace_a_token_stripped():
             assert np.array_equal(a, b), runs
 
 
+def test_probe_bits_finds_a_byte_anywhere_in_a_text():
+    """``pack_cpu._probe_bits`` (the packing hint's test of one text: 256- and 64-byte
+    vector steps, then the last 64 bytes as one window that overlaps bytes already tested,
+    a text under 64 bytes byte by byte) gives each range's bit exactly where some byte of
+    the text falls in it, wherever that byte is (in the overlapped tail included), for one
+    to four ranges; the bytes around the text never count."""
+    from gpu_tok.kernels.pack_cpu import _probe_bits
+
+    rng = random.Random(11)
+    rows = [(0x3C, 0x3C, 1), (0x5B, 0x5D, 2), (0xE0, 0xEF, 4), (0x0A, 0x0A, 8)]
+    checked = hits = 0
+    for n in list(range(0, 140)) + [255, 256, 257, 319, 320, 321, 511, 512, 513, 700, 1000]:
+        for place in ([None] + [0, n - 1, n // 2, max(n - 64, 0), max(n - 63, 0)] if n else [None]):
+            for R in (1, 2, 4):
+                probe = np.array(rows[:R], np.int64)
+                body = bytearray(rng.choice(b"abcxyz ") for _ in range(n))
+                if place is not None:
+                    lo, hi, _bit = rows[rng.randrange(R)]
+                    body[place] = rng.randint(lo, hi)
+                # the text sits between bytes of every range: none of them may count
+                pad = bytes(r[0] for r in rows) * 20
+                buf = np.frombuffer(pad + bytes(body) + pad, np.uint8)
+                a = len(pad)
+                want = sum(bit for lo, hi, bit in rows[:R] if any(lo <= x <= hi for x in body))
+                assert _probe_bits(buf, a, a + n, probe) == want, (n, place, R)
+                checked += 1
+                hits += want != 0
+    assert checked > 2000 and hits > 1500
+
+
 def test_packing_hint_leaves_out_only_documents_without_a_first_byte(monkeypatch):
     """Packing flags each document holding a first byte of a raw added token's content
     (``pack_probed``, up to three such bytes: here " ", "<", "["), and with the

@@ -115,7 +115,20 @@ def _probe_bits(data, a, b, probe):
                 if R > 3:
                     got |= b3 * (range_mask64(data, i, lo3, hi3) != 0)
         i += 64
-    while i < b and got != want:
+    if i < b and got != want and b - a >= 64:
+        # the last bytes through the window that ends at ``b`` (it overlaps bytes already
+        # tested, which changes nothing): byte by byte they took most of the time on short
+        # texts (8,000 texts of 1 KB: 1.5 ms of a 27 ms gpt2 call, one thread)
+        i = b - 64
+        got |= b0 * (range_mask64(data, i, lo0, hi0) != 0)
+        if R > 1:
+            got |= b1 * (range_mask64(data, i, lo1, hi1) != 0)
+            if R > 2:
+                got |= b2 * (range_mask64(data, i, lo2, hi2) != 0)
+                if R > 3:
+                    got |= b3 * (range_mask64(data, i, lo3, hi3) != 0)
+        i = b
+    while i < b and got != want:  # a text of fewer than 64 bytes
         v = data[i]
         for r in range(R):
             if probe[r, 0] <= v and v <= probe[r, 1]:
