@@ -22,6 +22,7 @@ anything else ``device="cpu"`` runs the reference path, which gives the same res
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 from dataclasses import dataclass
@@ -620,7 +621,7 @@ def pack_probed(texts: Sequence[str], check, num_threads: Optional[int],
 
     texts = texts if type(texts) in (list, tuple) else list(texts)  # hold every object while its bytes are read
     n = len(texts)
-    objs = np.fromiter(map(id, texts), np.int64, n)
+    objs = object_ids(texts)
     ptr = np.empty(n, np.int64)
     size = np.empty(n, np.int64)
     if PK.utf8_views(objs, ptr, size, PK.AS_UTF8, PK.ERR_CLEAR) >= 0:
@@ -644,6 +645,38 @@ def pack_probed(texts: Sequence[str], check, num_threads: Optional[int],
         else:
             PK.gather_views_probe_serial(ptr, offsets, data, probe, pairs, hint)
     return data, offsets, hint
+
+
+def object_ids(seq) -> np.ndarray:
+    """``int64[len(seq)]``: ``id()`` of each item of a list or tuple, read from its item array
+    (CPython keeps a list's item pointers in one array after its variable-size header, a
+    tuple's inline at the same offset): 3 us for 8,000 items where
+    ``np.fromiter(map(id, seq))`` took 314 us, a per-call cost the threads do not share
+    (``_ITEMS_OK`` checks the layout once; without it, or for another sequence type,
+    ``map(id, seq)``)."""
+    n = len(seq)
+    if _ITEMS_OK and n and type(seq) in (list, tuple):
+        base = id(seq) + _VAR_HEADER
+        if type(seq) is list:
+            base = ctypes.c_void_p.from_address(base).value
+        return np.frombuffer((ctypes.c_int64 * n).from_address(base), np.int64).copy()
+    return np.fromiter(map(id, seq), np.int64, n)
+
+
+def _items_layout_ok() -> bool:
+    probe = ["a", "b", 1.5]
+    for seq in (probe, tuple(probe)):
+        base = id(seq) + _VAR_HEADER
+        if type(seq) is list:
+            base = ctypes.c_void_p.from_address(base).value
+        got = list((ctypes.c_int64 * len(seq)).from_address(base))
+        if got != [id(x) for x in seq]:
+            return False
+    return True
+
+
+_VAR_HEADER = tuple.__basicsize__  # ob_refcnt, ob_type, ob_size: where the items (or their array's address) are
+_ITEMS_OK = ctypes.sizeof(ctypes.c_void_p) == 8 and _items_layout_ok()
 
 
 def _pack_encoded(texts: Sequence[str], check) -> Tuple[np.ndarray, np.ndarray]:

@@ -10,6 +10,7 @@ against the reference path (``device="ref"``).
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import random
@@ -578,6 +579,21 @@ def test_added_token_matching_in_whitespace_a_token_stripped():
         got_m = K.match_added_parallel(data, seg_s, seg_e, *trie, eng.cls, no_hint, runs)
         for a, b in zip(got_m, want_m):
             assert np.array_equal(a, b), runs
+
+
+def test_object_ids_read_from_a_list_or_tuple_are_the_ids():
+    """``fast_cpu.object_ids`` (packing's string addresses, read from a list's or tuple's
+    item array) equals ``id()`` of each item: empty, one item, a list grown by appends (its
+    item array moved), a slice, a tuple; another sequence type through ``map(id, ...)``."""
+    assert fast_cpu._ITEMS_OK  # CPython's layout, checked at import
+    grown = []
+    for k in range(5000):
+        grown.append("t%d" % k)
+    for seq in ([], (), ["a"], ("a",), grown, grown[17:4000:3], tuple(grown), [1.5, None, "x"] * 7):
+        got = fast_cpu.object_ids(seq)
+        assert got.dtype == np.int64 and got.tolist() == [id(x) for x in seq]
+    other = collections.deque(grown[:10])
+    assert fast_cpu.object_ids(other).tolist() == [id(t) for t in grown[:10]]
 
 
 def test_probe_bits_finds_a_byte_anywhere_in_a_text():
