@@ -160,6 +160,8 @@ def run_case(name, fname, texts, mb, cpu, gpu, obj, args, cp, np, G):
         eng.profile = False
     st = eng.stats
     r["profile"] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in st.items()}
+    # each kernel waited for and timed alone (the scan's kernels together): where kernel_s goes
+    r["profile"]["kernels"] = {k: round(v, 5) for k, v in sorted(st.get("kernels", {}).items(), key=lambda kv: -kv[1])}
     r["profile"]["total_s"] = round(prof_s, 4)
     r["profile"]["other_s"] = round(prof_s - st["pack_s"] - st["host_s"] - st["h2d_s"] - st["kernel_s"]
                                     - st["d2h_s"], 4)
@@ -186,6 +188,13 @@ def render(meta, results) -> str:
         lines.append(f"| {r['model']} | {r['file']} | {r['mb']:.2f} | {eq} | {r['cpu_mbps']} | {r['gpu_e2e_mbps']} | "
                      f"{r.get('gpu_dev_mbps', '-')} | {p['pack_s']} | {p['host_s']} | {p['h2d_s']} | {p['kernel_s']} | {p['d2h_s']} | "
                      f"{r['kernel_mbps']} | {p['pieces']} | {p['distinct']} | {p['batches']} |")
+    split = [r for r in results if not r.get("error") and r["profile"].get("kernels")]
+    if split:
+        lines += ["", "Kernel split of the profiled run (seconds, each kernel waited for alone; the scan's "
+                  "kernels together), largest first:", ""]
+        for r in split:
+            ks = r["profile"]["kernels"]
+            lines.append(f"- {r['model']} {r['file']}: " + ", ".join(f"{k} {v:.4f}" for k, v in ks.items()))
     return "\n".join(lines) + "\n"
 
 

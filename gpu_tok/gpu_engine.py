@@ -518,7 +518,7 @@ class GpuEngine:
                 s0 = int(hp.starts[idx[k]])
                 be.copy_into(out, s0, ids[off[k]:off[k + 1]], s)
             self.stats["host_pieces"] += int(idx.shape[0])
-        L = be.launch
+        L = self._kernel
         L(K.k_fill_u64, C, s, C, tkeys, K.EMPTY)
         L(K.k_fill_i32, C, s, C, towner, K.INT32_MAX)
         L(K.k_fill_i64, K.NBUCKETS, s, K.NBUCKETS, bcount, np.int64(0))
@@ -534,7 +534,7 @@ class GpuEngine:
           T.byte_id, T.mtab, T.whole_first, T.arena, T.tok_off, T.bkeys, T.bvals, lsym, llen, lprv, lnxt, hkey, hnew,
           out, cnt)
         L(K.k_counts, P, s, P, data, starts, special, rep, T.mode, T.init_ids, T.char_id, T.byte_id, out, cnt)
-        be.scan(cnt, P, pos, s)
+        self._scan(cnt, P, pos, s)
         a.update(out=out, rep=rep, cnt=cnt, pos=pos, bounds=bounds)
         self._tick("kernel_s", t0, s)
         self.stats["pieces"] += P
@@ -556,8 +556,8 @@ class GpuEngine:
         t0 = time.perf_counter()
         ids = be.empty(total, np.int32)
         rs = be.empty(f.n + 1, np.int64)
-        be.launch(K.k_scatter, f.P, s, f.P, a["starts"], a["special"], a["rep"], a["cnt"], a["pos"], a["out"], ids)
-        be.launch(K.k_rows, f.n + 1, s, f.n + 1, a["first"], a["pos"], rs)
+        self._kernel(K.k_scatter, f.P, s, f.P, a["starts"], a["special"], a["rep"], a["cnt"], a["pos"], a["out"], ids)
+        self._kernel(K.k_rows, f.n + 1, s, f.n + 1, a["first"], a["pos"], rs)
         if prefix is not None and (prefix.shape[0] or suffix.shape[0]):
             ids, rs = self._template(ids, rs, total, f.n, prefix, suffix, s)
         self._tick("kernel_s", t0, s)
@@ -580,10 +580,32 @@ class GpuEngine:
         d_suf = be.upload(np.append(suffix, 0).astype(np.int32))
         ids2 = be.empty(T + n * (a + b), np.int32)
         rs2 = be.empty(n + 1, np.int64)
-        be.launch(K.k_template_rows, n + 1, s, n + 1, rs, a, b, rs2)
-        be.launch(K.k_template_docs, n, s, n, rs, rs2, d_pre[:a], d_suf[:b], ids2)
-        be.launch(K.k_template_toks, T, s, T, ids, rs, n, a, b, ids2)
+        self._kernel(K.k_template_rows, n + 1, s, n + 1, rs, a, b, rs2)
+        self._kernel(K.k_template_docs, n, s, n, rs, rs2, d_pre[:a], d_suf[:b], ids2)
+        self._kernel(K.k_template_toks, T, s, T, ids, rs, n, a, b, ids2)
         return ids2, rs2
+
+    def _kernel(self, kernel, n, stream, *args):
+        """``be.launch``; with ``profile``, waited for and its time added to
+        ``stats["kernels"][name]`` (so the split says which kernel the device time is in)."""
+        if not self.profile:
+            self.be.launch(kernel, n, stream, *args)
+            return
+        t0 = time.perf_counter()
+        self.be.launch(kernel, n, stream, *args)
+        self._kernel_time(_kernel_name(kernel), t0, stream)
+
+    def _scan(self, x, n, out, stream):
+        """``be.scan`` (several kernels), timed as ``"scan"`` with ``profile``."""
+        t0 = time.perf_counter()
+        self.be.scan(x, n, out, stream)
+        if self.profile:
+            self._kernel_time("scan", t0, stream)
+
+    def _kernel_time(self, name: str, t0: float, stream):
+        self.be.sync(stream)
+        k = self.stats.setdefault("kernels", {})
+        k[name] = k.get(name, 0.0) + time.perf_counter() - t0
 
     def _tick(self, key: str, t0: float, stream):
         if self.profile:
@@ -692,6 +714,11 @@ def _byte_mid(offsets, d0, d1) -> int:
     half = (int(offsets[d0]) + int(offsets[d1])) / 2
     mid = int(np.searchsorted(offsets, half, side="left"))
     return min(max(mid, d0 + 1), d1 - 1)
+
+
+def _kernel_name(kernel) -> str:
+    """A kernel's Python name (a Numba dispatcher, CUDA or njit twin)."""
+    return getattr(getattr(kernel, "py_func", None), "__name__", None) or getattr(kernel, "__name__", "?")
 
 
 def _new_stats() -> dict:

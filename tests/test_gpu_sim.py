@@ -292,6 +292,11 @@ def test_device_oom_halves_the_batch(monkeypatch):
 
 
 @on_device
+def test_device_profile_split():
+    _check_profile("cuda")
+
+
+@on_device
 def test_device_kernels_equal_twins():
     """The same kernels, compiled for the device and by njit, on the same inputs: BPE counts
     and ids of every distinct piece, the scan, the whole pipeline's arrays."""
@@ -494,6 +499,43 @@ def test_twin_bytes_hash_is_the_cpu_engines():
     buf = rng.integers(0, 256, 300).astype(np.uint8)
     for s, e in [(0, 0), (0, 1), (3, 11), (5, 12), (0, 300), (17, 40)]:
         assert K.bytes_hash(buf, s, e) == engine_cpu.bytes_hash(buf, s, e)
+
+
+@twin_only
+def test_twin_profile_split():
+    _check_profile("twin")
+
+
+def _check_profile(device):
+    """The engine's ``profile`` switch (``benchmarks/gpu_bench.py``'s split): same ids, and
+    each kernel waited for and timed by name, inside the phase times (``kernel_s``), with
+    the template's kernels where the post-processor adds ids, over several batches."""
+    from gpu_tok import gpu_engine as G
+
+    texts = [" ".join(bench_texts(3000)[0].split()[:30])] * 4 + ["", "x" * 80, "the cat"]
+    for family, flag in (("llama3", True), ("gpt2", False)):
+        t = tok(family)
+        want = t.encode_batch_ids(texts, add_special_tokens=flag, device="cpu")
+        g = G._engine_for(t, device, lambda be: G.GpuTokenizer(t, be))
+        old = g.engine.batch_bytes
+        g.engine.stats = G._new_stats()
+        g.engine.profile = True
+        g.engine.batch_bytes = 400
+        try:
+            ids, rs = g.encode_ids(texts, flag, None, True)
+        finally:
+            g.engine.profile = False
+            g.engine.batch_bytes = old
+        assert np.array_equal(np.asarray(rs), want.row_splits) and np.array_equal(np.asarray(ids), want.ids), family
+        st = g.engine.stats
+        ks = st["kernels"]
+        assert st["batches"] >= 2, family
+        want_k = {"k_insert", "k_resolve", "k_fill", "k_short", "k_counts", "k_scatter", "k_rows", "scan"}
+        if flag:
+            want_k |= {"k_template_rows", "k_template_docs", "k_template_toks"}
+        assert want_k <= set(ks), (family, sorted(ks))
+        assert all(v >= 0 for v in ks.values())
+        assert sum(ks.values()) <= st["kernel_s"] + 1e-9, family  # each timed inside its phase
 
 
 def _check_oom_halving(device, monkeypatch):
