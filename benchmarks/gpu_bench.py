@@ -9,9 +9,9 @@ For every model and bench file (the first ``--max-mb`` MB, as ``benchmarks/bench
   copied back to the host (``return_numpy=True``) and, where CuPy is installed, left on the
   device (CuPy arrays, synchronized); the CPU engine on all ``--threads`` cores beside it;
 * **where the time goes**: one more run with the engine's ``profile`` switch (it waits for
-  the device after every phase, so nothing overlaps): packing the texts, host
-  pre-tokenization (pieces), copies to the device, kernels, copies back, plus pieces,
-  distinct pieces and batches.
+  the device after every phase and every kernel, so nothing overlaps): packing the texts,
+  host pre-tokenization (pieces), copies to the device, kernels (and each kernel's share),
+  copies back, plus pieces, distinct pieces and batches.
 
 Writes ``gpu_bench.json`` and ``gpu_bench.md`` to ``--out``. ``--device twin`` runs the same
 pipeline on the CPU twins (no GPU: a dry run of this script). Models and texts come from

@@ -409,7 +409,7 @@ class GpuEngine:
         env = os.environ.get("GPU_TOK_CUDA_HOST_PIECE")
         self.huge_bytes = int(env) if env else _HUGE_BYTES  # longer pieces: BPE on the host
         self.key_mask = np.uint64(0xFFFFFFFFFFFFFFFF)  # dedupe key bits (tests narrow it to force collisions)
-        self.profile = False  # synchronize after each phase and time it (stats); no overlap
+        self.profile = False  # synchronize after each phase and kernel and time it (stats); no overlap
         self.stats = _new_stats()
         self.batch_log: List[Tuple[int, int]] = []  # (d0, d1) of every batch collected, in order
         self._lock = threading.Lock()
