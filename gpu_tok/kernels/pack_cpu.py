@@ -81,8 +81,9 @@ def _mask256(data, i, lo, hi):
 @njit_cached(nogil=True)
 def _probe_bits(data, a, b, probe):
     """The bits of the ranges of ``probe`` (1 to 4 rows) some byte of ``data[a:b]`` falls
-    in: vector compares of 64 bytes, four or-ed a row per step; it stops once it has
-    them all."""
+    in: vector compares of 64 bytes, four or-ed a row per step, then the last bytes as
+    one 64-byte window ending at ``b`` (where the text has 64 bytes); it stops once it
+    has them all."""
     R = probe.shape[0]
     r1 = min(1, R - 1)
     r2 = min(2, R - 1)
