@@ -48,6 +48,7 @@ _NO_PAIRS = np.zeros((0, 3), np.int64)  # pack_probed's pairs: none
 _PROBE_ADDED = 1  # pack_probed's bit: a first byte of an added token's content
 _PROBE_NFC = 2  # pack_probed's bit: a byte NFC may change a character from
 _KEEP_OUT_MAX = 1 << 29  # the largest parallel scratch an engine keeps between calls (ByteBPEEngine._scratch_out)
+_KEEP_TEXT_MAX = 1 << 27  # the most packed text an engine keeps a buffer for between calls (KeptBytes)
 
 
 def plan_threads(num_threads: Optional[int], n_bytes: int) -> Tuple[int, bool]:
@@ -82,6 +83,47 @@ def numba_chunksize(n: int):
     import numba
 
     return numba.parallel_chunksize(n)
+
+
+class KeptBytes:
+    """A byte buffer an engine keeps between calls for the text it packs (``pack_probed``'s
+    ``kept``), up to ``_KEEP_TEXT_MAX`` bytes. A fresh buffer is zero-filled by the kernel
+    page by page as the copy first touches it, and given back when the call ends: 8 MB of
+    text, gpt2, the page faults' zeroing alone was 3-4 % of a one-thread call
+    (``clear_page_erms`` in a profile), and threads that fault at once contend in the
+    kernel. One call at a time uses it (``hold``: None when another thread holds it; that
+    call packs into a fresh array); the text must not outlive the ``hold`` block."""
+
+    def __init__(self):
+        self._buf: Optional[np.ndarray] = None
+        self._lock = threading.Lock()
+
+    def hold(self) -> "_KeptHold":
+        return _KeptHold(self)
+
+    def take(self, n: int) -> np.ndarray:
+        """``uint8[n]`` (the kept buffer's first ``n`` bytes, or a fresh array past the limit)."""
+        if n > _KEEP_TEXT_MAX:
+            return np.empty(n, np.uint8)
+        if self._buf is None or self._buf.shape[0] < n:
+            grow = n + n // 4  # room to grow into: batches of about the same size are not each a new buffer
+            self._buf = None  # the old one dropped first: never two held at once
+            self._buf = np.empty(max(min(grow, _KEEP_TEXT_MAX), 1), np.uint8)
+        return self._buf[:n]
+
+
+class _KeptHold:
+    def __init__(self, kept: KeptBytes):
+        self.kept = kept
+        self.locked = False
+
+    def __enter__(self) -> Optional[KeptBytes]:
+        self.locked = self.kept._lock.acquire(blocking=False)
+        return self.kept if self.locked else None
+
+    def __exit__(self, *exc):
+        if self.locked:
+            self.kept._lock.release()
 
 
 def aligned_zeros(shape, dtype, align: int = 64) -> np.ndarray:
@@ -594,7 +636,8 @@ class ByteBPEEngine:
 
 
 # ---------------------------------------------------------------------- packing
-def pack(texts: Sequence[str], check, num_threads: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+def pack(texts: Sequence[str], check, num_threads: Optional[int] = None,
+         kept: Optional[KeptBytes] = None) -> Tuple[np.ndarray, np.ndarray]:
     """``(data, doc_offsets)``: the UTF-8 of all texts and where each starts.
 
     The bytes come from CPython's own UTF-8 of each string (``kernels.pack_cpu``: cached
@@ -602,21 +645,21 @@ def pack(texts: Sequence[str], check, num_threads: Optional[int] = None) -> Tupl
     with ``num_threads`` (default: all cores). ``check(text)`` is called on every text
     when one cannot be encoded (wrong type, lone surrogate): it raises the reference's
     error for it, or returns the text the reference encodes instead (tiktoken repairs
-    lone surrogates).
+    lone surrogates). ``kept``: the bytes go into its buffer (the caller holds it).
     """
-    data, offsets, _hint = pack_probed(texts, check, num_threads, None)
+    data, offsets, _hint = pack_probed(texts, check, num_threads, None, kept=kept)
     return data, offsets
 
 
 def pack_probed(texts: Sequence[str], check, num_threads: Optional[int],
-                probe: Optional[np.ndarray], pairs: np.ndarray = _NO_PAIRS
+                probe: Optional[np.ndarray], pairs: np.ndarray = _NO_PAIRS, kept: Optional[KeptBytes] = None
                 ) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
     """``pack``, and ``hint``: with ``probe`` (``int64[R, 3]`` rows ``(lo, hi, bit)``,
     ``ByteBPEEngine.probe``), ``uint8[n]``: per text, the bits of the ranges it holds a
     byte of, tested as it is copied (``run_ids(..., hint=)`` skips the added-token search
     and the NFC check where a text has not the bit); a bit with rows in ``pairs``
     (``ByteBPEEngine.probe_pairs``) only where one of its byte pairs occurs too. None
-    without ``probe`` or when the texts went through ``str.encode``."""
+    without ``probe`` or when the texts went through ``str.encode``. ``kept``: as in ``pack``."""
     from .kernels import pack_cpu as PK
 
     texts = texts if type(texts) in (list, tuple) else list(texts)  # hold every object while its bytes are read
@@ -628,7 +671,7 @@ def pack_probed(texts: Sequence[str], check, num_threads: Optional[int],
         return (*_pack_encoded(texts, check), None)
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(size, out=offsets[1:])
-    data = np.empty(int(offsets[-1]), np.uint8)
+    data = kept.take(int(offsets[-1])) if kept is not None else np.empty(int(offsets[-1]), np.uint8)
     threads, parallel = plan_threads(num_threads, data.shape[0])
     hint = None
     if probe is None:
@@ -904,17 +947,21 @@ class CpuTokenizerEngine:
         self.engine = ByteBPEEngine(spec_for_config(cfg, ref))
         self.prefix, self.suffix = template_ids(cfg, ref)
         self._vocab_r = None
+        self._text = KeptBytes()
 
     def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
         from .cpu_ref.pipeline import check_text
 
         texts = texts if isinstance(texts, list) else list(texts)
-        data, offsets, hint = pack_probed(texts, check_text, num_threads, self.engine.probe, self.engine.probe_pairs)
-        template = (self.prefix, self.suffix) if add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0]) else None
-        ids, rs, skip = self.engine.run_ids(data, offsets, num_threads=num_threads, template=template, hint=hint,
-                                            own_data=True)
-        if skip is not None and skip.any():
-            rows = self.skipped_rows(texts, skip, num_threads, data, offsets)
+        with self._text.hold() as kept:  # the packed text lives only in this block
+            data, offsets, hint = pack_probed(texts, check_text, num_threads, self.engine.probe,
+                                              self.engine.probe_pairs, kept=kept)
+            template = (self.prefix, self.suffix) if add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0]) else None
+            ids, rs, skip = self.engine.run_ids(data, offsets, num_threads=num_threads, template=template, hint=hint,
+                                                own_data=True)
+            rows = self.skipped_rows(texts, skip, num_threads, data, offsets) if skip is not None and skip.any() else None
+            del data
+        if rows is not None:
             if template is not None:
                 rows = {i: np.concatenate((self.prefix, np.asarray(r, np.int32), self.suffix)) for i, r in rows.items()}
             ids, rs = splice_rows(ids, rs, rows)
@@ -1142,6 +1189,7 @@ class CpuSentencePieceEngine:
         self._lock = threading.Lock()
         self._wcache = None
         self._out = None
+        self._text = KeptBytes()
 
     # the short and wide word caches (``ByteBPEEngine``'s layout), kept across calls the same
     # way, and so is the scratch (3 ids per input byte here)
@@ -1150,11 +1198,15 @@ class CpuSentencePieceEngine:
     _scratch_out = ByteBPEEngine._scratch_out
 
     def encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int]):
+        with self._text.hold() as kept:  # the packed text lives only in this block
+            return self._encode_ids(texts, add_special_tokens, num_threads, kept)
+
+    def _encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int], kept: Optional[KeptBytes]):
         from .cpu_ref.pipeline import check_text
 
         K = self.K
         texts = texts if isinstance(texts, list) else list(texts)
-        data, offsets = pack(texts, check_text, num_threads)
+        data, offsets = pack(texts, check_text, num_threads, kept)
         n = len(texts)
         dst = np.zeros(n + 1, np.int64)
         np.cumsum(3 * np.diff(offsets) + 3, out=dst[1:])
@@ -1250,15 +1302,16 @@ class CpuTiktokenEngine:
         self.special_tokens = special_tokens
         self._by_allowed = {frozenset(): self.engine}
         self._checkers = {}
+        self.text = KeptBytes()  # TiktokenEncoding._fast_batch packs into it
         # the first bytes of every special token, when there are at most three (all of
         # tiktoken's encodings: "<"): ``pack`` flags the texts holding one, and the
         # special-token check and matching search only those
         fb = sorted({s.encode("utf-8")[0] for s in special_tokens if s})
         self.probe = np.array([(b, b, _PROBE_ADDED) for b in fb], np.int64) if 1 <= len(fb) <= 3 else None
 
-    def pack(self, texts: Sequence[str], check, num_threads: Optional[int]):
-        """``(data, offsets, hint)``: ``pack_probed`` with ``self.probe``."""
-        return pack_probed(texts, check, num_threads, self.probe)
+    def pack(self, texts: Sequence[str], check, num_threads: Optional[int], kept: Optional[KeptBytes] = None):
+        """``(data, offsets, hint)``: ``pack_probed`` with ``self.probe`` (``kept``: as there)."""
+        return pack_probed(texts, check, num_threads, self.probe, kept=kept)
 
     def _engine(self, allowed: frozenset) -> ByteBPEEngine:
         e = self._by_allowed.get(allowed)

@@ -358,11 +358,12 @@ class TiktokenEncoding:
         if eng is None:
             return None
         texts = texts if isinstance(texts, list) else list(texts)
-        data, offsets, hint = eng.pack(texts, _valid_text, num_threads)
-        if disallowed_special and eng.contains_any(data, offsets, frozenset(disallowed_special), hint).any():
-            return None  # the reference path raises tiktoken's error for the first such text
-        allowed = frozenset(allowed_special) & frozenset(self._special_tokens) if allowed_special else frozenset()
-        return eng.encode_ids(data, offsets, allowed, num_threads, hint)
+        with eng.text.hold() as kept:  # the packed text lives only in this block
+            data, offsets, hint = eng.pack(texts, _valid_text, num_threads, kept)
+            if disallowed_special and eng.contains_any(data, offsets, frozenset(disallowed_special), hint).any():
+                return None  # the reference path raises tiktoken's error for the first such text
+            allowed = frozenset(allowed_special) & frozenset(self._special_tokens) if allowed_special else frozenset()
+            return eng.encode_ids(data, offsets, allowed, num_threads, hint)
 
     @staticmethod
     def _rows(ids: np.ndarray, rs: np.ndarray) -> List[List[int]]:

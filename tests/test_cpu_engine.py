@@ -1019,6 +1019,63 @@ def test_parallel_scratch_kept_and_never_shared(family, monkeypatch):
     assert getattr(eng2, "engine", eng2)._out is None
 
 
+@pytest.mark.parametrize("family", ["gpt2", "qwen3", "llama2", "cl100k_base"])
+def test_packed_text_kept_and_never_shared(family, monkeypatch):
+    """The packed text goes into a buffer the engine keeps between calls (``KeptBytes``; a
+    fresh one past the allocator's reuse faults its pages in on every call) and is reused
+    for a smaller batch, whose bytes past its end are the last batch's: ids are still the
+    reference's, including documents NFC rewrites in place (qwen3) and a later batch over
+    them; ids returned earlier do not change; threads that find the buffer held pack into
+    their own; none is kept past ``_KEEP_TEXT_MAX``. Byte-level, SentencePiece and
+    tiktoken engines."""
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    if family == "cl100k_base":
+        path = models_dir() / "tiktoken" / f"{family}.tiktoken"
+        if not path.is_file():
+            pytest.skip(f"rank file not available: {path}")
+        t = gpu_tok.Tokenizer.from_tiktoken(family, path=path)
+
+        def holder():
+            return t._cpu()
+    else:
+        t = gpu_tok.Tokenizer.from_file(str(model_path(family)))
+
+        def holder():
+            return t._cpu_engine()
+    kept = holder().text if family == "cl100k_base" else holder()._text
+    nfc = ["Cafe\u0301 cre\u0300me bru\u0302le\u0301e " * 40, "A\u030a ohm \u2126 " * 30]
+    texts = bench_texts(60_000) + nfc
+    want = t.encode_batch_ids(texts, device="ref").to_list()
+    for threads in (1, 2):
+        first = t.encode_batch_ids(texts, device="cpu", num_threads=threads)
+        assert first.to_list() == want
+        buf = kept._buf
+        assert buf is not None and buf.shape[0] >= sum(len(x.encode()) for x in texts)
+        later = texts[::-1][::2]  # a smaller batch over the same buffer
+        assert t.encode_batch_ids(later, device="cpu", num_threads=threads).to_list() == want[::-1][::2]
+        assert kept._buf is buf
+        assert first.to_list() == want  # the ids do not live in the kept buffer
+    results = _in_threads(4, lambda k: t.encode_batch_ids(texts[k::3] + texts, device="cpu",
+                                                          num_threads=2).to_list())
+    for k in range(4):
+        assert results[k] == want[k::3] + want
+    with kept.hold() as got:  # held: a second holder gets None (it packs into a fresh array)
+        assert got is kept
+        with kept.hold() as other:
+            assert other is None
+        assert t.encode_batch_ids(texts[:50], device="cpu").to_list() == want[:50]
+    with kept.hold() as got:
+        assert got is kept
+    monkeypatch.setattr(fast_cpu, "_KEEP_TEXT_MAX", 1024)
+    if family == "cl100k_base":
+        t = gpu_tok.Tokenizer.from_tiktoken(family, path=path)
+    else:
+        t = gpu_tok.Tokenizer.from_file(str(model_path(family)))
+    assert t.encode_batch_ids(texts, device="cpu", num_threads=2).to_list() == want
+    kept = holder().text if family == "cl100k_base" else holder()._text
+    assert kept._buf is None
+
+
 def test_bad_input_on_cpu():
     t = tok("gpt2")
     with pytest.raises(gpu_tok.InvalidText):
