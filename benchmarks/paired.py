@@ -21,7 +21,8 @@ rounds is the run that nothing slowed.
 own effect, measured the same way. Engines are warm (each has encoded the texts once before
 the timed rounds), as in the main bench; the texts are the main bench's (``--max-mb`` MB of
 each file; ``--shape`` cuts them into 1 KB or 100 KB documents or one line, as ``bench.py
---scaling`` does). Options not listed here behave as in ``bench.py``.
+--scaling`` does; ``--doc-bytes N`` into documents of about ``N`` bytes, for the
+per-document costs). Options not listed here behave as in ``bench.py``.
 """
 from __future__ import annotations
 
@@ -56,6 +57,9 @@ def parse_args(argv=None):
     ap.add_argument("--shape", choices=["1KB docs", "100KB docs", "line"],
                     help="instead of the file's documents: --max-mb MB of them cut into documents of this "
                          "size, or one line of --max-mb MB (bench.py --scaling's inputs)")
+    ap.add_argument("--doc-bytes", type=int, metavar="N",
+                    help="instead of the file's documents: --max-mb MB of them (joined with newlines) cut into "
+                         "documents of about N bytes (per-document costs)")
     ap.add_argument("--append-results", action="store_true", help="append the table to benchmarks/RESULTS.md")
     return ap.parse_args(argv)
 
@@ -109,6 +113,10 @@ def main(argv=None) -> int:
             shapes = B.scaling_inputs(B.bench_file(fname), args.max_mb, args.max_mb)
             texts = shapes[args.shape if args.shape != "line" else f"{args.max_mb:g}MB line"]
             fname = f"{fname} ({args.shape})"
+        elif args.doc_bytes:
+            pool = "\n".join(B.load_texts(B.bench_file(fname), args.max_mb * MB)).encode("utf-8")
+            texts = B._cut_utf8(pool[: int(args.max_mb * MB)], args.doc_bytes)
+            fname = f"{fname} ({args.doc_bytes} B docs)"
         else:
             texts = B.load_texts(B.bench_file(fname), args.max_mb * MB)
         size = sum(len(t.encode("utf-8")) for t in texts)
