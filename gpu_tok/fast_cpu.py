@@ -87,12 +87,13 @@ def numba_chunksize(n: int):
 
 class KeptBytes:
     """A byte buffer an engine keeps between calls for the text it packs (``pack_probed``'s
-    ``kept``), up to ``_KEEP_TEXT_MAX`` bytes. A fresh buffer is zero-filled by the kernel
-    page by page as the copy first touches it, and given back when the call ends: 8 MB of
-    text, gpt2, the page faults' zeroing alone was 3-4 % of a one-thread call
-    (``clear_page_erms`` in a profile), and threads that fault at once contend in the
-    kernel. One call at a time uses it (``hold``: None when another thread holds it; that
-    call packs into a fresh array); the text must not outlive the ``hold`` block."""
+    ``kept``), up to ``_KEEP_TEXT_MAX`` bytes. glibc reuses freed blocks below 32 MiB; a
+    bigger fresh array is zero-filled page by page as the copy first touches it, on every
+    call, and threads that fault at once contend: packing 48 MB, two threads, 3.3 / 4.0 ms
+    (best / median) kept against 6.6 / 62 ms fresh; one thread 5.5 / 6.5 against 9.4 /
+    11.5 (decision 0019). One call at a time uses it (``hold``: None when another thread
+    holds it; that call packs into a fresh array); the text must not outlive the ``hold``
+    block."""
 
     def __init__(self):
         self._buf: Optional[np.ndarray] = None
