@@ -47,8 +47,8 @@ _NO_IDS = np.zeros(0, np.int32)  # encode_fused_serial's prefix and suffix witho
 _NO_PAIRS = np.zeros((0, 3), np.int64)  # pack_probed's pairs: none
 _PROBE_ADDED = 1  # pack_probed's bit: a first byte of an added token's content
 _PROBE_NFC = 2  # pack_probed's bit: a byte NFC may change a character from
-_KEEP_OUT_MAX = 1 << 29  # the largest parallel scratch an engine keeps between calls (ByteBPEEngine._scratch_out)
-_KEEP_TEXT_MAX = 1 << 27  # the most packed text an engine keeps a buffer for between calls (KeptBytes)
+_KEEP_OUT_MAX = 1 << 29  # bytes of parallel id scratch an engine keeps between calls (KeptArray, _scratch_out)
+_KEEP_TEXT_MAX = 1 << 27  # bytes of packed text an engine keeps a buffer for between calls (KeptArray)
 
 
 def plan_threads(num_threads: Optional[int], n_bytes: int) -> Tuple[int, bool]:
@@ -85,40 +85,46 @@ def numba_chunksize(n: int):
     return numba.parallel_chunksize(n)
 
 
-class KeptBytes:
-    """A byte buffer an engine keeps between calls for the text it packs (``pack_probed``'s
-    ``kept``), up to ``_KEEP_TEXT_MAX`` bytes. glibc reuses freed blocks below 32 MiB; a
-    bigger fresh array is zero-filled page by page as the copy first touches it, on every
-    call, and threads that fault at once contend: packing 48 MB, two threads, 3.3 / 4.0 ms
-    (best / median) kept against 6.6 / 62 ms fresh; one thread 5.5 / 6.5 against 9.4 /
-    11.5 (decision 0019). One call at a time uses it (``hold``: None when another thread
-    holds it; that call packs into a fresh array); the text must not outlive the ``hold``
-    block."""
+class KeptArray:
+    """An array an engine keeps between calls, up to ``limit`` bytes: a fresh one past
+    glibc's reuse of freed blocks (32 MiB) is zero-filled page by page as it is first
+    touched, on every call, and threads that fault at once contend. A bigger request
+    replaces it (the old one dropped first: never two held at once) with 25% room to grow
+    into, so batches of about the same size do not each make a new one; past ``limit`` a
+    fresh array is made. Kept: the packed text (``pack_probed``'s ``kept``; 48 MB, two
+    threads, 3.3 / 4.0 ms (best / median) kept against 6.6 / 62 ms fresh; one thread 5.5 /
+    6.5 against 9.4 / 11.5) and the parallel id scratch (``ByteBPEEngine._scratch_out``),
+    decision 0019. One call at a time uses it: ``hold`` (None when another thread holds it;
+    that call makes a fresh array), or ``lock``, a lock the engine already takes for it;
+    what ``take`` returns must not outlive the hold."""
 
-    def __init__(self):
+    def __init__(self, dtype, limit: int, lock: Optional[threading.Lock] = None):
+        self.dtype = np.dtype(dtype)
+        self.limit = int(limit)
         self._buf: Optional[np.ndarray] = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock() if lock is None else lock
 
     def hold(self) -> "_KeptHold":
         return _KeptHold(self)
 
     def take(self, n: int) -> np.ndarray:
-        """``uint8[n]`` (the kept buffer's first ``n`` bytes, or a fresh array past the limit)."""
-        if n > _KEEP_TEXT_MAX:
-            return np.empty(n, np.uint8)
+        """``dtype[n]`` (the kept array's first ``n`` items, or a fresh array past the limit)."""
+        size = self.dtype.itemsize
+        if n * size > self.limit:
+            return np.empty(n, self.dtype)
         if self._buf is None or self._buf.shape[0] < n:
-            grow = n + n // 4  # room to grow into: batches of about the same size are not each a new buffer
+            grow = min(n + n // 4, self.limit // size)
             self._buf = None  # the old one dropped first: never two held at once
-            self._buf = np.empty(max(min(grow, _KEEP_TEXT_MAX), 1), np.uint8)
+            self._buf = np.empty(max(grow, 1), self.dtype)
         return self._buf[:n]
 
 
 class _KeptHold:
-    def __init__(self, kept: KeptBytes):
+    def __init__(self, kept: KeptArray):
         self.kept = kept
         self.locked = False
 
-    def __enter__(self) -> Optional[KeptBytes]:
+    def __enter__(self) -> Optional[KeptArray]:
         self.locked = self.kept._lock.acquire(blocking=False)
         return self.kept if self.locked else None
 
@@ -201,7 +207,7 @@ class ByteBPEEngine:
         self._nfc_done = {}  # span bytes -> its NFC bytes (nfc_normalize), kept across calls, bounded
         self._lock = threading.Lock()
         self._wcache = None
-        self._out = None  # run_ids's parallel scratch, kept (_scratch_out)
+        self._out = KeptArray(np.int32, _KEEP_OUT_MAX, self._lock)  # the parallel id scratch (_scratch_out)
 
     def with_added(self, raw_tokens) -> "ByteBPEEngine":
         """The same engine (tables and caches shared) matching other raw added tokens."""
@@ -505,20 +511,14 @@ class ByteBPEEngine:
                 np.full((workers, 2 << self._K.PAIR_CACHE_BITS), np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64))
 
     def _scratch_out(self, n: int) -> np.ndarray:
-        """``int32[n]`` scratch for ``run_ids``'s parallel path and the SentencePiece
-        engine's ``encode_ids`` (the caller holds the lock), kept between calls up to
-        ``_KEEP_OUT_MAX`` bytes (a bigger one replaces it, the old one dropped first so the
-        two are never held at once): a fresh one faults its pages in
-        on every call once it is past the allocator's reuse (32 MiB: 8.4 MB of text), and
-        in parallel those faults are slow (one 10 MB line, llama3, two threads, the fused
-        kernel alone: 46 ms with a fresh scratch, 11.5 ms with a kept one)."""
-        n = max(n, 1)
-        if 4 * n > _KEEP_OUT_MAX:
-            return np.empty(n, np.int32)
-        if self._out is None or self._out.shape[0] < n:
-            self._out = None
-            self._out = np.empty(n, np.int32)
-        return self._out[:n]
+        """``int32[n]`` (at least one) scratch for ``run_ids``'s parallel path, the offsets
+        path and the SentencePiece engine's ``encode_ids``; the caller holds ``_lock``.
+        Kept between calls (``KeptArray``, up to ``_KEEP_OUT_MAX`` bytes): a fresh one
+        faults its pages in on every call once it is past the allocator's reuse (32 MiB:
+        8.4 MB of text), and in parallel those faults are slow (one 10 MB line, llama3, two
+        threads, the fused kernel alone: 46 ms with a fresh scratch, 11.5 ms with a kept
+        one)."""
+        return self._out.take(max(n, 1))
 
     def _word_cache(self, locked: bool, workers: int):
         if not locked:  # another thread is using the kept cache: a private one for this call
@@ -638,7 +638,7 @@ class ByteBPEEngine:
 
 # ---------------------------------------------------------------------- packing
 def pack(texts: Sequence[str], check, num_threads: Optional[int] = None,
-         kept: Optional[KeptBytes] = None) -> Tuple[np.ndarray, np.ndarray]:
+         kept: Optional[KeptArray] = None) -> Tuple[np.ndarray, np.ndarray]:
     """``(data, doc_offsets)``: the UTF-8 of all texts and where each starts.
 
     The bytes come from CPython's own UTF-8 of each string (``kernels.pack_cpu``: cached
@@ -653,7 +653,7 @@ def pack(texts: Sequence[str], check, num_threads: Optional[int] = None,
 
 
 def pack_probed(texts: Sequence[str], check, num_threads: Optional[int],
-                probe: Optional[np.ndarray], pairs: np.ndarray = _NO_PAIRS, kept: Optional[KeptBytes] = None
+                probe: Optional[np.ndarray], pairs: np.ndarray = _NO_PAIRS, kept: Optional[KeptArray] = None
                 ) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
     """``pack``, and ``hint``: with ``probe`` (``int64[R, 3]`` rows ``(lo, hi, bit)``,
     ``ByteBPEEngine.probe``), ``uint8[n]``: per text, the bits of the ranges it holds a
@@ -948,7 +948,7 @@ class CpuTokenizerEngine:
         self.engine = ByteBPEEngine(spec_for_config(cfg, ref))
         self.prefix, self.suffix = template_ids(cfg, ref)
         self._vocab_r = None
-        self._text = KeptBytes()
+        self._text = KeptArray(np.uint8, _KEEP_TEXT_MAX)
 
     def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
         from .cpu_ref.pipeline import check_text
@@ -961,7 +961,6 @@ class CpuTokenizerEngine:
             ids, rs, skip = self.engine.run_ids(data, offsets, num_threads=num_threads, template=template, hint=hint,
                                                 own_data=True)
             rows = self.skipped_rows(texts, skip, num_threads, data, offsets) if skip is not None and skip.any() else None
-            del data
         if rows is not None:
             if template is not None:
                 rows = {i: np.concatenate((self.prefix, np.asarray(r, np.int32), self.suffix)) for i, r in rows.items()}
@@ -1189,8 +1188,8 @@ class CpuSentencePieceEngine:
         self.prefix, self.suffix = template_ids(cfg, ref)
         self._lock = threading.Lock()
         self._wcache = None
-        self._out = None
-        self._text = KeptBytes()
+        self._out = KeptArray(np.int32, _KEEP_OUT_MAX, self._lock)
+        self._text = KeptArray(np.uint8, _KEEP_TEXT_MAX)
 
     # the short and wide word caches (``ByteBPEEngine``'s layout), kept across calls the same
     # way, and so is the scratch (3 ids per input byte here)
@@ -1202,7 +1201,7 @@ class CpuSentencePieceEngine:
         with self._text.hold() as kept:  # the packed text lives only in this block
             return self._encode_ids(texts, add_special_tokens, num_threads, kept)
 
-    def _encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int], kept: Optional[KeptBytes]):
+    def _encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int], kept: Optional[KeptArray]):
         from .cpu_ref.pipeline import check_text
 
         K = self.K
@@ -1303,14 +1302,14 @@ class CpuTiktokenEngine:
         self.special_tokens = special_tokens
         self._by_allowed = {frozenset(): self.engine}
         self._checkers = {}
-        self.text = KeptBytes()  # TiktokenEncoding._fast_batch packs into it
+        self.text = KeptArray(np.uint8, _KEEP_TEXT_MAX)  # TiktokenEncoding._fast_batch packs into it
         # the first bytes of every special token, when there are at most three (all of
         # tiktoken's encodings: "<"): ``pack`` flags the texts holding one, and the
         # special-token check and matching search only those
         fb = sorted({s.encode("utf-8")[0] for s in special_tokens if s})
         self.probe = np.array([(b, b, _PROBE_ADDED) for b in fb], np.int64) if 1 <= len(fb) <= 3 else None
 
-    def pack(self, texts: Sequence[str], check, num_threads: Optional[int], kept: Optional[KeptBytes] = None):
+    def pack(self, texts: Sequence[str], check, num_threads: Optional[int], kept: Optional[KeptArray] = None):
         """``(data, offsets, hint)``: ``pack_probed`` with ``self.probe`` (``kept``: as there)."""
         return pack_probed(texts, check, num_threads, self.probe, kept=kept)
 

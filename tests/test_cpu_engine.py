@@ -994,20 +994,25 @@ def test_parallel_scratch_kept_and_never_shared(family, monkeypatch):
     texts = bench_texts(60_000)
     want = t.encode_batch_ids(texts, device="ref").to_list()
     assert t.encode_batch_ids(texts, device="cpu", num_threads=2).to_list() == want
-    kept = eng._out
+    kept = eng._out._buf
     assert kept is not None and kept.shape[0] >= sum(len(x.encode()) for x in texts)
     assert t.encode_batch_ids(texts[::2], device="cpu", num_threads=2).to_list() == want[::2]
-    assert eng._out is kept
+    assert eng._out._buf is kept
     results = _in_threads(4, lambda k: t.encode_batch_ids(texts[k::3] + texts, device="cpu", num_threads=2).to_list())
     for k in range(4):
         assert results[k] == want[k::3] + want
+    with eng._out.hold() as got:  # the scratch is guarded by the engine's lock (its word caches' too)
+        assert got is eng._out and not eng._lock.acquire(blocking=False)
+        assert t.encode_batch_ids(texts[:50], device="cpu", num_threads=2).to_list() == want[:50]
+    assert eng._lock.acquire(blocking=False)
+    eng._lock.release()
     if eng is not t._cpu_engine():  # the byte-level engine: its offsets path uses the same scratch
         assert [e.ids for e in t.encode_batch(texts, device="cpu", num_threads=2)] == want
-        kept = eng._out  # (its packed text can be longer: a bigger scratch replaces the kept one)
+        kept = eng._out._buf  # (its packed text can be longer: a bigger scratch replaces the kept one)
         assert [e.ids for e in t.encode_batch(texts[1::2], device="cpu", num_threads=2)] == want[1::2]
-        assert eng._out is kept
+        assert eng._out._buf is kept
         assert t.encode_batch_ids(texts, device="cpu", num_threads=2).to_list() == want
-        assert eng._out is kept
+        assert eng._out._buf is kept
         results = _in_threads(3, lambda k: [e.ids for e in t.encode_batch(texts[k::2] + texts, device="cpu",
                                                                           num_threads=2)])
         for k in range(3):
@@ -1016,12 +1021,12 @@ def test_parallel_scratch_kept_and_never_shared(family, monkeypatch):
     t2 = gpu_tok.Tokenizer.from_file(str(model_path(family)))
     assert t2.encode_batch_ids(texts, device="cpu", num_threads=2).to_list() == want
     eng2 = t2._cpu_engine()
-    assert getattr(eng2, "engine", eng2)._out is None
+    assert getattr(eng2, "engine", eng2)._out._buf is None
 
 
 @pytest.mark.parametrize("family", ["gpt2", "qwen3", "llama2", "cl100k_base"])
 def test_packed_text_kept_and_never_shared(family, monkeypatch):
-    """The packed text goes into a buffer the engine keeps between calls (``KeptBytes``; a
+    """The packed text goes into a buffer the engine keeps between calls (``KeptArray``; a
     fresh one past the allocator's reuse faults its pages in on every call) and is reused
     for a smaller batch, whose bytes past its end are the last batch's: ids are still the
     reference's, including documents NFC rewrites in place (qwen3) and a later batch over
