@@ -239,6 +239,8 @@ def _json_record(raw: bytes, src: Source):
         return None, MISSING, f"malformed JSON: {e.msg} (column {e.colno})"
     except RecursionError:
         return None, MISSING, "malformed JSON: nested too deeply"
+    except ValueError as e:  # an integer past int_max_str_digits (json raises no JSONDecodeError for it)
+        return None, MISSING, f"unreadable JSON: {e}"
     if not isinstance(obj, dict):
         return None, MISSING, f"expected a JSON object, got {type(obj).__name__}"
     f = src.field

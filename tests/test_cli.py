@@ -249,6 +249,9 @@ def test_python_dash_m_with_stdin_lines(tmp_path, ref):
     ('{"body": "no text field"}', "missing field 'text'"),
     ('["not", "an", "object"]', "expected a JSON object"),
     ('{"text": 42}', "not a string"),
+    pytest.param('{"text": "ok", "n": ' + "1" * 5000 + "}", "unreadable JSON: Exceeds the limit",
+                 marks=pytest.mark.skipif(not hasattr(sys, "get_int_max_str_digits"),
+                                          reason="this Python reads integers of any length")),
 ])
 def test_bad_jsonl_line(tmp_path, capsys, line, reason):
     src = tmp_path / "bad.jsonl"
