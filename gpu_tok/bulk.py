@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import time
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -25,7 +26,7 @@ import numpy as np
 
 from . import shards as S
 from .megatron_idx import dtype_code, token_dtype
-from .corpus import (MISSING, BadInput, Source, Stdin, check_readable, expand_inputs, input_format,
+from .corpus import (MISSING, BadInput, Block, Source, Stdin, check_readable, expand_inputs, input_format,
                      iter_records, parquet_schema, sha256_and_size)
 from .resolve import TokenizerNotFound, default_tokenizer_path, resolve_tokenizer
 
@@ -33,6 +34,7 @@ MANIFEST_VERSION = 1
 DEFAULT_BATCH_BYTES = 16 << 20
 DEFAULT_SHARD_BYTES = 256 << 20
 DEFAULT_BATCH_DOCS = 1 << 18  # also bounds a batch of (nearly) empty documents
+READ_BLOCKS = True  # JSON Lines without ids and text lines are read in blocks (corpus.iter_records)
 DEFAULT_SHARD_DOCS = 1 << 24
 MAX_SKIPPED_LISTED = 1000
 # options that change the output bytes: a resumed run must use the same ones
@@ -591,36 +593,72 @@ class EncodeJob:
             for i in range(pos["input"], len(sources)):
                 src = sources[i]
                 start_units, start_off = (pos["units"], pos["byte_offset"]) if i == pos["input"] else (0, 0)
-                for rec in iter_records(src, start_units, start_off):
-                    last_pos = {"input": i, "units": rec.units, "byte_offset": rec.offset}
-                    value, id_err = (None, None)
-                    if rec.error is None:
-                        value, id_err = ids.value(rec.id)
-                    error = rec.error or id_err
-                    if error is not None:
-                        if o.on_error == "stop":
-                            raise BadInput(f"{rec.where}: {error}")
-                        pending_skip_count += 1
-                        if len(state.skipped) + len(pending_skips) < MAX_SKIPPED_LISTED:
-                            pending_skips.append({"file": src.name, "line": rec.line, "reason": error})
-                        if out_dir is None and state.skipped_count + pending_skip_count <= 10 and not o.quiet:
-                            self.log(f"gpu-tok: skipped {rec.where}: {error}")
+                for rec in iter_records(src, start_units, start_off, blocks=READ_BLOCKS):
+                    vals = None
+                    if isinstance(rec, Block) and self.id_column is not None:
+                        got = [ids.value(x) for x in (rec.ids or itertools.repeat(MISSING, len(rec.texts)))]
+                        vals = [v for v, _ in got] if not any(err for _, err in got) else None
+                    if isinstance(rec, Block) and (vals is not None or self.id_column is None):
+                        # good documents of many lines: split where a record would commit or flush
+                        k, n = 0, len(rec.texts)
+                        cum = np.zeros(n + 1, np.int64)
+                        np.cumsum(rec.nbytes, out=cum[1:])
+                        while k < n:  # the first document after which a record would commit or flush
+                            rest = cum[k + 1:]
+                            j = max(0, min(int(np.searchsorted(rest, cum[k] + o.shard_bytes - shard_bytes)),
+                                           o.shard_docs - shard_docs - 1,
+                                           int(np.searchsorted(rest, cum[k] + o.batch_bytes - batch_bytes)),
+                                           o.batch_size - len(texts) - 1, n - k - 1))
+                            m, b = j + 1, int(cum[k + j + 1] - cum[k])
+                            texts.extend(rec.texts[k:k + m])
+                            doc_ids.extend(vals[k:k + m] if vals is not None else itertools.repeat(None, m))
+                            batch_bytes += b
+                            nbytes += b
+                            shard_bytes += b
+                            docs += m
+                            shard_docs += m
+                            per_input[i] += m
+                            shard_inputs[i] = shard_inputs.get(i, 0) + m
+                            last_pos = {"input": i, "units": int(rec.units[k + j]),
+                                        "byte_offset": int(rec.offsets[k + j])}
+                            k += m
+                            if shard_bytes >= o.shard_bytes or shard_docs >= o.shard_docs:
+                                commit(last_pos)
+                            elif batch_bytes >= o.batch_bytes or len(texts) >= o.batch_size:
+                                flush()
+                            progress.update(docs, nbytes, tokens, done_before + _position_bytes(src))
                         continue
-                    n = len(rec.text) if rec.text.isascii() else len(rec.text.encode("utf-8"))
-                    texts.append(rec.text)
-                    doc_ids.append(value)
-                    batch_bytes += n
-                    docs += 1
-                    nbytes += n
-                    per_input[i] += 1
-                    shard_inputs[i] = shard_inputs.get(i, 0) + 1
-                    shard_docs += 1
-                    shard_bytes += n
-                    if shard_bytes >= o.shard_bytes or shard_docs >= o.shard_docs:
-                        commit(last_pos)
-                    elif batch_bytes >= o.batch_bytes or len(texts) >= o.batch_size:
-                        flush()
-                    progress.update(docs, nbytes, tokens, done_before + _position_bytes(src))
+                    # one record at a time (a block whose ids are not all good: each as a record)
+                    for rec in (rec.records(src.name) if isinstance(rec, Block) else (rec,)):
+                        last_pos = {"input": i, "units": rec.units, "byte_offset": rec.offset}
+                        value, id_err = (None, None)
+                        if rec.error is None:
+                            value, id_err = ids.value(rec.id)
+                        error = rec.error or id_err
+                        if error is not None:
+                            if o.on_error == "stop":
+                                raise BadInput(f"{rec.where}: {error}")
+                            pending_skip_count += 1
+                            if len(state.skipped) + len(pending_skips) < MAX_SKIPPED_LISTED:
+                                pending_skips.append({"file": src.name, "line": rec.line, "reason": error})
+                            if out_dir is None and state.skipped_count + pending_skip_count <= 10 and not o.quiet:
+                                self.log(f"gpu-tok: skipped {rec.where}: {error}")
+                            continue
+                        n = len(rec.text) if rec.text.isascii() else len(rec.text.encode("utf-8"))
+                        texts.append(rec.text)
+                        doc_ids.append(value)
+                        batch_bytes += n
+                        docs += 1
+                        nbytes += n
+                        per_input[i] += 1
+                        shard_inputs[i] = shard_inputs.get(i, 0) + 1
+                        shard_docs += 1
+                        shard_bytes += n
+                        if shard_bytes >= o.shard_bytes or shard_docs >= o.shard_docs:
+                            commit(last_pos)
+                        elif batch_bytes >= o.batch_bytes or len(texts) >= o.batch_size:
+                            flush()
+                        progress.update(docs, nbytes, tokens, done_before + _position_bytes(src))
                 done_before += _size(src)
                 progress.update(docs, nbytes, tokens, done_before)
             if texts or writer is not None:

@@ -204,6 +204,28 @@ class Record:
 
 
 @dataclass
+class Block:
+    """Good documents from consecutive lines of one input (``iter_records(..., blocks=True)``):
+    document ``k`` is ``texts[k]``, ``nbytes[k]`` UTF-8 bytes, and ``units[k]`` /
+    ``offsets[k]`` are its ``Record.units`` / ``Record.offset``."""
+
+    texts: List[str]
+    nbytes: "np.ndarray"
+    units: "np.ndarray"
+    offsets: "np.ndarray"
+    ids: Optional[list] = None  # with an id field: each document's id (MISSING: none)
+
+    def records(self, name: str) -> List[Record]:
+        """The documents as the ``Record``s they stand for."""
+        ids = self.ids or [MISSING] * len(self.texts)
+        return [Record(t, u, o, f"{name}:{u}", u, i)
+                for t, u, o, i in zip(self.texts, self.units.tolist(), self.offsets.tolist(), ids)]
+
+
+BLOCK_READ = 4 << 20  # bytes read at a time by the block reader
+
+
+@dataclass
 class Source:
     """One input and how to read it."""
 
@@ -262,8 +284,12 @@ def _json_record(raw: bytes, src: Source):
     return text, ident, None
 
 
-def iter_records(src: Source, start_units: int = 0, start_offset: Optional[int] = None) -> Iterator[Record]:
-    """The records of one input from a position (see the module docstring)."""
+def iter_records(src: Source, start_units: int = 0, start_offset: Optional[int] = None,
+                 blocks: bool = False) -> Iterator[Record]:
+    """The records of one input from a position (see the module docstring). ``blocks``:
+    JSON Lines without an id field and text lines come as ``Block``s of good documents
+    (many lines at a time, read without a Python call per line: ``_line_blocks``) between
+    the ``Record``s of the lines that are not."""
     if src.kind == "parquet":
         yield from _iter_parquet(src, start_units)
         return
@@ -293,6 +319,12 @@ def iter_records(src: Source, start_units: int = 0, start_offset: Optional[int] 
                     raise BadInput(f"{name}: has {units} lines, cannot resume after line {start_units} "
                                    "(the input changed?)")
         jsonl = src.kind == "jsonl"
+        if blocks:
+            key = _field_key(src.field) if jsonl else None
+            idkey = _field_key(src.id_field if src.id_field is not None else "") if jsonl else None
+            if not jsonl or (key is not None and idkey is not None):
+                yield from _line_blocks(f, src, units, offset, key, idkey)
+                return
         for rawline in f:
             units += 1
             offset += len(rawline)
@@ -320,6 +352,109 @@ def iter_records(src: Source, start_units: int = 0, start_offset: Optional[int] 
             f.close()
         if raw is not None and raw is not f:
             raw.close()
+
+
+def _field_key(field: str):
+    try:
+        import numpy as np
+
+        return np.frombuffer(field.encode("utf-8"), np.uint8)
+    except UnicodeEncodeError:  # such a key is never a plain one: every line is read by json
+        return None
+
+
+def _read_lines(f):
+    """Whole lines (a ``memoryview``), ``BLOCK_READ`` bytes or more at a time; the last
+    may lack its ``\n``. Nothing is copied but a line cut by a read."""
+    pending: list = []
+    while True:
+        data = f.read(BLOCK_READ)
+        if not data:
+            break
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:  # a line longer than one read: joined once its end comes
+            pending.append(data)
+            continue
+        view = memoryview(data)
+        body = memoryview(b"".join(pending + [view[:cut]])) if pending else view[:cut]
+        pending = [data[cut:]] if cut < len(data) else []
+        yield body
+    if pending:
+        yield memoryview(b"".join(pending))
+
+
+def _line_blocks(f, src: Source, units: int, offset: int, key, idkey) -> Iterator[object]:
+    """``Block``s and ``Record``s of the lines of ``f`` (``iter_records``), the same
+    documents and errors as one line at a time: a JSON line goes through ``_json_record``
+    unless ``kernels.jsonl_cpu`` reads it (exactly, or not at all), a text line through
+    ``_decode`` when its block is not all UTF-8."""
+    import numpy as np
+
+    name = src.name
+    for body in _read_lines(f):
+        arr = np.frombuffer(body, np.uint8)
+        ends = np.flatnonzero(arr == 10)
+        if arr[-1] != 10:
+            ends = np.append(ends, len(body))
+        starts = np.empty_like(ends)
+        starts[0] = 0
+        starts[1:] = ends[:-1] + 1
+        after = np.minimum(ends + 1, len(body))  # each line's end with its \n
+        line_units = units + np.arange(1, ends.shape[0] + 1)
+        line_offsets = offset + after
+        units, offset = int(line_units[-1]), int(line_offsets[-1])
+        if key is not None:
+            from .kernels.jsonl_cpu import OK, SLOW, json_fields
+
+            out = np.empty(max(len(body), 1), np.uint8)
+            out_end = np.empty_like(ends)
+            id_start = np.empty_like(ends)
+            id_end = np.empty_like(ends)
+            status = np.empty(ends.shape[0], np.uint8)
+            json_fields(arr, starts, ends, key, idkey, out, out_end, id_start, id_end, status)
+            if src.id_field is not None and src.id_required:  # json's record says the id is missing
+                status[(status == OK) & (id_start < 0)] = SLOW
+            view = memoryview(out)
+            texts = None
+        else:  # text lines: the \n and a \r before it go
+            OK, SLOW = 0, 2
+            cr = (ends > starts) & (after > ends) & (arr[np.maximum(ends - 1, 0)] == 13)  # only before a \n
+            out_end = ends - cr
+            view = body
+            try:
+                texts = str(body, "utf-8").split("\n")
+                status = np.zeros(ends.shape[0], np.uint8)
+            except UnicodeDecodeError:
+                texts = None
+                status = np.full(ends.shape[0], SLOW, np.uint8)
+        slow = np.flatnonzero(status == SLOW).tolist()
+        first = 0
+        for stop in slow + [ends.shape[0]]:
+            good = np.arange(first, stop)
+            good = good[status[first:stop] == OK]
+            if good.shape[0]:
+                a, b = starts[good], out_end[good]
+                if texts is not None:
+                    docs = [texts[k][:-1] if c else texts[k] for k, c in zip(good.tolist(), cr[good].tolist())]
+                else:
+                    docs = [str(view[x:y], "utf-8") for x, y in zip(a.tolist(), b.tolist())]
+                ids = None
+                if key is not None and src.id_field is not None:
+                    ids = [MISSING if x < 0 else json.loads(str(body[x:y], "utf-8"))
+                           for x, y in zip(id_start[good].tolist(), id_end[good].tolist())]
+                yield Block(docs, b - a, line_units[good], line_offsets[good], ids)
+            if stop < ends.shape[0]:
+                k = stop
+                u = int(line_units[k])
+                where = f"{name}:{u}"
+                rawline = bytes(body[starts[k]:after[k]])
+                if key is not None:
+                    text, ident, err = _json_record(rawline, src)
+                    yield Record(text, u, int(line_offsets[k]), where, u, ident, err)
+                else:
+                    text, err = _decode(bytes(body[starts[k]:out_end[k]]))
+                    yield Record(text, u, int(line_offsets[k]), where, u, error=err)
+            first = stop + 1
 
 
 # ---------------------------------------------------------------- parquet
