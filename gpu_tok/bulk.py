@@ -593,7 +593,7 @@ class EncodeJob:
             for i in range(pos["input"], len(sources)):
                 src = sources[i]
                 start_units, start_off = (pos["units"], pos["byte_offset"]) if i == pos["input"] else (0, 0)
-                for rec in iter_records(src, start_units, start_off, blocks=READ_BLOCKS):
+                for rec in iter_records(src, start_units, start_off, blocks=READ_BLOCKS, threads=o.num_threads):
                     vals = None
                     if isinstance(rec, Block) and self.id_column is not None:
                         got = [ids.value(x) for x in (rec.ids or itertools.repeat(MISSING, len(rec.texts)))]

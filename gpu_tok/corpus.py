@@ -285,11 +285,12 @@ def _json_record(raw: bytes, src: Source):
 
 
 def iter_records(src: Source, start_units: int = 0, start_offset: Optional[int] = None,
-                 blocks: bool = False) -> Iterator[Record]:
+                 blocks: bool = False, threads: Optional[int] = None) -> Iterator[Record]:
     """The records of one input from a position (see the module docstring). ``blocks``:
     JSON Lines without an id field and text lines come as ``Block``s of good documents
     (many lines at a time, read without a Python call per line: ``_line_blocks``) between
-    the ``Record``s of the lines that are not."""
+    the ``Record``s of the lines that are not; ``threads``: how many read them (default:
+    all cores)."""
     if src.kind == "parquet":
         yield from _iter_parquet(src, start_units)
         return
@@ -323,7 +324,7 @@ def iter_records(src: Source, start_units: int = 0, start_offset: Optional[int] 
             key = _field_key(src.field) if jsonl else None
             idkey = _field_key(src.id_field if src.id_field is not None else "") if jsonl else None
             if not jsonl or (key is not None and idkey is not None):
-                yield from _line_blocks(f, src, units, offset, key, idkey)
+                yield from _line_blocks(f, src, units, offset, key, idkey, threads)
                 return
         for rawline in f:
             units += 1
@@ -383,7 +384,7 @@ def _read_lines(f):
         yield memoryview(b"".join(pending))
 
 
-def _line_blocks(f, src: Source, units: int, offset: int, key, idkey) -> Iterator[object]:
+def _line_blocks(f, src: Source, units: int, offset: int, key, idkey, threads=None) -> Iterator[object]:
     """``Block``s and ``Record``s of the lines of ``f`` (``iter_records``), the same
     documents and errors as one line at a time: a JSON line goes through ``_json_record``
     unless ``kernels.jsonl_cpu`` reads it (exactly, or not at all), a text line through
@@ -411,7 +412,10 @@ def _line_blocks(f, src: Source, units: int, offset: int, key, idkey) -> Iterato
             id_start = np.empty_like(ends)
             id_end = np.empty_like(ends)
             status = np.empty(ends.shape[0], np.uint8)
-            json_fields(arr, starts, ends, key, idkey, out, out_end, id_start, id_end, status)
+            from .fast_cpu import default_threads, numba_threads
+
+            with numba_threads(None if threads is None else min(max(1, threads), default_threads())):
+                json_fields(arr, starts, ends, key, idkey, out, out_end, id_start, id_end, status)
             if src.id_field is not None and src.id_required:  # json's record says the id is missing
                 status[(status == OK) & (id_start < 0)] = SLOW
             view = memoryview(out)

@@ -329,7 +329,7 @@ def test_encode_job_same_with_and_without_blocks(tmp_path, capsys, monkeypatch):
                            ("jt", ["--input", str(j), str(t), "--lines", "--input-format", "auto"])]:
             out = tmp_path / f"o_{name}_{blocks}"
             for extra in (["--shard-docs", "97", "--batch-size", "13", "--batch-bytes", "300"],
-                          ["--shard-bytes", "5000", "--batch-bytes", "1"]):
+                          ["--shard-bytes", "5000", "--batch-bytes", "1", "--num-threads", "64"]):
                 rc = cli.main(["encode", *args, "--output", str(out), "--overwrite", "--on-error", "skip", "--quiet",
                                *extra])
                 capsys.readouterr()
