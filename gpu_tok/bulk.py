@@ -27,7 +27,7 @@ import numpy as np
 from . import shards as S
 from .megatron_idx import dtype_code, token_dtype
 from .corpus import (MISSING, BadInput, Block, Source, Stdin, check_readable, expand_inputs, input_format,
-                     iter_records, parquet_schema, sha256_and_size)
+                     iter_records, parquet_schema, sha256_and_size, warm_block_reader)
 from .resolve import TokenizerNotFound, default_tokenizer_path, resolve_tokenizer
 
 MANIFEST_VERSION = 1
@@ -515,6 +515,8 @@ class EncodeJob:
         if note and not o.quiet:
             self.log(f"gpu-tok: --device auto: using cpu ({note})")
         enc.encode(["gpu_tok warm-up"], o.add_special_tokens, device, o.num_threads)  # build the engine now
+        if READ_BLOCKS and any(s.kind == "jsonl" for s in sources):
+            warm_block_reader()
         self.id_column = decide_id_column(sources, o)
         for s in sources:
             if self.id_column:

@@ -364,6 +364,19 @@ def _field_key(field: str):
         return None
 
 
+def warm_block_reader() -> None:
+    """Load the compiled JSON Lines reader now (from Numba's cache: a few tenths of a
+    second the first time in a process), not inside the first block's time."""
+    import numpy as np
+
+    from .kernels.jsonl_cpu import json_fields
+
+    line = np.frombuffer(b'{"text": "x"}', np.uint8)
+    one = np.zeros(1, np.int64)
+    json_fields(line, one * 0, one + line.shape[0], line[2:6], line[:0], np.empty_like(line), np.empty_like(one),
+                np.empty_like(one), np.empty_like(one), np.empty(1, np.uint8))
+
+
 def _read_lines(f):
     """Whole lines (a ``memoryview``), ``BLOCK_READ`` bytes or more at a time; the last
     may lack its ``\n``. Nothing is copied but a line cut by a read."""

@@ -137,7 +137,7 @@ def _string(buf, p, e, out, o, write):
     plain = True
     n = buf.shape[0]
     while q < e:
-        if False and q + 64 <= n:  # a run of printable ASCII but the quote and backslash, 64 bytes at a time
+        if q + 64 <= n:  # a run of printable ASCII but the quote and backslash, 64 bytes at a time
             m = range_mask64(buf, q, 32, 127) & ~range_mask64(buf, q, 34, 34) & ~range_mask64(buf, q, 92, 92)
             run = min(np.int64(ctz64(~m)), e - q)
             if run > 0:
