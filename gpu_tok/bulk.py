@@ -18,6 +18,8 @@ import os
 import sys
 import time
 import itertools
+import queue
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -26,15 +28,16 @@ import numpy as np
 
 from . import shards as S
 from .megatron_idx import dtype_code, token_dtype
-from .corpus import (MISSING, BadInput, Block, Source, Stdin, check_readable, expand_inputs, input_format,
-                     iter_records, parquet_schema, sha256_and_size, warm_block_reader)
+from .corpus import (MISSING, BadInput, Block, Source, Stdin, check_readable, compression_of, expand_inputs,
+                     input_format, iter_records, parquet_schema, sha256_and_size, warm_block_reader)
 from .resolve import TokenizerNotFound, default_tokenizer_path, resolve_tokenizer
 
 MANIFEST_VERSION = 1
 DEFAULT_BATCH_BYTES = 16 << 20
 DEFAULT_SHARD_BYTES = 256 << 20
 DEFAULT_BATCH_DOCS = 1 << 18  # also bounds a batch of (nearly) empty documents
-READ_BLOCKS = True  # JSON Lines without ids and text lines are read in blocks (corpus.iter_records)
+READ_BLOCKS = True  # JSON Lines and text lines are read in blocks (corpus.iter_records)
+READ_AHEAD = 2  # items (blocks, records) a reader thread may have ready while the job encodes; 0: no thread
 DEFAULT_SHARD_DOCS = 1 << 24
 MAX_SKIPPED_LISTED = 1000
 # options that change the output bytes: a resumed run must use the same ones
@@ -331,6 +334,69 @@ class Progress:
             self.stream.flush()
 
 
+class _Raised:
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+
+def read_ahead(make_iter, depth: int):
+    """The items of ``make_iter()``, made by a thread up to ``depth`` items ahead of the
+    caller (the engine's kernels let go of the GIL, so the next block is read while a batch
+    is encoded); in the same order, with an exception raised where it happened. Closing
+    this generator stops the thread (and closes the input)."""
+    q: queue.Queue = queue.Queue(depth)
+    stop = threading.Event()
+    end = object()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def work():
+        it = None
+        try:
+            it = make_iter()
+            for item in it:
+                if not put(item):
+                    return
+            put(end)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            put(_Raised(e))
+        finally:
+            if it is not None:
+                it.close()
+
+    t = threading.Thread(target=work, name="gpu-tok reader", daemon=True)
+    t.start()
+    try:
+        while True:
+            item = q.get()
+            if item is end:
+                return
+            if isinstance(item, _Raised):
+                raise item.exc
+            yield item
+    finally:
+        stop.set()
+        t.join()
+
+
+def _threads_may_launch_together() -> bool:
+    """Numba's threading layer lets two threads run parallel kernels at once (``omp``,
+    ``tbb``; ``workqueue`` does not)."""
+    try:
+        import numba
+
+        return numba.threading_layer() in ("omp", "tbb")
+    except (ImportError, ValueError):  # no parallel kernel has run yet: unknown
+        return False
+
+
 def _fmt_secs(s: float) -> str:
     if s == float("inf"):
         return "?"
@@ -515,7 +581,7 @@ class EncodeJob:
         if note and not o.quiet:
             self.log(f"gpu-tok: --device auto: using cpu ({note})")
         enc.encode(["gpu_tok warm-up"], o.add_special_tokens, device, o.num_threads)  # build the engine now
-        if READ_BLOCKS and any(s.kind == "jsonl" for s in sources):
+        if READ_BLOCKS and any(s.kind == "jsonl" or (s.kind == "text" and s.lines) for s in sources):
             warm_block_reader()
         self.id_column = decide_id_column(sources, o)
         for s in sources:
@@ -534,6 +600,7 @@ class EncodeJob:
         commit_log = S.ShardLog(out_dir, state.log_bytes) if out_dir is not None else None
 
         # ------------------------------------------------------------ the stream
+        ahead = READ_AHEAD > 0 and _threads_may_launch_together()
         t_start = time.perf_counter()  # the summary's seconds: reading, encoding, writing
         total = sum(os.path.getsize(p) for p in paths if p != "-") if "-" not in paths else None
         progress = Progress(total, o.quiet, self.err)
@@ -595,72 +662,81 @@ class EncodeJob:
             for i in range(pos["input"], len(sources)):
                 src = sources[i]
                 start_units, start_off = (pos["units"], pos["byte_offset"]) if i == pos["input"] else (0, 0)
-                for rec in iter_records(src, start_units, start_off, blocks=READ_BLOCKS, threads=o.num_threads):
-                    vals = None
-                    if isinstance(rec, Block) and self.id_column is not None:
-                        got = [ids.value(x) for x in (rec.ids or itertools.repeat(MISSING, len(rec.texts)))]
-                        vals = [v for v, _ in got] if not any(err for _, err in got) else None
-                    if isinstance(rec, Block) and (vals is not None or self.id_column is None):
-                        # good documents of many lines: split where a record would commit or flush
-                        k, n = 0, len(rec.texts)
-                        cum = np.zeros(n + 1, np.int64)
-                        np.cumsum(rec.nbytes, out=cum[1:])
-                        while k < n:  # the first document after which a record would commit or flush
-                            rest = cum[k + 1:]
-                            j = max(0, min(int(np.searchsorted(rest, cum[k] + o.shard_bytes - shard_bytes)),
-                                           o.shard_docs - shard_docs - 1,
-                                           int(np.searchsorted(rest, cum[k] + o.batch_bytes - batch_bytes)),
-                                           o.batch_size - len(texts) - 1, n - k - 1))
-                            m, b = j + 1, int(cum[k + j + 1] - cum[k])
-                            texts.extend(rec.texts[k:k + m])
-                            doc_ids.extend(vals[k:k + m] if vals is not None else itertools.repeat(None, m))
-                            batch_bytes += b
-                            nbytes += b
-                            shard_bytes += b
-                            docs += m
-                            shard_docs += m
-                            per_input[i] += m
-                            shard_inputs[i] = shard_inputs.get(i, 0) + m
-                            last_pos = {"input": i, "units": int(rec.units[k + j]),
-                                        "byte_offset": int(rec.offsets[k + j])}
-                            k += m
+
+                def records(src=src, start_units=start_units, start_off=start_off):
+                    return iter_records(src, start_units, start_off, blocks=READ_BLOCKS, threads=o.num_threads)
+
+                stream = records() if not ahead else read_ahead(records, READ_AHEAD)
+                try:
+                    for rec in stream:
+                        vals = None
+                        if isinstance(rec, Block) and self.id_column is not None:
+                            got = [ids.value(x) for x in (rec.ids or itertools.repeat(MISSING, len(rec.texts)))]
+                            vals = [v for v, _ in got] if not any(err for _, err in got) else None
+                        if isinstance(rec, Block) and (vals is not None or self.id_column is None):
+                            # good documents of many lines: split where a record would commit or flush
+                            k, n = 0, len(rec.texts)
+                            cum = np.zeros(n + 1, np.int64)
+                            np.cumsum(rec.nbytes, out=cum[1:])
+                            while k < n:  # the first document after which a record would commit or flush
+                                rest = cum[k + 1:]
+                                j = max(0, min(int(np.searchsorted(rest, cum[k] + o.shard_bytes - shard_bytes)),
+                                               o.shard_docs - shard_docs - 1,
+                                               int(np.searchsorted(rest, cum[k] + o.batch_bytes - batch_bytes)),
+                                               o.batch_size - len(texts) - 1, n - k - 1))
+                                m, b = j + 1, int(cum[k + j + 1] - cum[k])
+                                texts.extend(rec.texts[k:k + m])
+                                doc_ids.extend(vals[k:k + m] if vals is not None else itertools.repeat(None, m))
+                                batch_bytes += b
+                                nbytes += b
+                                shard_bytes += b
+                                docs += m
+                                shard_docs += m
+                                per_input[i] += m
+                                shard_inputs[i] = shard_inputs.get(i, 0) + m
+                                last_pos = {"input": i, "units": int(rec.units[k + j]),
+                                            "byte_offset": int(rec.offsets[k + j])}
+                                k += m
+                                if shard_bytes >= o.shard_bytes or shard_docs >= o.shard_docs:
+                                    commit(last_pos)
+                                elif batch_bytes >= o.batch_bytes or len(texts) >= o.batch_size:
+                                    flush()
+                                progress.update(docs, nbytes, tokens,
+                                                done_before + _position_bytes(src, last_pos["byte_offset"]))
+                            continue
+                        # one record at a time (a block whose ids are not all good: each as a record)
+                        for rec in (rec.records(src.name) if isinstance(rec, Block) else (rec,)):
+                            last_pos = {"input": i, "units": rec.units, "byte_offset": rec.offset}
+                            value, id_err = (None, None)
+                            if rec.error is None:
+                                value, id_err = ids.value(rec.id)
+                            error = rec.error or id_err
+                            if error is not None:
+                                if o.on_error == "stop":
+                                    raise BadInput(f"{rec.where}: {error}")
+                                pending_skip_count += 1
+                                if len(state.skipped) + len(pending_skips) < MAX_SKIPPED_LISTED:
+                                    pending_skips.append({"file": src.name, "line": rec.line, "reason": error})
+                                if out_dir is None and state.skipped_count + pending_skip_count <= 10 and not o.quiet:
+                                    self.log(f"gpu-tok: skipped {rec.where}: {error}")
+                                continue
+                            n = len(rec.text) if rec.text.isascii() else len(rec.text.encode("utf-8"))
+                            texts.append(rec.text)
+                            doc_ids.append(value)
+                            batch_bytes += n
+                            docs += 1
+                            nbytes += n
+                            per_input[i] += 1
+                            shard_inputs[i] = shard_inputs.get(i, 0) + 1
+                            shard_docs += 1
+                            shard_bytes += n
                             if shard_bytes >= o.shard_bytes or shard_docs >= o.shard_docs:
                                 commit(last_pos)
                             elif batch_bytes >= o.batch_bytes or len(texts) >= o.batch_size:
                                 flush()
-                            progress.update(docs, nbytes, tokens, done_before + _position_bytes(src))
-                        continue
-                    # one record at a time (a block whose ids are not all good: each as a record)
-                    for rec in (rec.records(src.name) if isinstance(rec, Block) else (rec,)):
-                        last_pos = {"input": i, "units": rec.units, "byte_offset": rec.offset}
-                        value, id_err = (None, None)
-                        if rec.error is None:
-                            value, id_err = ids.value(rec.id)
-                        error = rec.error or id_err
-                        if error is not None:
-                            if o.on_error == "stop":
-                                raise BadInput(f"{rec.where}: {error}")
-                            pending_skip_count += 1
-                            if len(state.skipped) + len(pending_skips) < MAX_SKIPPED_LISTED:
-                                pending_skips.append({"file": src.name, "line": rec.line, "reason": error})
-                            if out_dir is None and state.skipped_count + pending_skip_count <= 10 and not o.quiet:
-                                self.log(f"gpu-tok: skipped {rec.where}: {error}")
-                            continue
-                        n = len(rec.text) if rec.text.isascii() else len(rec.text.encode("utf-8"))
-                        texts.append(rec.text)
-                        doc_ids.append(value)
-                        batch_bytes += n
-                        docs += 1
-                        nbytes += n
-                        per_input[i] += 1
-                        shard_inputs[i] = shard_inputs.get(i, 0) + 1
-                        shard_docs += 1
-                        shard_bytes += n
-                        if shard_bytes >= o.shard_bytes or shard_docs >= o.shard_docs:
-                            commit(last_pos)
-                        elif batch_bytes >= o.batch_bytes or len(texts) >= o.batch_size:
-                            flush()
-                        progress.update(docs, nbytes, tokens, done_before + _position_bytes(src))
+                            progress.update(docs, nbytes, tokens, done_before + _position_bytes(src, rec.offset))
+                finally:
+                    stream.close()  # the input closed (and the reader thread stopped) on any way out
                 done_before += _size(src)
                 progress.update(docs, nbytes, tokens, done_before)
             if texts or writer is not None:
@@ -830,13 +906,18 @@ class EncodeJob:
                            "\n".join(f"  - {p}" for p in problems))
 
 
-def _position_bytes(src: Source) -> int:
-    raw = src.progress.get("raw")
+def _position_bytes(src: Source, offset: Optional[int] = None) -> int:
+    """How far into ``src``'s file the job is, for progress: ``offset`` (the last record's
+    end) in a plain file, else the file's own position (compressed input), which the reader
+    thread may have taken up to a few blocks ahead (its size once it is closed)."""
     if src.kind == "parquet":
         total = src.progress.get("rows_total") or 0
         return int(_size(src) * src.progress.get("rows_done", 0) / total) if total else 0
+    if offset is not None and src.path != "-" and compression_of(src.path) is None:
+        return offset
+    raw = src.progress.get("raw")
     try:
-        return raw.tell() if raw is not None and not raw.closed else 0
+        return raw.tell() if raw is not None and not raw.closed else _size(src)
     except (OSError, ValueError):
         return 0
 

@@ -874,7 +874,7 @@ def copy_ranges(src, s_start, dst, d_start, lens):
         _copy_bytes(dst, d_start[_U(k)], src, s_start[_U(k)], lens[_U(k)])
 
 
-@njit_cached
+@njit_cached(nogil=True)
 def add_template(ids, row_splits, prefix, suffix):
     """Insert ``prefix`` before and ``suffix`` after every row."""
     out, rs = _template_rows(row_splits, prefix, suffix)
@@ -883,7 +883,7 @@ def add_template(ids, row_splits, prefix, suffix):
     return out, rs
 
 
-@njit_cached(parallel=True)
+@njit_cached(parallel=True, nogil=True)
 def add_template_parallel(ids, row_splits, prefix, suffix):
     """``add_template`` with the rows shared between Numba's threads: the copy of every
     id was 1.4 of 22.7 ms of an 8 MB prose batch, llama3 (BOS), two threads; 3.3M ids in
@@ -1904,7 +1904,7 @@ def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, grid, mta
         p += q
 
 
-@njit_cached(parallel=True)
+@njit_cached(parallel=True, nogil=True)
 def encode_pieces_parallel(data, starts, ends, special, blocks, init_ids, grid, mtab, arena, tok_off, bkeys, bvals,
                            whole_first, cache, wide, lidx, lbytes, lids, pcache, out, opos, counts):
     """``prange`` over ``blocks`` (piece-index bounds)."""
@@ -1914,7 +1914,7 @@ def encode_pieces_parallel(data, starts, ends, special, blocks, init_ids, grid, 
                             opos, counts)
 
 
-@njit_cached
+@njit_cached(nogil=True)
 def encode_pieces_serial(data, starts, ends, special, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
                          cache, wide, lidx, lbytes, lids, pcache, out, opos, counts):
     _encode_piece_range(data, starts, ends, special, _I0, starts.shape[0], init_ids, grid, mtab, arena, tok_off, bkeys,
@@ -1945,7 +1945,7 @@ def _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold
                                          lbytes, lids, pc, w, out, a, sc, nocnt, st) - a
 
 
-@njit_cached(parallel=True)
+@njit_cached(parallel=True, nogil=True)
 def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
                           tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, out):
     """Returns ``(rec_start, rec_count)``: per segment (count 0 for a cut segment) and per
@@ -1965,7 +1965,7 @@ def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, 
     return _records(seg_s, sync, seg_count, unit_count)
 
 
-@njit_cached
+@njit_cached(nogil=True)
 def encode_fused_serial(data, seg_s, seg_e, m_s, m_id, doc_off, prefix, suffix, fam, end_whole, tab, fold, init_ids,
                         grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, out):
     """One thread: the segments and the added-token matches (``m_s``, ids ``m_id``; both
@@ -2022,7 +2022,7 @@ def _records(seg_s, sync, seg_count, unit_count):
     return rs, rc
 
 
-@njit_cached(parallel=True)
+@njit_cached(parallel=True, nogil=True)
 def gather_parallel(out, rec_start, rec_count, pos, ids):
     for r in prange(rec_start.shape[0]):
         a = rec_start[_U(r)]
@@ -2031,7 +2031,7 @@ def gather_parallel(out, rec_start, rec_count, pos, ids):
         ids[o:o + c] = out[a:a + c]  # a slice copy: about twice the element loop's speed
 
 
-@njit_cached(parallel=True)
+@njit_cached(parallel=True, nogil=True)
 def gather_template_parallel(out, rec_start, rec_count, pos, row_of, rs, prefix, suffix, ids):
     """``gather_parallel`` and ``add_template_parallel`` in one pass: record ``r`` (in row
     ``row_of[r]``) goes to ``ids[pos[r] + row_of[r] * (P + S) + P:]`` and row ``d``'s
@@ -2048,7 +2048,7 @@ def gather_template_parallel(out, rec_start, rec_count, pos, row_of, rs, prefix,
         _template_ends(ids, rs, d, prefix, suffix)
 
 
-@njit_cached
+@njit_cached(nogil=True)
 def gather_serial(out, rec_start, rec_count, pos, ids):
     for r in range(rec_start.shape[0]):
         a = rec_start[_U(r)]
@@ -2274,7 +2274,7 @@ def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byt
                             pbuf, out, dst[_U(d)]) - dst[_U(d)]
 
 
-@njit_cached(parallel=True)
+@njit_cached(parallel=True, nogil=True)
 def sp_encode_parallel(data, doc_offsets, dst, blocks, rt, nt, cls, prepend, char_id, byte_id, mtab, arena,
                        tok_off, bkeys, bvals, whole_first, nocut, cache, wide, out, counts):
     """``prange`` over ``blocks`` of documents (bounds into the document list); each worker
@@ -2284,7 +2284,7 @@ def sp_encode_parallel(data, doc_offsets, dst, blocks, rt, nt, cls, prepend, cha
                   arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, get_thread_id(), out, counts)
 
 
-@njit_cached
+@njit_cached(nogil=True)
 def sp_encode_serial(data, doc_offsets, dst, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
                      bkeys, bvals, whole_first, nocut, cache, wide, out, counts):
     _sp_block(data, doc_offsets, dst, _I0, doc_offsets.shape[0] - 1, rt, nt, cls, prepend, char_id, byte_id, mtab,
