@@ -581,6 +581,11 @@ class EncodeJob:
         if note and not o.quiet:
             self.log(f"gpu-tok: --device auto: using cpu ({note})")
         enc.encode(["gpu_tok warm-up"], o.add_special_tokens, device, o.num_threads)  # build the engine now
+        if device == "cpu":  # and load its parallel kernels now (a batch past the threshold of the thread pool)
+            from .fast_cpu import _PARALLEL_MIN_BYTES
+
+            enc.encode(["gpu_tok warm-up. " * (_PARALLEL_MIN_BYTES // 32 + 1)] * 2, o.add_special_tokens, device,
+                       o.num_threads)
         if READ_BLOCKS and any(s.kind == "jsonl" or (s.kind == "text" and s.lines) for s in sources):
             warm_block_reader()
         self.id_column = decide_id_column(sources, o)
@@ -664,7 +669,9 @@ class EncodeJob:
                 start_units, start_off = (pos["units"], pos["byte_offset"]) if i == pos["input"] else (0, 0)
 
                 def records(src=src, start_units=start_units, start_off=start_off):
-                    return iter_records(src, start_units, start_off, blocks=READ_BLOCKS, threads=o.num_threads)
+                    # beside the engine's threads the reader takes one (it parses in parallel when alone)
+                    return iter_records(src, start_units, start_off, blocks=READ_BLOCKS,
+                                        threads=1 if ahead else o.num_threads)
 
                 stream = records() if not ahead else read_ahead(records, READ_AHEAD)
                 try:

@@ -116,6 +116,9 @@ class KeptArray:
             grow = min(n + n // 4, self.limit // size)
             self._buf = None  # the old one dropped first: never two held at once
             self._buf = np.empty(max(grow, 1), self.dtype)
+            # its pages faulted in here by one thread: nearly every page of it is written anyway, and
+            # threads faulting at once were slow on the VM measured (decision 0023)
+            self._buf.view(np.uint8)[::4096] = 0
         return self._buf[:n]
 
 
