@@ -18,8 +18,6 @@ import os
 import sys
 import time
 import itertools
-import queue
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -37,7 +35,6 @@ DEFAULT_BATCH_BYTES = 16 << 20
 DEFAULT_SHARD_BYTES = 256 << 20
 DEFAULT_BATCH_DOCS = 1 << 18  # also bounds a batch of (nearly) empty documents
 READ_BLOCKS = True  # JSON Lines and text lines are read in blocks (corpus.iter_records)
-READ_AHEAD = 2  # items (blocks, records) a reader thread may have ready while the job encodes; 0: no thread
 DEFAULT_SHARD_DOCS = 1 << 24
 MAX_SKIPPED_LISTED = 1000
 # options that change the output bytes: a resumed run must use the same ones
@@ -334,69 +331,6 @@ class Progress:
             self.stream.flush()
 
 
-class _Raised:
-    def __init__(self, exc: BaseException):
-        self.exc = exc
-
-
-def read_ahead(make_iter, depth: int):
-    """The items of ``make_iter()``, made by a thread up to ``depth`` items ahead of the
-    caller (the engine's kernels let go of the GIL, so the next block is read while a batch
-    is encoded); in the same order, with an exception raised where it happened. Closing
-    this generator stops the thread (and closes the input)."""
-    q: queue.Queue = queue.Queue(depth)
-    stop = threading.Event()
-    end = object()
-
-    def put(item) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                pass
-        return False
-
-    def work():
-        it = None
-        try:
-            it = make_iter()
-            for item in it:
-                if not put(item):
-                    return
-            put(end)
-        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
-            put(_Raised(e))
-        finally:
-            if it is not None:
-                it.close()
-
-    t = threading.Thread(target=work, name="gpu-tok reader", daemon=True)
-    t.start()
-    try:
-        while True:
-            item = q.get()
-            if item is end:
-                return
-            if isinstance(item, _Raised):
-                raise item.exc
-            yield item
-    finally:
-        stop.set()
-        t.join()
-
-
-def _threads_may_launch_together() -> bool:
-    """Numba's threading layer lets two threads run parallel kernels at once (``omp``,
-    ``tbb``; ``workqueue`` does not)."""
-    try:
-        import numba
-
-        return numba.threading_layer() in ("omp", "tbb")
-    except (ImportError, ValueError):  # no parallel kernel has run yet: unknown
-        return False
-
-
 def _fmt_secs(s: float) -> str:
     if s == float("inf"):
         return "?"
@@ -605,7 +539,6 @@ class EncodeJob:
         commit_log = S.ShardLog(out_dir, state.log_bytes) if out_dir is not None else None
 
         # ------------------------------------------------------------ the stream
-        ahead = READ_AHEAD > 0 and _threads_may_launch_together()
         t_start = time.perf_counter()  # the summary's seconds: reading, encoding, writing
         total = sum(os.path.getsize(p) for p in paths if p != "-") if "-" not in paths else None
         progress = Progress(total, o.quiet, self.err)
@@ -668,12 +601,7 @@ class EncodeJob:
                 src = sources[i]
                 start_units, start_off = (pos["units"], pos["byte_offset"]) if i == pos["input"] else (0, 0)
 
-                def records(src=src, start_units=start_units, start_off=start_off):
-                    # beside the engine's threads the reader takes one (it parses in parallel when alone)
-                    return iter_records(src, start_units, start_off, blocks=READ_BLOCKS,
-                                        threads=1 if ahead else o.num_threads)
-
-                stream = records() if not ahead else read_ahead(records, READ_AHEAD)
+                stream = iter_records(src, start_units, start_off, blocks=READ_BLOCKS, threads=o.num_threads)
                 try:
                     for rec in stream:
                         vals = None
@@ -743,7 +671,7 @@ class EncodeJob:
                                 flush()
                             progress.update(docs, nbytes, tokens, done_before + _position_bytes(src, rec.offset))
                 finally:
-                    stream.close()  # the input closed (and the reader thread stopped) on any way out
+                    stream.close()  # the input closed on any way out
                 done_before += _size(src)
                 progress.update(docs, nbytes, tokens, done_before)
             if texts or writer is not None:
@@ -915,8 +843,8 @@ class EncodeJob:
 
 def _position_bytes(src: Source, offset: Optional[int] = None) -> int:
     """How far into ``src``'s file the job is, for progress: ``offset`` (the last record's
-    end) in a plain file, else the file's own position (compressed input), which the reader
-    thread may have taken up to a few blocks ahead (its size once it is closed)."""
+    end) in a plain file, else the file's own position (compressed input: the reader may be
+    a block ahead of the job; the file's size once it is closed)."""
     if src.kind == "parquet":
         total = src.progress.get("rows_total") or 0
         return int(_size(src) * src.progress.get("rows_done", 0) / total) if total else 0

@@ -1177,6 +1177,18 @@ def test_tiktoken_cpu_equals_ref_and_tiktoken(name):
     assert enc.encode_ordinary_batch(texts) == ref_enc.encode_ordinary_batch(texts)
 
 
+def test_entry_kernels_let_go_of_the_gil():
+    """The kernels a call spends its time in are compiled ``nogil``: Python threads that
+    encode at once run them at once (each engine's kept arrays stay behind its locks:
+    ``test_parallel_scratch_kept_and_never_shared``, ``test_packed_text_kept_and_never_shared``)."""
+    from gpu_tok.kernels import engine_cpu as K
+
+    names = ["encode_fused_serial", "encode_fused_parallel", "encode_pieces_serial", "encode_pieces_parallel",
+             "gather_serial", "gather_parallel", "gather_template_parallel", "add_template", "add_template_parallel",
+             "sp_encode_serial", "sp_encode_parallel"]
+    assert {n: getattr(K, n).targetoptions.get("nogil") for n in names} == {n: True for n in names}
+
+
 def test_one_compiled_type_for_the_packed_bytes():
     """The kernels see one array type for the text: packing through ``str.encode`` (a
     batch with a lone surrogate, repaired by ``check``) gives a writable array, and a

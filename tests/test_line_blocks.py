@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import random
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -324,9 +323,8 @@ def test_encode_job_same_with_and_without_blocks(tmp_path, capsys, monkeypatch):
     t.write_bytes(b"".join(rng.choice([b"", b"word ", "é中 ".encode(), b"\xff"]) * rng.randint(0, 9) + b"\n"
                            for _ in range(2000)))
     runs = {}
-    for blocks in (True, False):  # without blocks, also without the reader thread: the old path
+    for blocks in (True, False):
         monkeypatch.setattr(bulk, "READ_BLOCKS", blocks)
-        monkeypatch.setattr(bulk, "READ_AHEAD", 2 if blocks else 0)
         for name, args in [("j", ["--input", str(j)]), ("t", ["--input", str(t), "--lines"]),
                            ("jt", ["--input", str(j), str(t), "--lines", "--input-format", "auto"])]:
             out = tmp_path / f"o_{name}_{blocks}"
@@ -392,43 +390,3 @@ def test_encode_job_ids_same_with_and_without_blocks(tmp_path, capsys, monkeypat
         assert a[0]["documents"] > 0, name
     assert runs["auto"][0][0]["skipped"]["count"] > 0 and runs["clean"][0][0]["skipped"]["count"] == 0
 
-
-def test_read_ahead_keeps_order_errors_and_stops(tmp_path):
-    """``bulk.read_ahead``: the items in order, the producer's exception where it was
-    raised, and closing early stops the thread and closes the producer (its input)."""
-    closed = []
-
-    def items(n, fail_at=None):
-        try:
-            for k in range(n):
-                if k == fail_at:
-                    raise C.BadInput(f"bad at {k}")
-                yield k
-        finally:
-            closed.append(n)
-
-    assert list(bulk.read_ahead(lambda: items(50), 2)) == list(range(50))
-    got = []
-    with pytest.raises(C.BadInput, match="bad at 7"):
-        for x in bulk.read_ahead(lambda: items(50, fail_at=7), 3):
-            got.append(x)
-    assert got == list(range(7))
-    gen = bulk.read_ahead(lambda: items(10 ** 9), 2)
-    assert [next(gen) for _ in range(5)] == list(range(5))
-    gen.close()
-    assert closed[-1] == 10 ** 9 and not [t for t in threading.enumerate() if t.name == "gpu-tok reader"]
-
-
-def test_encode_job_stops_its_reader(tmp_path, capsys, monkeypatch):
-    """A run that stops at a bad record (or any error) leaves no reader thread behind."""
-    from gpu_tok import cli
-
-    monkeypatch.setattr(bulk, "READ_AHEAD", 2)
-    src = tmp_path / "in.jsonl"
-    good = [b'{"text": "doc %d"}\n' % k for k in range(300_000)]
-    src.write_bytes(b"".join(good[:1000]) + b"{bad\n" + b"".join(good))  # the reader is still going
-    rc = cli.main(["encode", "--input", str(src), "--output", str(tmp_path / "o"), "--quiet",
-                   "--batch-bytes", "64KiB"])
-    _, err = capsys.readouterr()
-    assert rc == 2 and f"{src}:1001: malformed JSON" in err
-    assert not [t for t in threading.enumerate() if t.name == "gpu-tok reader"]
