@@ -310,12 +310,24 @@ def test_real_json_lines(tmp_path):
         assert set(status) <= {OK, BLANK}, path
 
 
+def _job(capsys, *args, out):
+    """Run ``gpu-tok encode`` (bad records skipped) into ``out``: its manifest without the
+    timing, and its shard files' bytes."""
+    from gpu_tok import cli
+
+    rc = cli.main(["encode", *args, "--output", str(out), "--overwrite", "--on-error", "skip", "--quiet"])
+    capsys.readouterr()
+    assert rc == 0
+    m = json.loads((out / "manifest.json").read_text())
+    for k in ("timing", "output"):
+        m.pop(k, None)
+    return m, {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.name != "manifest.json"}
+
+
 def test_encode_job_same_with_and_without_blocks(tmp_path, capsys, monkeypatch):
     """``gpu-tok encode`` over JSON Lines and text lines with bad records skipped and small
     batches and shards (split inside blocks): the same shards and manifest as one record
     at a time."""
-    from gpu_tok import cli
-
     rng = random.Random(7)
     j = tmp_path / "in.jsonl"
     j.write_bytes(b"\n".join(_line(rng) for _ in range(3000)) + b"\n")
@@ -330,15 +342,7 @@ def test_encode_job_same_with_and_without_blocks(tmp_path, capsys, monkeypatch):
             out = tmp_path / f"o_{name}_{blocks}"
             for extra in (["--shard-docs", "97", "--batch-size", "13", "--batch-bytes", "300"],
                           ["--shard-bytes", "5000", "--batch-bytes", "1", "--num-threads", "64"]):
-                rc = cli.main(["encode", *args, "--output", str(out), "--overwrite", "--on-error", "skip", "--quiet",
-                               *extra])
-                capsys.readouterr()
-                assert rc == 0
-                m = json.loads((out / "manifest.json").read_text())
-                for k in ("timing", "output"):
-                    m.pop(k, None)
-                files = {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.name != "manifest.json"}
-                runs.setdefault((name, tuple(extra)), []).append((m, files))
+                runs.setdefault((name, tuple(extra)), []).append(_job(capsys, *args, *extra, out=out))
     for key, (a, b) in runs.items():
         assert a[0] == b[0], key
         assert a[1] == b[1], key
@@ -350,8 +354,6 @@ def test_encode_job_ids_same_with_and_without_blocks(tmp_path, capsys, monkeypat
     ``--id-field`` and then required): ids of every type, bad ones skipped (a block whose
     ids are not all good goes one record at a time), the same shards as without blocks."""
     pytest.importorskip("pyarrow")
-    from gpu_tok import cli
-
     rng = random.Random(8)
     lines = [json.dumps({"id": k, "text": f"doc {k} é"}).encode() for k in range(5)]
     for k in range(3000):
@@ -372,15 +374,8 @@ def test_encode_job_ids_same_with_and_without_blocks(tmp_path, capsys, monkeypat
             out = tmp_path / f"o_{name}_{blocks}"
             expanded = []
             monkeypatch.setattr(C.Block, "records", lambda self, n, f=C.Block.records: expanded.append(n) or f(self, n))
-            rc = cli.main(["encode", *args, "--format", "parquet", "--output", str(out), "--overwrite",
-                           "--on-error", "skip", "--quiet", "--shard-docs", "333", "--batch-size", "50"])
-            capsys.readouterr()
-            assert rc == 0
-            m = json.loads((out / "manifest.json").read_text())
-            for k in ("timing", "output"):
-                m.pop(k, None)
-            files = {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.name != "manifest.json"}
-            runs.setdefault(name, []).append((m, files))
+            runs.setdefault(name, []).append(_job(capsys, *args, "--format", "parquet", "--shard-docs", "333",
+                                                  "--batch-size", "50", out=out))
             assert not expanded if name == "clean" else expanded or not blocks  # good ids stay in blocks
             monkeypatch.undo()
             monkeypatch.setattr(bulk, "READ_BLOCKS", blocks)
