@@ -13,11 +13,11 @@ Memory stays bounded: one batch of text, its ids, and per-document sizes of the 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
 import time
-import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Tuple

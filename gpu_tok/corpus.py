@@ -287,10 +287,10 @@ def _json_record(raw: bytes, src: Source):
 def iter_records(src: Source, start_units: int = 0, start_offset: Optional[int] = None,
                  blocks: bool = False, threads: Optional[int] = None) -> Iterator[Record]:
     """The records of one input from a position (see the module docstring). ``blocks``:
-    JSON Lines without an id field and text lines come as ``Block``s of good documents
-    (many lines at a time, read without a Python call per line: ``_line_blocks``) between
-    the ``Record``s of the lines that are not; ``threads``: how many read them (default:
-    all cores)."""
+    JSON Lines (with their ids, if an id field is asked for) and text lines come as
+    ``Block``s of good documents (many lines at a time, read without a Python call per
+    line: ``_line_blocks``) between the ``Record``s of the lines that are not; ``threads``:
+    how many read them (default: all cores)."""
     if src.kind == "parquet":
         yield from _iter_parquet(src, start_units)
         return
