@@ -210,37 +210,38 @@ def _string(buf, p, e, out, o, write):
 
 
 @njit_noalloc(inline="always")
+def _digits(buf, q, e):
+    """The end of the run of one or more digits at ``q``, or -1 (no digit there)."""
+    if q >= e or buf[q] < 48 or buf[q] > 57:
+        return -1
+    while q < e and 48 <= buf[q] <= 57:
+        q += 1
+    return q
+
+
+@njit_noalloc(inline="always")
 def _number(buf, p, e):
     """The end of the number at ``p`` (``-`` or a digit), or -1 (json reads none there, or
     an integer Python may refuse for its length)."""
-    q = p
-    if buf[q] == 45:  # -
-        q += 1
-        if q >= e or buf[q] < 48 or buf[q] > 57:
-            return -1  # "-Infinity" or an error: json decides
+    q = p + 1 if buf[p] == 45 else p  # -
+    if q >= e or buf[q] < 48 or buf[q] > 57:
+        return -1  # "-Infinity" or an error: json decides
     d0 = q
-    if buf[q] == 48:
-        q += 1
-    else:
-        while q < e and 48 <= buf[q] <= 57:
-            q += 1
+    q = q + 1 if buf[q] == 48 else _digits(buf, q, e)  # a leading 0 stands alone
     digits = q - d0
     plain_int = True
     if q < e and buf[q] == 46:  # .
-        q += 1
-        if q >= e or buf[q] < 48 or buf[q] > 57:
+        q = _digits(buf, q + 1, e)
+        if q < 0:
             return -1
-        while q < e and 48 <= buf[q] <= 57:
-            q += 1
         plain_int = False
     if q < e and (buf[q] == 101 or buf[q] == 69):  # e E
         q += 1
         if q < e and (buf[q] == 43 or buf[q] == 45):
             q += 1
-        if q >= e or buf[q] < 48 or buf[q] > 57:
+        q = _digits(buf, q, e)
+        if q < 0:
             return -1
-        while q < e and 48 <= buf[q] <= 57:
-            q += 1
         plain_int = False
     if plain_int and digits > _MAX_INT_DIGITS:
         return -1
