@@ -46,6 +46,18 @@ class StripAccents:
 
 
 @dataclass(frozen=True)
+class BertNormalizer:
+    """Clean-up, spaces around CJK ideographs, accents stripped, lowercase (HF field names;
+    ``strip_accents`` None: strip when ``lowercase``)."""
+
+    clean_text: bool = True
+    handle_chinese_chars: bool = True
+    strip_accents: Optional[bool] = None
+    lowercase: bool = True
+    path: str = ""
+
+
+@dataclass(frozen=True)
 class Replace:
     pattern: Pattern
     content: str
@@ -106,6 +118,13 @@ class WhitespaceSplit:
 
 
 @dataclass(frozen=True)
+class BertPreTokenizer:
+    """White space removed, then every punctuation character isolated."""
+
+    path: str = ""
+
+
+@dataclass(frozen=True)
 class Metaspace:
     """Also the Metaspace decoder (same fields)."""
 
@@ -132,6 +151,28 @@ class BPE:
     fuse_unk: bool = False
     byte_fallback: bool = False
     ignore_merges: bool = False
+    path: str = "model"
+
+
+@dataclass(frozen=True)
+class WordPiece:
+    """Greedy longest-match-first WordPiece: every piece after a word's first is looked up
+    with ``continuing_subword_prefix``; a word that cannot be covered, or of more than
+    ``max_input_chars_per_word`` characters, is ``unk_token``."""
+
+    vocab: Mapping[str, int] = field(repr=False)
+    unk_token: str = "[UNK]"
+    continuing_subword_prefix: str = "##"
+    max_input_chars_per_word: int = 100
+    path: str = "model"
+
+
+@dataclass(frozen=True)
+class WordLevel:
+    """One token per piece: the piece's id, else ``unk_token``'s."""
+
+    vocab: Mapping[str, int] = field(repr=False)
+    unk_token: str = "<unk>"
     path: str = "model"
 
 
@@ -207,6 +248,13 @@ class ReplaceDecoder:
 
 
 @dataclass(frozen=True)
+class WordPieceDecoder:
+    prefix: str = "##"
+    cleanup: bool = True
+    path: str = ""
+
+
+@dataclass(frozen=True)
 class DecoderSequence:
     decoders: Tuple[object, ...]
     path: str = ""
@@ -227,7 +275,7 @@ class AddedToken:
 
 @dataclass(frozen=True)
 class TokenizerConfig:
-    model: BPE
+    model: object  # BPE, WordPiece or WordLevel
     normalizer: Optional[object] = None
     pre_tokenizer: Optional[object] = None
     post_processor: Optional[object] = None

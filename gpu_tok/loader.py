@@ -92,6 +92,10 @@ def parse_normalizer(v: Any, path: str):
         return C.Strip(_get(o, "strip_left", path, bool, True), _get(o, "strip_right", path, bool, True), path)
     if t == "StripAccents":
         return C.StripAccents(path)
+    if t == "BertNormalizer":  # measured: strip_accents may be missing or null, the others are required
+        return C.BertNormalizer(_get(o, "clean_text", path, bool), _get(o, "handle_chinese_chars", path, bool),
+                                _get(o, "strip_accents", path, bool, None, nullable=True), _get(o, "lowercase", path, bool),
+                                path)
     if t == "Replace":
         return C.Replace(_pattern(o, path), _get(o, "content", path, str), path)
     if t == "Prepend":
@@ -147,6 +151,8 @@ def parse_pre_tokenizer(v: Any, path: str):
         return C.Whitespace(path)
     if t == "WhitespaceSplit":
         return C.WhitespaceSplit(path)
+    if t == "BertPreTokenizer":
+        return C.BertPreTokenizer(path)
     if t == "Sequence":
         items = _get(o, "pretokenizers", path, list)
         return C.PreTokenizerSequence(
@@ -156,23 +162,49 @@ def parse_pre_tokenizer(v: Any, path: str):
 
 
 # --------------------------------------------------------------------- models
-def parse_model(v: Any, path: str = "model") -> C.BPE:
-    o = _obj(v, path)
+_WORDPIECE_FIELDS = ("unk_token", "continuing_subword_prefix", "max_input_chars_per_word", "vocab")
+
+
+def _model_type(o: Dict[str, Any], path: str) -> str:
+    """The model's type; a legacy file without one is read as the reference reads it: BPE,
+    then WordPiece, then WordLevel, then Unigram, the first whose fields are there."""
     t = o.get("type")
-    if t is None:
-        # Legacy files have no type: the reference tries BPE, WordPiece, WordLevel, Unigram in turn.
-        if "merges" in o and "vocab" in o:
-            t = "BPE"
-        elif "unk_id" in o or isinstance(o.get("vocab"), list):
-            t = "Unigram"
-        elif "max_input_chars_per_word" in o or "continuing_subword_prefix" in o:
-            t = "WordPiece"
-        else:
-            t = "WordLevel"
-        if t != "BPE":
-            raise UnsupportedComponent(f"{path}.type", t, "model family not supported yet (inferred: file has no type)")
-    if not isinstance(t, str):
-        raise TokenizerFileError(f"{path}.type", f"expected str, found {_type_name(t)}")
+    if t is not None:
+        if not isinstance(t, str):
+            raise TokenizerFileError(f"{path}.type", f"expected str, found {_type_name(t)}")
+        return t
+    if "merges" in o and "vocab" in o:
+        return "BPE"
+    if all(k in o for k in _WORDPIECE_FIELDS):
+        return "WordPiece"
+    if "vocab" in o and "unk_token" in o and isinstance(o["vocab"], dict):
+        return "WordLevel"
+    if "unk_id" in o or isinstance(o.get("vocab"), list):
+        raise UnsupportedComponent(f"{path}.type", "Unigram", "model family not supported yet (inferred: file has no type)")
+    raise TokenizerFileError(path, "no type, and the fields match no model (BPE, WordPiece, WordLevel, Unigram)")
+
+
+def _vocab(o: Dict[str, Any], path: str) -> Dict[str, int]:
+    vocab = _get(o, "vocab", path, dict)
+    ids = vocab.values()
+    if not all(type(i) is int for i in ids) or (ids and min(ids) < 0):
+        for k, i in vocab.items():
+            if type(i) is not int or i < 0:
+                raise TokenizerFileError(f"{path}.vocab[{k!r}]", f"expected a non-negative integer id, found {i!r}")
+    return vocab
+
+
+def parse_model(v: Any, path: str = "model"):
+    o = _obj(v, path)
+    t = _model_type(o, path)
+    if t == "WordPiece":  # measured: all four fields are required
+        n = _get(o, "max_input_chars_per_word", path, int)
+        if n < 0:
+            raise TokenizerFileError(f"{path}.max_input_chars_per_word", f"expected a non-negative integer, found {n}")
+        return C.WordPiece(_vocab(o, path), _get(o, "unk_token", path, str),
+                           _get(o, "continuing_subword_prefix", path, str), n, path)
+    if t == "WordLevel":
+        return C.WordLevel(_vocab(o, path), _get(o, "unk_token", path, str), path)
     if t != "BPE":
         raise UnsupportedComponent(f"{path}.type", t, "model family not supported yet")
 
@@ -183,12 +215,7 @@ def parse_model(v: Any, path: str = "model") -> C.BPE:
         if dropout != 0:
             raise UnsupportedComponent(f"{path}.dropout", dropout, "BPE dropout is random; only null (or 0) is reproduced")
 
-    vocab = _get(o, "vocab", path, dict)
-    ids = vocab.values()
-    if not all(type(i) is int for i in ids) or (ids and min(ids) < 0):
-        for k, i in vocab.items():
-            if type(i) is not int or i < 0:
-                raise TokenizerFileError(f"{path}.vocab[{k!r}]", f"expected a non-negative integer id, found {i!r}")
+    vocab = _vocab(o, path)
     raw = _get(o, "merges", path, list)
     merges: List[Tuple[str, str]]
     if all(type(m) is str for m in raw):
@@ -325,6 +352,8 @@ def parse_decoder(v: Any, path: str):
         return C.StripDecoder(content, start, stop, path)
     if t == "Replace":
         return C.ReplaceDecoder(_pattern(o, path), _get(o, "content", path, str), path)
+    if t == "WordPiece":  # measured: both fields are required
+        return C.WordPieceDecoder(_get(o, "prefix", path, str), _get(o, "cleanup", path, bool), path)
     if t == "Sequence":
         items = _get(o, "decoders", path, list)
         return C.DecoderSequence(tuple(parse_decoder(x, f"{path}.decoders[{i}]") for i, x in enumerate(items)), path)

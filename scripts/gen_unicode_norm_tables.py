@@ -34,6 +34,14 @@ code point (surrogates excluded) and writes what it observed to
   crate's ``\\w`` and ``\\s``, measured through added tokens' ``single_word``
   and ``lstrip``/``rstrip`` and cross-checked with the Whitespace
   pre-tokenizer ``\\w+|[^\\w\\s]+``).
+- ``bert_classes``, as ranges, from ``BertNormalizer`` with one option on at a
+  time, on every code point alone: ``removed`` (``clean_text`` drops it: NUL,
+  U+FFFD and the crate's "other" categories but tab, newline and carriage
+  return), ``space`` (``clean_text`` makes it " "), ``mark`` (what
+  ``strip_accents`` drops after NFD: the code points whose NFD is themselves and
+  that come out empty), ``chinese`` (``handle_chinese_chars`` puts a space on
+  each side). ``BertPreTokenizer``'s white space and punctuation are checked to
+  be the ``white_space`` and ``punctuation`` classes above.
 
     python scripts/gen_unicode_norm_tables.py   # writes gpu_tok/data/unicode_norm.json
 """
@@ -263,10 +271,49 @@ def measure_classes():
     return {k: ranges(v) for k, v in out.items()}
 
 
+def measure_bert_classes(classes):
+    def bert(**on):
+        kw = dict(clean_text=False, handle_chinese_chars=False, strip_accents=False, lowercase=False)
+        kw.update(on)
+        return N.BertNormalizer(**kw).normalize_str
+
+    clean, chinese, strip, nfd = bert(clean_text=True), bert(handle_chinese_chars=True), bert(strip_accents=True), N.NFD().normalize_str
+    out = {"removed": [], "space": [], "mark": [], "chinese": []}
+    for c in CPS:
+        ch = chr(c)
+        r = clean(ch)
+        if r == "":
+            out["removed"].append(c)
+        elif r == " " and ch != " ":
+            out["space"].append(c)
+        else:
+            assert r == ch, hex(c)
+        r = chinese(ch)
+        if r == " " + ch + " ":
+            out["chinese"].append(c)
+        else:
+            assert r == ch, hex(c)
+        if nfd(ch) == ch and strip(ch) == "":
+            out["mark"].append(c)
+    marks = set(out["mark"])
+    for c in CPS:  # strip_accents is NFD, then the marks dropped
+        assert strip(chr(c)) == "".join(x for x in nfd(chr(c)) if ord(x) not in marks), hex(c)
+    # BertPreTokenizer: white space removed, punctuation isolated, between word characters "a"
+    text = "".join(chr(c) + "a" for c in CPS)
+    pieces = P.BertPreTokenizer().pre_tokenize_str(text)
+    k = covered(pieces, len(text))
+    alone = {a for _p, (a, b) in pieces if b == a + 1 and a % 2 == 0}
+    ws = ranges([c for i, c in enumerate(CPS) if not k[2 * i]])
+    punct = ranges([c for i, c in enumerate(CPS) if 2 * i in alone])
+    assert ws == classes["white_space"] and punct == classes["punctuation"], "BertPreTokenizer's classes differ"
+    return {k: ranges(v) for k, v in out.items()}
+
+
 def main():
     nfd_tab, nfkd_tab, ccc, compose, n_classes = measure_normalization()
     lower = measure_lowercase()
     classes = measure_classes()
+    bert_classes = measure_bert_classes(classes)
     data = {
         "reference": "tokenizers",
         "reference_version": tokenizers.__version__,
@@ -279,11 +326,13 @@ def main():
         "compose": compose,
         "lower": [chr(c) + low for c, low in sorted(lower.items())],
         "classes": classes,
+        "bert_classes": bert_classes,
     }
     OUT.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes): nfd {len(nfd_tab)}, nfkd {len(nfkd_tab)}, "
           f"ccc {len(ccc)} ranges / {n_classes} classes, compose {len(compose)}, lower {len(lower)}, "
-          + ", ".join(f"{k} {len(v)} ranges" for k, v in classes.items()))
+          + ", ".join(f"{k} {len(v)} ranges" for k, v in classes.items())
+          + ", bert " + ", ".join(f"{k} {len(v)} ranges" for k, v in bert_classes.items()))
 
 
 if __name__ == "__main__":

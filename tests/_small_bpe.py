@@ -91,6 +91,22 @@ NORMALIZERS = {
     "NFKCLower": {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]},
 }
 
+
+def bert_normalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True):
+    return {"type": "BertNormalizer", "clean_text": clean_text, "handle_chinese_chars": handle_chinese_chars,
+            "strip_accents": strip_accents, "lowercase": lowercase}
+
+
+NORMALIZERS.update({
+    "Bert": bert_normalizer(),
+    "BertCased": bert_normalizer(lowercase=False),
+    "BertNoClean": bert_normalizer(clean_text=False),
+    "BertNoChinese": bert_normalizer(handle_chinese_chars=False),
+    "BertStripNoLower": bert_normalizer(strip_accents=True, lowercase=False),
+    "BertLowerNoStrip": bert_normalizer(strip_accents=False, lowercase=True),
+    "BertAllOff": bert_normalizer(False, False, False, False),
+})
+
 PRE_TOKENIZERS = {"none": "none", "bytelevel-only": BL_NOREGEX}
 for _b in BEHAVIOURS:
     for _inv in (False, True):
@@ -107,6 +123,7 @@ PRE_TOKENIZERS.update({
     "Lookahead": split(r"\s+(?!\S)|\s+|\p{L}+|\p{N}{1,3}|[^\s\p{L}\p{N}]+", "Isolated"),
     "Possessive": split(r"\s++$|\s+|\p{L}+|[^\s\p{L}]+", "Isolated"),
     "Sequence": {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "Digits", "individual_digits": True}]},
+    "BertPreTokenizer": {"type": "BertPreTokenizer"},
 })
 
 _SPECIALS = {"[CLS]": {"id": "[CLS]", "ids": [260], "tokens": ["[CLS]"]},
@@ -206,3 +223,66 @@ def sp_tokenizer_json(pipeline="llama-normalizer", decoder="llama", model=None, 
         "normalizer": normalizer, "pre_tokenizer": pre, "post_processor": post_processor,
         "decoder": SP_DECODERS[decoder], "model": model or sp_model(),
     })
+
+
+# ----------------------------------------------------- a small WordPiece model
+# Every character of ``chars`` alone and after the prefix, plus some longer entries, so
+# that longest-match-first has choices to make; [UNK] for the rest.
+_WP_WORDS = ["hello", "hell", "he", "##llo", "##ll", "##lo", "the", "##the", "##e", "word", "wor", "##ld", "##rd",
+             "unaff", "##able", "##ab", "東京", "##京都", "##s", "##ing", "don", "'", "##'t", "12", "##34", "##3", "supercali", "##fragilistic", "supercalifragilistic"]
+
+
+def wordpiece_model(chars, prefix="##", max_chars=100, unk="[UNK]", with_unk=True):
+    vocab = {}
+    for t in ["[PAD]", unk if with_unk else "[PAD2]", "[CLS]", "[SEP]", "[MASK]"] + list(chars) \
+            + [prefix + c for c in chars] + [w.replace("##", prefix) for w in _WP_WORDS]:
+        vocab.setdefault(t, len(vocab))
+    return {"type": "WordPiece", "unk_token": unk, "continuing_subword_prefix": prefix,
+            "max_input_chars_per_word": max_chars, "vocab": vocab}
+
+
+WP_SPECIALS = {"[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
+               "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]}}
+WP_ADDED = [
+    {"id": 0, "content": "[PAD]", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True},
+    {"id": 1, "content": "[UNK]", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True},
+    {"id": 2, "content": "[CLS]", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True},
+    {"id": 3, "content": "[SEP]", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True},
+    {"id": 4, "content": "[MASK]", "single_word": False, "lstrip": True, "rstrip": False, "normalized": False, "special": True},
+]
+
+
+def wordpiece_tokenizer_json(model, normalizer=None, pre_tokenizer=None, decoder=None, post_processor=None,
+                             added=WP_ADDED):
+    """A BERT-shaped tokenizer.json (str) around ``model``: BertNormalizer, BertPreTokenizer,
+    [CLS] A [SEP] (pair: [CLS] A [SEP] B [SEP]) and the WordPiece decoder unless given
+    ("none": no such component)."""
+    template = {"type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                           {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+                "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                         {"SpecialToken": {"id": "[SEP]", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}},
+                         {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
+                "special_tokens": WP_SPECIALS}
+    def part(given, default):
+        return default if given is None else None if given == "none" else given
+
+    return json.dumps({
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": part(normalizer, bert_normalizer()),
+        "pre_tokenizer": part(pre_tokenizer, {"type": "BertPreTokenizer"}),
+        "post_processor": part(post_processor, template),
+        "decoder": part(decoder, {"type": "WordPiece", "prefix": "##", "cleanup": True}),
+        "model": model,
+    })
+
+
+# the WordPiece tokenizers of the rule corpora (tests/oracles/generate_rules.py, tests/test_rules.py)
+RULE_WP_CHARS = sorted(set("abcdefghijklmnopqrstuvwxyz0123456789.,!?'-東京ßı"))
+
+
+def small_wordpiece_json(normalizer="Bert", prefix="##", max_chars=100):
+    """``{"wp": {...}}`` of a rule record: the small WordPiece over ``RULE_WP_CHARS``."""
+    return wordpiece_tokenizer_json(wordpiece_model(RULE_WP_CHARS, prefix=prefix, max_chars=max_chars),
+                                    normalizer=NORMALIZERS[normalizer],
+                                    decoder={"type": "WordPiece", "prefix": prefix, "cleanup": True})

@@ -200,3 +200,100 @@ def test_sentencepiece_model_options(options, text):
     key = ("spm", json.dumps(options, sort_keys=True))
     ours, ref = _pair_of_tokenizers(key, _json=sp_tokenizer_json(model=model))
     _assert_same(ours, ref, text)
+
+
+# ------------------------------------------------------ WordPiece and WordLevel
+from _small_bpe import bert_normalizer, wordpiece_model, wordpiece_tokenizer_json  # noqa: E402
+
+# characters BertNormalizer treats apart: controls it drops (NUL, DEL, U+FFFD, format and
+# private-use characters), white space it makes a space, CJK ideographs, nonspacing marks
+# and combining marks that are not nonspacing (U+0903), characters whose NFD has marks
+_BERT_EXTRA = "\x00\x01\x7f\x0b\x0c\x1f\ufffd\ue000\u200d\u2060\ufeff\u0600\U000e0001\u0903\u0488\u1ab0\u20dd" \
+              "\u1680\u2007\u202f\u205f\u3000\u4e00\u9fff\u3400\uf900\U00020000\U0002a6df\u3041\uac00" \
+              "ÀÁÂÃÄÅàáâãäåǅǄǆ\u1e9e\u212b\u2126ﬀ"
+_WP_CHARS = sorted(set("abcdefghijklmnopqrstuvwxyz0123456789.,;:!?'\"-_()[]<>|/\\@#éèçñüåωσς東京日本語한국어ひらがな"
+                       + "ıß" + "ABCDEFGHIJKLMNOPQRSTUVWXYZÉΣΩ"))
+_WP_PIECES = ["hello", "Hello", "HELLO", "helloing", "unaffable", "the", "words", "world", "don't", "I'm", " do not",
+              "[MASK]", " [MASK]", "[CLS]", "[UNK]", "##ll", "東京都", "12345", "supercalifragilistic", "supercali", "a" * 12, "é" * 7, "  ", "\t\n\r"]
+wp_texts = st.lists(st.one_of(st.text(alphabet=_ALPHABET + _BERT_EXTRA, max_size=12), st.sampled_from(_WP_PIECES)),
+                    max_size=8).map("".join)
+
+
+@pytest.mark.parametrize("normalizer", ["Bert", "BertCased", "BertNoClean", "BertNoChinese", "BertStripNoLower",
+                                        "BertLowerNoStrip", "BertAllOff"])
+@_SETTINGS
+@given(text=wp_texts)
+def test_wordpiece_pipeline(normalizer, text):
+    """BertNormalizer (each option), BertPreTokenizer, WordPiece, template, WordPiece decoder."""
+    ours, ref = _pair_of_tokenizers(("wp", normalizer), _json=wordpiece_tokenizer_json(
+        wordpiece_model(_WP_CHARS), normalizer=NORMALIZERS[normalizer]))
+    _assert_same(ours, ref, text)
+    _assert_same(ours, ref, text, text[::-1])
+
+
+@pytest.mark.parametrize("options", [
+    {"prefix": "##", "max_chars": 100},
+    {"prefix": "##", "max_chars": 5},
+    {"prefix": "##", "max_chars": 0},
+    {"prefix": "", "max_chars": 100},
+    {"prefix": "@@", "max_chars": 100},
+    {"prefix": "##", "max_chars": 100, "unk": "<oov>"},
+], ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+@_SETTINGS
+@given(text=wp_texts)
+def test_wordpiece_model_options(options, text):
+    """Longest match first with other prefixes, the word-length limit and another unk token,
+    through pre-tokenizers that leave long pieces (WhitespaceSplit, none) as well."""
+    model = wordpiece_model(_WP_CHARS, **options)
+    prefix = options["prefix"]
+    for pre in ({"type": "BertPreTokenizer"}, {"type": "WhitespaceSplit"}, "none"):
+        ours, ref = _pair_of_tokenizers(("wpm", json.dumps(options, sort_keys=True), str(pre)), _json=wordpiece_tokenizer_json(
+            model, pre_tokenizer=pre, decoder={"type": "WordPiece", "prefix": prefix, "cleanup": False}))
+        _assert_same(ours, ref, text)
+
+
+@pytest.mark.parametrize("cleanup", [True, False])
+@_SETTINGS
+@given(tokens=st.lists(st.sampled_from(_WP_PIECES + [".", "?", "!", ",", "'", "n't", "'m", "'s", "'ve", "'re", "do",
+                                                      "not", "##.", "## ", "#", "##"] + _WP_CHARS[:20]), max_size=12))
+def test_wordpiece_decoder(cleanup, tokens):
+    """The decoder on any token sequence: each known token's id decoded both ways."""
+    model = wordpiece_model(_WP_CHARS)
+    for t in tokens:
+        model["vocab"].setdefault(t, len(model["vocab"]))
+    js = wordpiece_tokenizer_json(model, decoder={"type": "WordPiece", "prefix": "##", "cleanup": cleanup})
+    ours, ref = gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js)
+    ids = [ref.token_to_id(t) for t in tokens]
+    for skip in (True, False):
+        assert ours.decode(ids, skip) == ref.decode(ids, skip)
+
+
+def test_wordpiece_and_wordlevel_without_their_unk_token_fail_as_the_reference_does():
+    """A piece that needs an unk token the vocabulary lacks: the reference raises, so do we
+    (naming the token); pieces that do not need it encode."""
+    for model in (wordpiece_model("abc", with_unk=False),
+                  {"type": "WordLevel", "vocab": {"a": 0, "b": 1, "[CLS]": 2, "[SEP]": 3}, "unk_token": "[UNK]"}):
+        js = wordpiece_tokenizer_json(model, added=[], decoder="none")
+        ours, ref = gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js)
+        _assert_same(ours, ref, "a b")
+        for text in ("a x", "abcabc" * 30):
+            if model["type"] == "WordLevel" and text != "a x":
+                continue
+            with pytest.raises(Exception, match="Missing"):
+                ref.encode(text)
+            with pytest.raises(ValueError, match=r"unk_token '\[UNK\]' is not in the vocabulary"):
+                ours.encode(text)
+
+
+@_SETTINGS
+@given(text=wp_texts)
+def test_wordlevel(text):
+    """WordLevel: whole pieces looked up, [UNK] for the rest, behind BertPreTokenizer and
+    behind WhitespaceSplit (long pieces)."""
+    vocab = {t: i for i, t in enumerate(["[UNK]", "[CLS]", "[SEP]", "hello", "the", "world", "a", "b", ".", ",", "'",
+                                         "東", "京", "don", "t", "i", "m"] + _WP_CHARS)}
+    model = {"type": "WordLevel", "vocab": vocab, "unk_token": "[UNK]"}
+    for pre in ({"type": "BertPreTokenizer"}, {"type": "WhitespaceSplit"}):
+        js = wordpiece_tokenizer_json(model, pre_tokenizer=pre, added=[], decoder="none", post_processor="none")
+        ours, ref = _pair_of_tokenizers(("wl", str(pre)), _json=js)
+        _assert_same(ours, ref, text)

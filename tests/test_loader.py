@@ -110,8 +110,8 @@ def test_unknown_behaviour():
 @pytest.mark.parametrize("mutate,path,value", [
     (lambda d: d.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
         {"type": "Whitespace"}, {"type": "UnicodeScripts"}]}), "pre_tokenizer.pretokenizers[1].type", "UnicodeScripts"),
-    (lambda d: d.update(normalizer={"type": "BertNormalizer"}), "normalizer.type", "BertNormalizer"),
-    (lambda d: d.update(decoder={"type": "WordPiece", "prefix": "##"}), "decoder.type", "WordPiece"),
+    (lambda d: d.update(normalizer={"type": "BertNormalizer"}), "normalizer.clean_text", None),
+    (lambda d: d.update(decoder={"type": "WordPiece", "prefix": "##"}), "decoder.cleanup", None),
     (lambda d: d.update(post_processor={"type": "Unknown"}), "post_processor.type", "Unknown"),
     (lambda d: d["model"].update(dropout=0.1), "model.dropout", 0.1),
     (lambda d: d["model"].update(byte_fallback=True, continuing_subword_prefix="##"),
@@ -119,7 +119,10 @@ def test_unknown_behaviour():
     (lambda d: d["model"].update(byte_fallback=True, end_of_word_suffix="</w>"), "model.end_of_word_suffix", "</w>"),
     (lambda d: d.update(pre_tokenizer={"type": "Metaspace", "replacement": "_", "add_prefix_space": False}),
      "pre_tokenizer.add_prefix_space", None),
-    (lambda d: d.update(model={"type": "WordPiece", "vocab": {"a": 0}, "unk_token": "a"}), "model.type", "WordPiece"),
+    (lambda d: d.update(model={"type": "WordPiece", "vocab": {"a": 0}, "unk_token": "a"}),
+     "model.max_input_chars_per_word", None),
+    (lambda d: d.update(model={"type": "Unigram", "vocab": [["a", 0.0]], "unk_id": 0}), "model.type", "Unigram"),
+    (lambda d: d.update(model={"vocab": [["a", 0.0]], "unk_id": 0}), "model.type", "Unigram"),
     (lambda d: d.update(truncation={"max_length": 8}), "truncation", {"max_length": 8}),
     (lambda d: d.update(padding={"strategy": "BatchLongest"}), "padding", {"strategy": "BatchLongest"}),
     (lambda d: d.update(pre_tokenizer={"type": "Split", "pattern": {"Regex": r"\p{Braille}"},
@@ -131,6 +134,56 @@ def test_refused_by_name(mutate, path, value):
     err = _expect(exc, mutate, path)
     if value is not None:
         assert err.value == value
+
+
+# measured: what the reference requires of the WordPiece family's components (it refuses
+# each of these files too)
+_WORDPIECE_FAMILY_REFUSED = [
+    ("normalizer", {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True}, "normalizer.lowercase"),
+    ("normalizer", {"type": "BertNormalizer", "clean_text": True, "lowercase": True}, "normalizer.handle_chinese_chars"),
+    ("normalizer", {"type": "BertNormalizer", "clean_text": 1, "handle_chinese_chars": True, "lowercase": True},
+     "normalizer.clean_text"),
+    ("decoder", {"type": "WordPiece", "cleanup": True}, "decoder.prefix"),
+    ("decoder", {"type": "WordPiece"}, "decoder.prefix"),
+    ("model", {"type": "WordPiece", "vocab": {"a": 0}, "unk_token": "a", "max_input_chars_per_word": 9},
+     "model.continuing_subword_prefix"),
+    ("model", {"type": "WordPiece", "vocab": {"a": 0}, "unk_token": "a", "continuing_subword_prefix": "##",
+               "max_input_chars_per_word": -1}, "model.max_input_chars_per_word"),
+    ("model", {"type": "WordPiece", "vocab": {"a": 0}, "unk_token": None, "continuing_subword_prefix": "##",
+               "max_input_chars_per_word": 9}, "model.unk_token"),
+    ("model", {"type": "WordLevel", "vocab": {"a": 0}}, "model.unk_token"),
+    ("model", {"type": "WordLevel", "unk_token": "a"}, "model.vocab"),
+]
+
+
+@pytest.mark.parametrize("key,value,path", _WORDPIECE_FAMILY_REFUSED, ids=lambda x: x if isinstance(x, str) else None)
+def test_wordpiece_family_fields_required_as_the_reference_requires_them(key, value, path):
+    tokenizers = pytest.importorskip("tokenizers")
+    data = copy.deepcopy(BASE)
+    data[key] = value
+    with pytest.raises(Exception):
+        tokenizers.Tokenizer.from_str(json.dumps(data))
+    _expect(TokenizerFileError, lambda d: d.update({key: value}), path)
+
+
+def test_wordpiece_family_optional_fields_and_models_without_type():
+    """strip_accents may be missing; a model without type is WordPiece when it has the four
+    WordPiece fields, else WordLevel with vocab and unk_token (the reference's order)."""
+    tok = _load(lambda d: d.update(normalizer={"type": "BertNormalizer", "clean_text": True,
+                                               "handle_chinese_chars": True, "lowercase": True}))
+    assert tok.config.normalizer.strip_accents is None
+    wp = {"vocab": {"a": 0, "##b": 1, "[UNK]": 2}, "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+          "max_input_chars_per_word": 100}
+    assert type(_load(lambda d: d.update(model=dict(wp), pre_tokenizer=None)).config.model).__name__ == "WordPiece"
+    wl = {"vocab": {"a": 0, "[UNK]": 1}, "unk_token": "[UNK]"}
+    assert type(_load(lambda d: d.update(model=dict(wl), pre_tokenizer=None)).config.model).__name__ == "WordLevel"
+    tokenizers = pytest.importorskip("tokenizers")
+    for model in (wp, wl):
+        data = copy.deepcopy(BASE)
+        data.update(model=model, pre_tokenizer=None, decoder=None, added_tokens=[])
+        js = json.dumps(data)
+        for text in ("ab", "abc", "a"):
+            assert gpu_tok.Tokenizer.from_str(js).encode(text).ids == tokenizers.Tokenizer.from_str(js).encode(text).ids
 
 
 def test_dropout_zero_is_no_dropout():
@@ -165,7 +218,6 @@ def test_model_without_type_and_byte_level_without_use_regex():
 
 
 @pytest.mark.parametrize("family,path", [
-    ("bert-base-uncased", "model.type"),  # WordPiece, in a legacy file without "type"
     ("t5-small", "model.type"),  # Unigram, legacy file
     ("all-MiniLM-L6-v2", "truncation"),
 ])

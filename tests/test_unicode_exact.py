@@ -94,6 +94,12 @@ OURS_NORMALIZERS = {
     "Lowercase": C.Lowercase(),
     "StripAccents": C.StripAccents(),
     "NFD+StripAccents": C.NormalizerSequence((C.UnicodeNormalizer("NFD"), C.StripAccents())),
+    # BertNormalizer's own classes: one option at a time, then all (clean_text drops the SEP)
+    "BertClean": C.BertNormalizer(True, False, False, False),
+    "BertChinese": C.BertNormalizer(False, True, False, False),
+    "BertStrip": C.BertNormalizer(False, False, True, False),
+    "BertLower": C.BertNormalizer(False, False, False, True),
+    "Bert": C.BertNormalizer(True, True, None, True),
 }
 REF_NORMALIZERS = {
     "NFD": RN.NFD(),
@@ -103,6 +109,11 @@ REF_NORMALIZERS = {
     "Lowercase": RN.Lowercase(),
     "StripAccents": RN.StripAccents(),
     "NFD+StripAccents": RN.Sequence([RN.NFD(), RN.StripAccents()]),
+    "BertClean": RN.BertNormalizer(clean_text=True, handle_chinese_chars=False, strip_accents=False, lowercase=False),
+    "BertChinese": RN.BertNormalizer(clean_text=False, handle_chinese_chars=True, strip_accents=False, lowercase=False),
+    "BertStrip": RN.BertNormalizer(clean_text=False, handle_chinese_chars=False, strip_accents=True, lowercase=False),
+    "BertLower": RN.BertNormalizer(clean_text=False, handle_chinese_chars=False, strip_accents=False, lowercase=True),
+    "Bert": RN.BertNormalizer(),
 }
 SEP = "\x00"  # a starter that decomposes to itself: each code point is normalized on its own
 
@@ -176,6 +187,7 @@ PRE_TOKENIZERS = {
     "WhitespaceSplit": (C.WhitespaceSplit(), RP.WhitespaceSplit()),
     "Punctuation": (C.Punctuation("Removed"), RP.Punctuation(behavior="removed")),
     "Digits": (C.Digits(True), RP.Digits(individual_digits=True)),
+    "BertPreTokenizer": (C.BertPreTokenizer(), RP.BertPreTokenizer()),
 }
 
 
@@ -269,6 +281,8 @@ ALIGN_NORMALIZERS = {
     "Lowercase": {"type": "Lowercase"},
     "NFD+StripAccents": {"type": "Sequence", "normalizers": [{"type": "NFD"}, {"type": "StripAccents"}]},
     "NFKC+Lowercase": {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]},
+    "Bert": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True, "strip_accents": None,
+             "lowercase": True},
 }
 
 FIXED = [
@@ -280,6 +294,8 @@ FIXED = [
     "\u0b4b", "\u09c7\u09be", "\u0130", "I\u0307", "\u03a3\u0391\u03a3", "\u1e9e", "A\u030a\u0323\u0301",
     "\u0041\u0338\u0301", "\u2260\u0323", "\u0627\u0653", "\u05b0\u0591\u05b0", "\U0001d15e\U0001d165",
     "\U00011938", "\U00011935\U00011930", "\u32ff", "\ua7f2", "\U00010781", "\u0898\u0323", "a\u0898\u0323\u0301",
+    # BertNormalizer: dropped controls, spaces made of white space, CJK ideographs with their spaces
+    "\u4e2d\u6587", "a\x00b\ufffdc\u200d", "\u3000x\t\u00a0", "\u00c0\u4e00\u0301", "\x7f\u4e00\x7f", "\ue000\u0303",
 ]
 
 

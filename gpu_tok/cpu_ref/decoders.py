@@ -101,6 +101,26 @@ def _replace(cfg: C.ReplaceDecoder, tokens: List[str]) -> List[str]:
     return out
 
 
+# the WordPiece decoder's clean-up, in the reference's order
+_WORDPIECE_CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+                      (" 'm", "'m"), (" do not", " don't"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+
+
+def _wordpiece(cfg: C.WordPieceDecoder, tokens: List[str]) -> List[str]:
+    """Every token but the first: its ``prefix`` removed, or a space put before it; then,
+    with ``cleanup``, each token (not the joined text) cleaned up."""
+    out = []
+    p = cfg.prefix
+    for i, t in enumerate(tokens):
+        if i:
+            t = t[len(p):] if t.startswith(p) else " " + t
+        if cfg.cleanup:
+            for a, b in _WORDPIECE_CLEANUP:
+                t = t.replace(a, b)
+        out.append(t)
+    return out
+
+
 def decode_chain(cfg, tokens: List[str]) -> List[str]:
     if isinstance(cfg, C.DecoderSequence):
         for sub in cfg.decoders:
@@ -118,6 +138,8 @@ def decode_chain(cfg, tokens: List[str]) -> List[str]:
         return _metaspace(cfg, tokens)
     if isinstance(cfg, C.ReplaceDecoder):
         return _replace(cfg, tokens)
+    if isinstance(cfg, C.WordPieceDecoder):
+        return _wordpiece(cfg, tokens)
     raise TypeError(f"unknown decoder {cfg!r}")  # pragma: no cover
 
 

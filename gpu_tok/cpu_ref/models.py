@@ -185,3 +185,122 @@ class BPEModel:
 
     def id_to_token(self, i: int) -> Optional[str]:
         return self.vocab_r.get(i)
+
+
+def _missing_unk(family: str, unk: str) -> ValueError:
+    return ValueError(f"{family}: unk_token {unk!r} is not in the vocabulary and a piece needs it "
+                      f"(the reference fails too: 'Missing [UNK] token from the vocabulary')")
+
+
+class WordPieceModel:
+    """HF's WordPiece: per piece, greedy longest match first from its start; every match
+    after the first is looked up as ``continuing_subword_prefix`` + text. A piece of more
+    than ``max_input_chars_per_word`` characters, or one with a position no vocabulary entry
+    matches, is one ``unk_token`` over the whole piece. The reference shortens each
+    candidate by one character from the piece's end; only candidates no longer than the
+    vocabulary's longest entry can match, so the search starts there (the same result, in
+    time linear in the piece's length)."""
+
+    def __init__(self, cfg: C.WordPiece):
+        self.cfg = cfg
+        self.vocab: Dict[str, int] = dict(cfg.vocab)
+        self.vocab_r: Dict[int, str] = {i: t for t, i in self.vocab.items()}
+        prefix = cfg.continuing_subword_prefix
+        self._max_first = max((len(t) for t in self.vocab), default=0)
+        self._max_next = max((len(t) - len(prefix) for t in self.vocab if t.startswith(prefix)), default=0)
+        self._cache: Dict[str, List[Tuple[int, int, int]]] = {}
+
+    def get_vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def _unk(self, nbytes: int) -> List[Tuple[int, int, int]]:
+        i = self.vocab.get(self.cfg.unk_token)
+        if i is None:
+            raise _missing_unk("WordPiece", self.cfg.unk_token)
+        return [(i, 0, nbytes)]
+
+    def word(self, piece: str) -> List[Tuple[int, int, int]]:
+        """Tokens of ``piece`` as (id, start, end) in UTF-8 bytes of ``piece``."""
+        n = len(piece)
+        if piece.isascii():
+            pos = None
+            nbytes = n
+        else:
+            pos = [0]
+            for ch in piece:
+                pos.append(pos[-1] + len(ch.encode("utf-8")))
+            nbytes = pos[-1]
+        if n > self.cfg.max_input_chars_per_word:
+            return self._unk(nbytes)
+        vocab, prefix = self.vocab, self.cfg.continuing_subword_prefix
+        out: List[Tuple[int, int, int]] = []
+        start = 0
+        while start < n:
+            end = min(n, start + (self._max_next if start else self._max_first))
+            while end > start:
+                sub = piece[start:end]
+                i = vocab.get(prefix + sub if start else sub)
+                if i is not None:
+                    break
+                end -= 1
+            else:
+                return self._unk(nbytes)
+            out.append((i, start, end) if pos is None else (i, pos[start], pos[end]))
+            start = end
+        return out
+
+    def tokenize(self, piece: str) -> List[Token]:
+        if not piece:
+            return []
+        toks = self._cache.get(piece)
+        if toks is None:
+            toks = self.word(piece)
+            if len(piece) < 256 and len(self._cache) < 100_000:
+                self._cache[piece] = toks
+        vocab_r = self.vocab_r
+        return [Token(i, vocab_r[i], s, e) for i, s, e in toks]
+
+    def token_to_id(self, token: str) -> Optional[int]:
+        return self.vocab.get(token)
+
+    def id_to_token(self, i: int) -> Optional[str]:
+        return self.vocab_r.get(i)
+
+
+class WordLevelModel:
+    """HF's WordLevel: a piece in the vocabulary is its token, any other is ``unk_token``."""
+
+    def __init__(self, cfg: C.WordLevel):
+        self.cfg = cfg
+        self.vocab: Dict[str, int] = dict(cfg.vocab)
+        self.vocab_r: Dict[int, str] = {i: t for t, i in self.vocab.items()}
+
+    def get_vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def tokenize(self, piece: str) -> List[Token]:
+        if not piece:
+            return []
+        nbytes = len(piece) if piece.isascii() else len(piece.encode("utf-8"))
+        i = self.vocab.get(piece)
+        if i is not None:
+            return [Token(i, piece, 0, nbytes)]
+        i = self.vocab.get(self.cfg.unk_token)
+        if i is None:
+            raise _missing_unk("WordLevel", self.cfg.unk_token)
+        return [Token(i, self.cfg.unk_token, 0, nbytes)]
+
+    def token_to_id(self, token: str) -> Optional[int]:
+        return self.vocab.get(token)
+
+    def id_to_token(self, i: int) -> Optional[str]:
+        return self.vocab_r.get(i)
+
+
+def model_for(cfg):
+    """The reference model for a model config."""
+    if isinstance(cfg, C.WordPiece):
+        return WordPieceModel(cfg)
+    if isinstance(cfg, C.WordLevel):
+        return WordLevelModel(cfg)
+    return BPEModel(cfg)

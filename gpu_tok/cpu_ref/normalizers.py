@@ -13,6 +13,10 @@ from .. import config as C
 from .normalized import NormalizedString
 from .regex_util import compile_pattern, find_spans
 from .unicode_props import (
+    BERT_CHINESE,
+    BERT_MARK,
+    BERT_REMOVED,
+    BERT_SPACE,
     L_BASE,
     L_COUNT,
     N_COUNT,
@@ -167,6 +171,36 @@ def strip(ns: NormalizedString, left: bool, right: bool) -> None:
         ns.strip_chars(lead, trail)
 
 
+def bert_normalize(cfg: C.BertNormalizer, ns: NormalizedString) -> None:
+    """HF's BertNormalizer, step by step in its order, with its own measured classes
+    (``unicode_props.BERT_*``): ``clean_text`` drops some characters, then makes others a
+    space (one for one); ``handle_chinese_chars`` turns each CJK ideograph ``c`` into
+    ``" c "`` (the first space replaces it, ``c`` and the second space are inserted: all
+    three keep its span); ``strip_accents`` (when None: ``lowercase``) is NFD, then the
+    crate's nonspacing marks dropped; ``lowercase`` as the Lowercase normalizer."""
+    flags = tables().bert_flags
+    if cfg.clean_text:
+        ns.filter(lambda c: not flags[ord(c)] & BERT_REMOVED)
+        text = ns.text
+        if not text.isascii() or "\t" in text or "\n" in text or "\r" in text:
+            ns.text = "".join(" " if flags[ord(c)] & BERT_SPACE else c for c in text)
+    if cfg.handle_chinese_chars and not ns.text.isascii():
+        text = ns.text
+        if any(flags[ord(c)] & BERT_CHINESE for c in text):
+            pairs: List[Tuple[str, int]] = []
+            for c in text:
+                if flags[ord(c)] & BERT_CHINESE:
+                    pairs += ((" ", 0), (c, 1), (" ", 1))
+                else:
+                    pairs.append((c, 0))
+            ns.transform(pairs)
+    if cfg.strip_accents if cfg.strip_accents is not None else cfg.lowercase:
+        unicode_normalize(ns, "NFD")
+        ns.filter(lambda c: not flags[ord(c)] & BERT_MARK)
+    if cfg.lowercase:
+        lowercase(ns)
+
+
 def normalize(cfg, ns: NormalizedString) -> None:
     """Apply normalizer ``cfg`` (a ``gpu_tok.config`` object) to ``ns``."""
     if isinstance(cfg, C.NormalizerSequence):
@@ -180,6 +214,8 @@ def normalize(cfg, ns: NormalizedString) -> None:
         strip(ns, cfg.left, cfg.right)
     elif isinstance(cfg, C.StripAccents):
         ns.filter(lambda c: not is_combining_mark(c))
+    elif isinstance(cfg, C.BertNormalizer):
+        bert_normalize(cfg, ns)
     elif isinstance(cfg, C.Replace):
         ns.replace_matches(find_spans(compile_pattern(cfg.pattern), ns.text), cfg.content)
     elif isinstance(cfg, C.Prepend):

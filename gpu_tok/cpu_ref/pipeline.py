@@ -9,7 +9,7 @@ from ..encoding import Encoding
 from ..errors import InvalidText
 from . import decoders, post_processors
 from .added_tokens import AddedVocabulary
-from .models import BPEModel
+from .models import model_for
 from .normalizers import normalize
 from .pre_tokenizers import pre_tokenize
 
@@ -54,7 +54,7 @@ def _token_id(i) -> int:
 class RefPipeline:
     def __init__(self, cfg: C.TokenizerConfig):
         self.cfg = cfg
-        self.model = BPEModel(cfg.model)
+        self.model = model_for(cfg.model)
         self.added = AddedVocabulary(cfg.added_tokens, self.model, cfg.normalizer)
         norm = cfg.normalizer
         self._normalize = None if norm is None else (lambda ns: normalize(norm, ns))

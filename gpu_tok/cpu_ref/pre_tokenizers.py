@@ -91,5 +91,10 @@ def pre_tokenize(cfg, pts: PreTokenizedString) -> None:
             invert(matches_from_spans(len(ns.text), whitespace_pretokenizer_spans(ns.text))), REMOVED))
     elif isinstance(cfg, C.WhitespaceSplit):
         pts.split(lambda _i, ns: ns.split(matches_from_predicate(ns.text, is_whitespace), REMOVED))
+    elif isinstance(cfg, C.BertPreTokenizer):
+        # the reference's two splits; its classes are WhitespaceSplit's and Punctuation's
+        # (measured on every code point: scripts/gen_unicode_norm_tables.py)
+        pts.split(lambda _i, ns: ns.split(matches_from_predicate(ns.text, is_whitespace), REMOVED))
+        pts.split(lambda _i, ns: ns.split(matches_from_predicate(ns.text, is_punctuation), ISOLATED))
     else:  # pragma: no cover - the loader refuses everything else
         raise TypeError(f"unknown pre-tokenizer {cfg!r}")

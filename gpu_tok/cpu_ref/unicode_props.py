@@ -13,7 +13,11 @@ code point from the pinned reference by ``scripts/gen_unicode_norm_tables.py``:
   (Rust ``char::is_whitespace``: WhitespaceSplit, Strip, offset trimming),
   ``is_numeric`` (Digits), ``is_punctuation`` (Punctuation), and the Rust
   ``regex`` crate's ``\\w`` / ``\\s`` (Whitespace pre-tokenizer, added tokens'
-  ``single_word`` / ``lstrip`` / ``rstrip``).
+  ``single_word`` / ``lstrip`` / ``rstrip``);
+- ``BertNormalizer``'s own classes (``bert_flags``): what ``clean_text`` removes
+  and what it makes a space, the marks ``strip_accents`` removes (the crate's
+  Mn, not StripAccents' combining marks), and the CJK ideographs
+  ``handle_chinese_chars`` puts spaces around.
 
 The table is read once, on first use.
 """
@@ -39,6 +43,10 @@ _CLASS_BITS = {
     "rust_space": _RSPACE,
 }
 
+# bits of the BertNormalizer flag table (``NormTables.bert_flags``)
+BERT_REMOVED, BERT_SPACE, BERT_MARK, BERT_CHINESE = 1, 2, 4, 8
+_BERT_BITS = {"removed": BERT_REMOVED, "space": BERT_SPACE, "mark": BERT_MARK, "chinese": BERT_CHINESE}
+
 # Hangul syllables: Unicode's arithmetic (the generator checks the reference follows it)
 S_BASE, L_BASE, V_BASE, T_BASE = 0xAC00, 0x1100, 0x1161, 0x11A7
 L_COUNT, V_COUNT, T_COUNT = 19, 21, 28
@@ -50,7 +58,7 @@ class NormTables:
     """The measured tables, in the shapes the hot loops want."""
 
     __slots__ = ("meta", "nfd", "nfkd", "ccc", "compose", "lower_1to1", "lower_multi", "flags",
-                 "class_ranges", "ascii_stable", "special_nfd", "special_nfkd")
+                 "class_ranges", "ascii_stable", "special_nfd", "special_nfkd", "bert_flags")
 
     def __init__(self, data: dict):
         self.meta = {k: data[k] for k in ("reference", "reference_version", "generated", "generator")}
@@ -79,6 +87,13 @@ class NormTables:
                 for c in range(a, b + 1):
                     flags[c] |= bit
         self.flags = flags
+        bert = bytearray(0x110000)
+        for name, bit in _BERT_BITS.items():
+            self.class_ranges["bert_" + name] = rs = [(a, b) for a, b in data["bert_classes"][name]]
+            for a, b in rs:
+                for c in range(a, b + 1):
+                    bert[c] |= bit
+        self.bert_flags = bert
         # characters that need the slow path of the decomposition loop
         self.special_nfd = frozenset(self.nfd) | frozenset(self.ccc)
         self.special_nfkd = frozenset(self.nfkd) | frozenset(self.ccc)

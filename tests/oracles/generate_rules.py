@@ -26,7 +26,8 @@ import tokenizers  # noqa: E402
 
 from _paths import model_file, sha256_file  # noqa: E402
 from _small_bpe import (  # noqa: E402
-    BEHAVIOURS, NORMALIZERS, POST_PROCESSORS, PRE_TOKENIZERS, SP_DECODERS, sp_tokenizer_json, tokenizer_json,
+    BEHAVIOURS, NORMALIZERS, POST_PROCESSORS, PRE_TOKENIZERS, SP_DECODERS, small_wordpiece_json, sp_tokenizer_json,
+    tokenizer_json,
 )
 
 OUT = HERE / "rules.jsonl.gz"
@@ -47,6 +48,8 @@ def build_json(spec) -> str:
         return model_file(spec["model"]).read_text(encoding="utf-8")
     if "sp" in spec:
         return sp_tokenizer_json(pipeline=spec["sp"]["pipeline"], decoder=spec["sp"]["decoder"])
+    if "wp" in spec:
+        return small_wordpiece_json(**spec["wp"])
     s = spec["small"]
     return tokenizer_json(normalizer=NORMALIZERS[s["normalizer"]], pre_tokenizer=PRE_TOKENIZERS[s["pre_tokenizer"]],
                           post_processor=POST_PROCESSORS[s["post_processor"]])
@@ -98,6 +101,17 @@ CASES += [
       for d in sorted(SP_DECODERS) if d != "strip-both"],
     # 0012: rstrip added tokens and their round trip
     ("0012-rstrip-roundtrip", {"model": "phi-3-mini"}, ["hi<|end|>  \n x", "<|user|>\nq<|end|>", "<|end|>"]),
+]
+CASES += [
+    # 0024: the WordPiece family (BertNormalizer, BertPreTokenizer, WordPiece model and decoder)
+    ("0024-wordpiece", {"model": "bert-base-uncased"},
+     ["H\u00e9llo W\u00f6rld!", "\u4e2d\u6587abc\u5b57", "a\x00b\ufffdc\u200bd\x7fe", "tab\tnew\nline\u3000ideo\u00a0x",
+      "unaffable", "a" * 100, "a" * 101, "don't do not it's I'm", "\u0130stanbul \u01c5", "x\u0301 \u0903",
+      "[CLS] x [SEP] [MASK]", "hello[MASK]world", "\U00020000\u3400", ""]),
+    ("0024-wordpiece", {"wp": {"normalizer": "Bert", "max_chars": 5}}, ["hello", "hellos", "abcdef", "\u6771\u4eac", "x y"]),
+    ("0024-wordpiece", {"wp": {"normalizer": "BertCased"}}, ["Hello", "hello", "\u00c9t\u00e9", "ab!cd"]),
+    ("0024-wordpiece", {"wp": {"normalizer": "BertStripNoLower"}}, ["\u00e9t\u00e9", "\u00c9T\u00c9", "\u1e9e\u00df"]),
+    ("0024-wordpiece", {"wp": {"normalizer": "BertLowerNoStrip", "prefix": ""}}, ["\u00e9t\u00e9 abc", "unaffable"]),
 ]
 for _b in BEHAVIOURS:
     for _inv in (False, True):
