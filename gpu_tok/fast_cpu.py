@@ -1263,7 +1263,13 @@ class CpuSentencePieceEngine:
 
 
 def cpu_engine_for(cfg: C.TokenizerConfig, ref):
-    """The compiled engine for a tokenizer.json, or ``NotServed`` with both engines' reasons."""
+    """The engine for a tokenizer.json, or ``NotServed`` with every engine's reason: the
+    compiled byte-level and SentencePiece engines, else the WordPiece / WordLevel one
+    (``fast_wordpiece``)."""
+    from .fast_wordpiece import CpuWordPieceEngine
+
+    if isinstance(cfg.model, (C.WordPiece, C.WordLevel)):
+        return CpuWordPieceEngine(cfg, ref)
     try:
         return CpuTokenizerEngine(cfg, ref)
     except NotServed as e1:

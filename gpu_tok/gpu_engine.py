@@ -757,7 +757,7 @@ class GpuTokenizer:
     """``device="cuda"`` for a ``Tokenizer``: the CPU engine's host side, the device kernels."""
 
     def __init__(self, tok, be: _Backend):
-        from .fast_cpu import CpuTokenizerEngine
+        from .fast_cpu import CpuSentencePieceEngine, CpuTokenizerEngine
 
         cpu = tok._cpu_engine()
         if cpu is None:
@@ -766,6 +766,8 @@ class GpuTokenizer:
         if isinstance(cpu, CpuTokenizerEngine):
             self.host = ByteLevelHost(cpu.engine)
             tables = byte_level_tables(be, cpu.engine)
+        elif not isinstance(cpu, CpuSentencePieceEngine):
+            raise NotServedOnDevice(f"device='cuda' does not serve this tokenizer: model {type(tok.config.model).__name__}")
         else:
             self.host = SentencePieceHost(cpu)
             tables = sentencepiece_tables(be, cpu)

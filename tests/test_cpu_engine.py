@@ -30,7 +30,9 @@ from _paths import model_path, models_dir
 BYTE_LEVEL = ["gpt2", "roberta-base", "llama3", "qwen3", "gpt-4o", "gpt-oss"]
 # ids compiled; Encodings: reference path
 SENTENCEPIECE = ["llama2", "mistral-v0.1", "phi-3-mini", "gemma3", "mistral-v0.3-metaspace"]
-SERVED = BYTE_LEVEL + SENTENCEPIECE
+# ids by fast_wordpiece; Encodings: reference path
+WORDPIECE = ["bert-base-uncased"]
+SERVED = BYTE_LEVEL + SENTENCEPIECE + WORDPIECE
 
 _TOKS: dict = {}
 
@@ -83,7 +85,7 @@ def test_oracles_ids_and_fields(family):
         recs = [(r, x) for r, x in records if r["add_special_tokens"] == flag]
         texts = [x for _r, x in recs]
         rows = t.encode_batch_ids(texts, add_special_tokens=flag, device="cpu").to_list()
-        # SentencePiece files: encode_batch is the reference path (test_parity_oracles covers it)
+        # SentencePiece and WordPiece files: encode_batch is the reference path (test_parity_oracles covers it)
         encs = t.encode_batch(texts, add_special_tokens=flag, device="cpu") if family in BYTE_LEVEL else None
         for k, ((rec, text), row) in enumerate(zip(recs, rows)):
             # decode is not a device matter (test_parity_oracles covers it): the golden's own values
