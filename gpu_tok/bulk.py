@@ -146,6 +146,7 @@ def _load_hf(spec, path: Path) -> Encoder:
 
     try:
         tok = gpu_tok.Tokenizer.from_file(str(path))
+        tok._refuse_unapplied()  # truncation / padding in the file: not applied, so refused here
     except Exception as e:  # noqa: BLE001
         raise BadInput(f"cannot load tokenizer {path}: {type(e).__name__}: {e}") from None
     vocab = tok.get_vocab(with_added_tokens=True)

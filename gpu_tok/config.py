@@ -281,3 +281,7 @@ class TokenizerConfig:
     post_processor: Optional[object] = None
     decoder: Optional[object] = None
     added_tokens: Tuple[Tuple[int, AddedToken], ...] = ()  # (id in the file, token), file order
+    # the file's "truncation" / "padding" objects as written (not applied: encoding refuses
+    # while they are set, ``Tokenizer.no_truncation`` / ``no_padding`` clear them)
+    truncation: Optional[Mapping] = field(default=None, repr=False)
+    padding: Optional[Mapping] = field(default=None, repr=False)

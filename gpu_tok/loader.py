@@ -380,14 +380,54 @@ def parse_added_tokens(v: Any, path: str = "added_tokens"):
     return tuple(out)
 
 
+# ---------------------------------------------------- truncation and padding
+def _size(o: Dict[str, Any], key: str, path: str, default=...) -> Optional[int]:
+    n = _get(o, key, path, int, default, nullable=default is None)
+    if n is not None and n < 0:
+        raise TokenizerFileError(f"{path}.{key}", f"expected a non-negative integer, found {n}")
+    return n
+
+
+def _direction(o: Dict[str, Any], path: str, required: bool) -> None:
+    d = _get(o, "direction", path, str, ... if required else "Right")
+    if d not in ("Left", "Right"):
+        raise TokenizerFileError(f"{path}.direction", f"expected Left or Right, found {d!r}")
+
+
+def _check_truncation(o: Dict[str, Any]) -> None:
+    """Measured: max_length, strategy and stride are required, direction is not."""
+    _size(o, "max_length", "truncation")
+    strategy = _get(o, "strategy", "truncation", str)
+    if strategy not in ("LongestFirst", "OnlyFirst", "OnlySecond"):
+        raise TokenizerFileError("truncation.strategy", f"expected LongestFirst, OnlyFirst or OnlySecond, found {strategy!r}")
+    _size(o, "stride", "truncation")
+    _direction(o, "truncation", required=False)
+
+
+def _check_padding(o: Dict[str, Any]) -> None:
+    """Measured: every field but pad_to_multiple_of is required."""
+    strategy = _get(o, "strategy", "padding", (str, dict))
+    if strategy != "BatchLongest":
+        if not (isinstance(strategy, dict) and list(strategy) == ["Fixed"]):
+            raise TokenizerFileError("padding.strategy", f'expected "BatchLongest" or {{"Fixed": n}}, found {strategy!r}')
+        _size(strategy, "Fixed", "padding.strategy")
+    _direction(o, "padding", required=True)
+    _size(o, "pad_to_multiple_of", "padding", None)
+    _size(o, "pad_id", "padding")
+    _size(o, "pad_type_id", "padding")
+    _get(o, "pad_token", "padding", str)
+
+
 # -------------------------------------------------------------------- the file
 def parse_tokenizer(data: Any) -> C.TokenizerConfig:
     o = _obj(data, "")
     if "version" in o and o["version"] != "1.0":
         raise TokenizerFileError("version", f"unknown tokenizer version {o['version']!r} (expected '1.0')")
-    for key in ("truncation", "padding"):
-        if o.get(key) is not None:
-            raise UnsupportedComponent(key, o[key], f"{key} stored in the file is not applied by gpu_tok yet")
+    # kept, not applied (``Tokenizer`` refuses to encode with them), checked as the reference does
+    if o.get("truncation") is not None:
+        _check_truncation(_obj(o["truncation"], "truncation"))
+    if o.get("padding") is not None:
+        _check_padding(_obj(o["padding"], "padding"))
     if "model" not in o:
         raise TokenizerFileError("model", "missing required field")
     model = parse_model(o["model"], "model")
@@ -402,6 +442,8 @@ def parse_tokenizer(data: Any) -> C.TokenizerConfig:
         post_processor=None if post is None else parse_post_processor(post, "post_processor"),
         decoder=None if dec is None else parse_decoder(dec, "decoder"),
         added_tokens=parse_added_tokens(o.get("added_tokens") or [], "added_tokens"),
+        truncation=o.get("truncation"),
+        padding=o.get("padding"),
     )
 
 

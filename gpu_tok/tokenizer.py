@@ -12,6 +12,7 @@ from . import loader
 from .config import AddedToken, TokenizerConfig
 from .cpu_ref import RefPipeline
 from .encoding import Encoding
+from .errors import UnsupportedComponent
 
 DEVICES = ("ref", "cpu", "auto", "cuda")
 
@@ -58,6 +59,11 @@ class TokenBatch:
         return ids, mask
 
 
+def _snake(name: str) -> str:
+    """``LongestFirst`` -> ``longest_first`` (the reference's Python spelling)."""
+    return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
+
+
 def _check_device(device: str) -> str:
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
@@ -76,6 +82,8 @@ class Tokenizer:
         self._ref = RefPipeline(cfg)
         self._cpu = None  # the compiled engine, built on first use
         self._cpu_reason: Optional[str] = None
+        self._truncation = cfg.truncation  # the file's, refused until no_truncation()
+        self._padding = cfg.padding  # likewise, until no_padding()
 
     def _cpu_engine(self):
         """The compiled CPU engine, or None when it does not serve this tokenizer."""
@@ -122,10 +130,52 @@ class Tokenizer:
 
         return from_tiktoken(name, path=path, special_tokens=special_tokens)
 
+    # ------------------------------------------------- truncation and padding
+    @property
+    def truncation(self) -> Optional[dict]:
+        """The file's truncation in the reference's form (``tokenizers.Tokenizer.truncation``),
+        or None. gpu_tok does not apply it: encoding raises ``UnsupportedComponent`` while it
+        is set; ``no_truncation()`` clears it, as in the reference."""
+        t = self._truncation
+        if t is None:
+            return None
+        return {"max_length": t.get("max_length"), "stride": t.get("stride", 0),
+                "strategy": _snake(t.get("strategy", "LongestFirst")), "direction": t.get("direction", "Right").lower()}
+
+    @property
+    def padding(self) -> Optional[dict]:
+        """The file's padding in the reference's form (``tokenizers.Tokenizer.padding``), or
+        None; not applied, as ``truncation``."""
+        p = self._padding
+        if p is None:
+            return None
+        strategy = p.get("strategy", "BatchLongest")
+        return {"length": strategy.get("Fixed") if isinstance(strategy, dict) else None,
+                "pad_to_multiple_of": p.get("pad_to_multiple_of"), "pad_id": p.get("pad_id", 0),
+                "pad_token": p.get("pad_token", "[PAD]"), "pad_type_id": p.get("pad_type_id", 0),
+                "direction": p.get("direction", "Right").lower()}
+
+    def no_truncation(self) -> None:
+        """Encode without the file's truncation (``tokenizers.Tokenizer.no_truncation``)."""
+        self._truncation = None
+
+    def no_padding(self) -> None:
+        """Encode without the file's padding (``tokenizers.Tokenizer.no_padding``)."""
+        self._padding = None
+
+    def _refuse_unapplied(self) -> None:
+        for key, value, call in (("truncation", self._truncation, "no_truncation()"),
+                                 ("padding", self._padding, "no_padding()")):
+            if value is not None:
+                raise UnsupportedComponent(
+                    key, dict(value), f"{key} stored in the file is not applied by gpu_tok yet; call {call} to "
+                    "encode without it (the reference's ids after the same call)")
+
     # --------------------------------------------------------------- encoding
     def encode(self, sequence: str, pair: Optional[str] = None, is_pretokenized: bool = False,
                add_special_tokens: bool = True) -> Encoding:
         """Encode one text (and optionally its pair), as ``tokenizers.Tokenizer.encode``."""
+        self._refuse_unapplied()
         if is_pretokenized:
             raise NotImplementedError("is_pretokenized=True (lists of words) is not supported yet")
         return self._ref.encode(sequence, pair, add_special_tokens)
@@ -144,6 +194,7 @@ class Tokenizer:
         is the GPU's form).
         """
         _check_device(device)
+        self._refuse_unapplied()
         if is_pretokenized:
             raise NotImplementedError("is_pretokenized=True (lists of words) is not supported yet")
         if device != "ref":
@@ -174,6 +225,7 @@ class Tokenizer:
         ``return_numpy`` (or CuPy is not installed, or under the Numba simulator).
         """
         _check_device(device)
+        self._refuse_unapplied()
         if device in ("cuda", "auto"):
             from .gpu_engine import tokenizer_batch_ids
 

@@ -1065,3 +1065,23 @@ def test_memory_is_bounded_full(tmp_path):
     base, a, b = _memory_growth(tmp_path, model, 20, 100, "16MiB", "256MiB")
     assert b["hwm_kb"] - a["hwm_kb"] < 64 * 1024
     assert b["hwm_kb"] - base["hwm_kb"] < 400 * 1024
+
+
+def test_wordpiece_model_and_a_file_with_truncation(tmp_path, capsys):
+    """bert-base-uncased (WordPiece engine) writes the reference's ids; all-MiniLM-L6-v2
+    stores truncation and padding, which the job does not apply: it stops, naming them."""
+    bert = need_model("bert-base-uncased")
+    tokenizers = pytest.importorskip("tokenizers")
+    texts = corpus_texts(60)
+    src = tmp_path / "in.jsonl"
+    write_jsonl(src, texts)
+    rc, _, err = run(["encode", "--tokenizer", str(bert), "--input", str(src), "--output", str(tmp_path / "o"),
+                      "--quiet"], capsys)
+    assert rc == 0, err
+    ref = tokenizers.Tokenizer.from_file(str(bert))
+    got, dtypes = read_bin_output(tmp_path / "o")
+    assert dtypes == {np.dtype(np.uint16)}  # 30,522 ids
+    assert [list(r) for r in got] == [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
+    minilm = need_model("all-MiniLM-L6-v2")
+    rc, _, err = run(["encode", "--tokenizer", str(minilm), "--input", str(src), "--quiet"], capsys)
+    assert rc == 2 and "truncation" in err and "not applied" in err

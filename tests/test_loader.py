@@ -123,8 +123,6 @@ def test_unknown_behaviour():
      "model.max_input_chars_per_word", None),
     (lambda d: d.update(model={"type": "Unigram", "vocab": [["a", 0.0]], "unk_id": 0}), "model.type", "Unigram"),
     (lambda d: d.update(model={"vocab": [["a", 0.0]], "unk_id": 0}), "model.type", "Unigram"),
-    (lambda d: d.update(truncation={"max_length": 8}), "truncation", {"max_length": 8}),
-    (lambda d: d.update(padding={"strategy": "BatchLongest"}), "padding", {"strategy": "BatchLongest"}),
     (lambda d: d.update(pre_tokenizer={"type": "Split", "pattern": {"Regex": r"\p{Braille}"},
                                        "behavior": "Isolated", "invert": False}),
      "pre_tokenizer.pattern.Regex", None),
@@ -186,6 +184,80 @@ def test_wordpiece_family_optional_fields_and_models_without_type():
             assert gpu_tok.Tokenizer.from_str(js).encode(text).ids == tokenizers.Tokenizer.from_str(js).encode(text).ids
 
 
+_TRUNCATION = {"max_length": 8, "strategy": "OnlyFirst", "stride": 2, "direction": "Left"}
+_PADDING = {"strategy": {"Fixed": 16}, "direction": "Left", "pad_to_multiple_of": 8, "pad_id": 3, "pad_type_id": 1,
+            "pad_token": "<p>"}
+
+
+@pytest.mark.parametrize("truncation,padding", [
+    (_TRUNCATION, None), (None, _PADDING), ({k: v for k, v in _TRUNCATION.items() if k != "direction"}, None),
+    (None, dict(_PADDING, strategy="BatchLongest", pad_to_multiple_of=None)), (_TRUNCATION, _PADDING),
+])
+def test_truncation_and_padding_in_the_file_are_kept_and_refused_when_encoding(truncation, padding):
+    """Read and shown as the reference shows them; every encode refuses by name while one is
+    set; after no_truncation() / no_padding() the ids are the reference's after the same calls."""
+    tokenizers = pytest.importorskip("tokenizers")
+    data = copy.deepcopy(BASE)
+    data.update(truncation=truncation, padding=padding)
+    js = json.dumps(data)
+    ours, ref = gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js)
+    assert ours.truncation == ref.truncation and ours.padding == ref.padding
+    first = "truncation" if truncation is not None else "padding"
+    for call in (lambda: ours.encode("the hello"), lambda: ours.encode_batch(["x"], device="cpu"),
+                 lambda: ours.encode_batch_ids(["x"], device="cpu"), lambda: ours.encode_batch_ids(["x"], device="ref")):
+        with pytest.raises(UnsupportedComponent) as info:
+            call()
+        assert info.value.json_path == first
+    for o in (ours, ref):
+        o.no_truncation()
+        o.no_padding()
+    assert ours.truncation is None and ours.padding is None
+    texts = ["the hello there " * 5, "a", ""]
+    assert ours.encode_batch_ids(texts, device="cpu").to_list() == [e.ids for e in ref.encode_batch(texts)]
+
+
+@pytest.mark.parametrize("key,value,path", [
+    ("truncation", {"max_length": 8}, "truncation.strategy"),
+    ("truncation", {"max_length": 8, "strategy": "LongestFirst"}, "truncation.stride"),
+    ("truncation", {"strategy": "LongestFirst", "stride": 0}, "truncation.max_length"),
+    ("truncation", dict(_TRUNCATION, strategy="Longest"), "truncation.strategy"),
+    ("truncation", dict(_TRUNCATION, direction="Up"), "truncation.direction"),
+    ("truncation", dict(_TRUNCATION, stride=-1), "truncation.stride"),
+    ("truncation", [1], "truncation"),
+    ("padding", {"strategy": "BatchLongest"}, "padding.direction"),
+    ("padding", {k: v for k, v in _PADDING.items() if k != "pad_id"}, "padding.pad_id"),
+    ("padding", {k: v for k, v in _PADDING.items() if k != "pad_token"}, "padding.pad_token"),
+    ("padding", dict(_PADDING, strategy={"Fixed": -1}), "padding.strategy.Fixed"),
+    ("padding", dict(_PADDING, strategy="Fixed"), "padding.strategy"),
+    ("padding", dict(_PADDING, pad_token=None), "padding.pad_token"),
+])
+def test_truncation_and_padding_malformed_as_the_reference_finds_them(key, value, path):
+    tokenizers = pytest.importorskip("tokenizers")
+    data = copy.deepcopy(BASE)
+    data[key] = value
+    with pytest.raises(Exception):
+        tokenizers.Tokenizer.from_str(json.dumps(data))
+    _expect(TokenizerFileError, lambda d: d.update({key: value}), path)
+
+
+def test_real_file_with_truncation_and_padding():
+    """all-MiniLM-L6-v2 stores truncation to 128 and padding to 128: refused until both are
+    cleared, then the reference's ids (WordPiece engine) after the same calls."""
+    p = model_file("all-MiniLM-L6-v2")
+    if not p.is_file():
+        pytest.skip(f"model all-MiniLM-L6-v2 not available at {p}")
+    tokenizers = pytest.importorskip("tokenizers")
+    ours, ref = gpu_tok.Tokenizer.from_file(p), tokenizers.Tokenizer.from_file(str(p))
+    assert ours.truncation == ref.truncation and ours.padding == ref.padding
+    with pytest.raises(UnsupportedComponent, match="no_truncation"):
+        ours.encode_batch_ids(["x"])
+    for o in (ours, ref):
+        o.no_truncation()
+        o.no_padding()
+    texts = ["Hello there! na\u00efve \u4e2d\u6587 " * 40, "a", ""]
+    assert ours.encode_batch_ids(texts, device="cpu").to_list() == [e.ids for e in ref.encode_batch(texts)]
+
+
 def test_dropout_zero_is_no_dropout():
     tok = _load(lambda d: d["model"].update(dropout=0.0))
     assert tok.encode("the hello").ids == gpu_tok.Tokenizer.from_str(tokenizer_json()).encode("the hello").ids
@@ -219,7 +291,6 @@ def test_model_without_type_and_byte_level_without_use_regex():
 
 @pytest.mark.parametrize("family,path", [
     ("t5-small", "model.type"),  # Unigram, legacy file
-    ("all-MiniLM-L6-v2", "truncation"),
 ])
 def test_real_files_of_later_families_are_refused_by_name(family, path):
     p = model_file(family)
