@@ -35,6 +35,7 @@ from . import config as C
 from .encoding import Encoding
 
 _CACHE_MAX = 1 << 20  # distinct chunks (and pieces) kept; a full cache is emptied
+_KEEP_CHARS = 256  # longer chunks and pieces are not kept
 _SENTINEL = "\U0010ffff"  # what a character the reference would reorder translates to
 
 
@@ -223,13 +224,14 @@ class CpuWordPieceEngine:
     def _piece_ids(self, piece: str) -> List[int]:
         ids = self.pieces.get(piece)
         if ids is None:
-            if len(self.pieces) >= _CACHE_MAX:
-                self.pieces.clear()
             if self._first is not None:
                 ids = self._wordpiece(piece)
             else:
                 ids = [t.id for t in self.ref.model.tokenize(piece)]
-            self.pieces[piece] = ids
+            if len(piece) <= _KEEP_CHARS:
+                if len(self.pieces) >= _CACHE_MAX:
+                    self.pieces.clear()
+                self.pieces[piece] = ids
         return ids
 
     def chunk_ids(self, chunk: str) -> tuple:
@@ -271,9 +273,15 @@ class CpuWordPieceEngine:
                     if len(cache) + len(miss) > _CACHE_MAX:
                         cache.clear()
                         miss = set(chunks)
+                    long = {}  # not kept: the cache's memory is bounded by its count
                     for w in miss:
-                        cache[w] = self.chunk_ids(w)
+                        if len(w) <= _KEEP_CHARS:
+                            cache[w] = self.chunk_ids(w)
+                        else:
+                            long[w] = self.chunk_ids(w)
                     vals = list(map(get, chunks))
+                    if long:
+                        vals = [v if v is not None else long[w] for v, w in zip(vals, chunks)]
                 flat += chain.from_iterable(vals)
             flat += suf
             rs[k + 1] = len(flat)

@@ -117,6 +117,20 @@ def test_word_cache_emptied_when_full(monkeypatch):
     assert len(ours._cpu_engine().cache) <= 3
 
 
+def test_long_chunks_are_encoded_and_not_kept(monkeypatch):
+    """Chunks and pieces longer than _KEEP_CHARS are not kept (the caches are bounded by
+    count, so their entries must be short); their ids are the reference's, next to kept
+    ones and repeated in one text."""
+    monkeypatch.setattr(fast_wordpiece, "_KEEP_CHARS", 8)
+    js = wordpiece_tokenizer_json(wordpiece_model(_WP_CHARS, max_chars=1000))
+    ours, ref = gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js)
+    long = "unaffable" * 3 + ",hello"
+    texts = [f"{long} hi {long} supercalifragilistic", "a" * 300, "hello " + "b" * 9]
+    _same_ids(ours, ref, texts)
+    eng = ours._cpu_engine()
+    assert all(len(k) <= 8 for k in list(eng.cache) + list(eng.pieces)) and "hi" in eng.cache
+
+
 def test_served_and_not_served():
     """What the engine takes; the rest runs the reference path (and says why); the GPU
     engine does not serve these models, device="auto" runs this engine."""
