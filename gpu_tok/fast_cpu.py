@@ -1251,15 +1251,7 @@ class CpuSentencePieceEngine:
         return ids, rs
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
-        out = []
-        for item in inputs:
-            if isinstance(item, (tuple, list)):
-                if len(item) != 2:
-                    raise ValueError("a pair input must have exactly two texts")
-                out.append(self.ref.encode(item[0], item[1], add_special_tokens))
-            else:
-                out.append(self.ref.encode(item, None, add_special_tokens))
-        return out
+        return self.ref.encode_batch(inputs, add_special_tokens)
 
 
 def cpu_engine_for(cfg: C.TokenizerConfig, ref):

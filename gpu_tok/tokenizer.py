@@ -202,15 +202,7 @@ class Tokenizer:
             if eng is not None:
                 return eng.encode_batch(inputs if isinstance(inputs, list) else list(inputs),
                                         add_special_tokens, num_threads)
-        out = []
-        for item in inputs:
-            if isinstance(item, (tuple, list)):
-                if len(item) != 2:
-                    raise ValueError("a pair input must have exactly two texts")
-                out.append(self._ref.encode(item[0], item[1], add_special_tokens))
-            else:
-                out.append(self._ref.encode(item, None, add_special_tokens))
-        return out
+        return self._ref.encode_batch(inputs, add_special_tokens)
 
     def encode_batch_ids(self, texts: Iterable[str], add_special_tokens: bool = True,
                          device: str = "auto", num_threads: Optional[int] = None,

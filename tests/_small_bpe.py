@@ -243,13 +243,9 @@ def wordpiece_model(chars, prefix="##", max_chars=100, unk="[UNK]", with_unk=Tru
 
 WP_SPECIALS = {"[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
                "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]}}
-WP_ADDED = [
-    {"id": 0, "content": "[PAD]", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True},
-    {"id": 1, "content": "[UNK]", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True},
-    {"id": 2, "content": "[CLS]", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True},
-    {"id": 3, "content": "[SEP]", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True},
-    {"id": 4, "content": "[MASK]", "single_word": False, "lstrip": True, "rstrip": False, "normalized": False, "special": True},
-]
+# BERT's five special tokens, raw; [MASK] with lstrip
+WP_ADDED = [{"id": i, "content": t, "single_word": False, "lstrip": t == "[MASK]", "rstrip": False, "normalized": False,
+             "special": True} for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])]
 
 
 def wordpiece_tokenizer_json(model, normalizer=None, pre_tokenizer=None, decoder=None, post_processor=None,

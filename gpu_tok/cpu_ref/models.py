@@ -18,7 +18,36 @@ from ..errors import TokenizerFileError
 from .normalized import Token
 
 
-class BPEModel:
+class _Vocab:
+    """The vocabulary side every model shares, and the per-piece cache of its tokens."""
+
+    def _init_vocab(self, vocab) -> None:
+        self.vocab: Dict[str, int] = dict(vocab)
+        self.vocab_r: Dict[int, str] = {i: t for t, i in self.vocab.items()}
+        self._cache: Dict[str, List[Tuple[int, int, int]]] = {}
+
+    def get_vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def token_to_id(self, token: str) -> Optional[int]:
+        return self.vocab.get(token)
+
+    def id_to_token(self, i: int) -> Optional[str]:
+        return self.vocab_r.get(i)
+
+    def _cached_tokens(self, piece: str, compute) -> List[Token]:
+        """``compute(piece)``'s (id, start, end) as tokens, kept for pieces under 256
+        characters (at most 100,000 of them)."""
+        toks = self._cache.get(piece)
+        if toks is None:
+            toks = compute(piece)
+            if len(piece) < 256 and len(self._cache) < 100_000:
+                self._cache[piece] = toks
+        vocab_r = self.vocab_r
+        return [Token(i, vocab_r[i], s, e) for i, s, e in toks]
+
+
+class BPEModel(_Vocab):
     """``merges``: optional precomputed merge table used instead of ``cfg.merges``:
     any object whose ``get((left_id, right_id))`` returns ``(rank, merged_id)`` or
     ``None`` (tiktoken encodings pass a table derived from their ranks; see
@@ -27,8 +56,7 @@ class BPEModel:
 
     def __init__(self, cfg: C.BPE, merges=None):
         self.cfg = cfg
-        self.vocab: Dict[str, int] = dict(cfg.vocab)
-        self.vocab_r: Dict[int, str] = {i: t for t, i in self.vocab.items()}
+        self._init_vocab(cfg.vocab)
         vocab = self.vocab
         plen = len(cfg.continuing_subword_prefix or "")
         if merges is None:
@@ -44,7 +72,6 @@ class BPEModel:
         self.unk_id: Optional[int] = None
         if cfg.unk_token is not None:
             self.unk_id = vocab.get(cfg.unk_token)
-        self._cache: Dict[str, List[Tuple[int, int, int]]] = {}
         # ids of the <0xXX> tokens for byte_fallback (None where the vocab lacks one)
         self._byte_ids = [vocab.get("<0x%02X>" % b) for b in range(256)] if cfg.byte_fallback else None
 
@@ -57,9 +84,6 @@ class BPEModel:
                     raise TokenizerFileError(
                         f"{self.cfg.path}.merges[{rank}]", f"merge {a!r} {b!r}: {what} {tok!r} is not in the vocab"
                     )
-
-    def get_vocab_size(self) -> int:
-        return len(self.vocab)
 
     # ------------------------------------------------------------------ core
     def _initial_symbols(self, word: str) -> List[Tuple[int, int]]:
@@ -172,19 +196,7 @@ class BPEModel:
             i = self.vocab.get(piece)
             if i is not None:
                 return [Token(i, piece, 0, len(piece.encode("utf-8")))]
-        toks = self._cache.get(piece)
-        if toks is None:
-            toks = self.merge_word(piece)
-            if len(piece) < 256 and len(self._cache) < 100_000:
-                self._cache[piece] = toks
-        vocab_r = self.vocab_r
-        return [Token(i, vocab_r[i], s, e) for i, s, e in toks]
-
-    def token_to_id(self, token: str) -> Optional[int]:
-        return self.vocab.get(token)
-
-    def id_to_token(self, i: int) -> Optional[str]:
-        return self.vocab_r.get(i)
+        return self._cached_tokens(piece, self.merge_word)
 
 
 def _missing_unk(family: str, unk: str) -> ValueError:
@@ -192,7 +204,7 @@ def _missing_unk(family: str, unk: str) -> ValueError:
                       f"(the reference fails too: 'Missing [UNK] token from the vocabulary')")
 
 
-class WordPieceModel:
+class WordPieceModel(_Vocab):
     """HF's WordPiece: per piece, greedy longest match first from its start; every match
     after the first is looked up as ``continuing_subword_prefix`` + text. A piece of more
     than ``max_input_chars_per_word`` characters, or one with a position no vocabulary entry
@@ -203,15 +215,10 @@ class WordPieceModel:
 
     def __init__(self, cfg: C.WordPiece):
         self.cfg = cfg
-        self.vocab: Dict[str, int] = dict(cfg.vocab)
-        self.vocab_r: Dict[int, str] = {i: t for t, i in self.vocab.items()}
+        self._init_vocab(cfg.vocab)
         prefix = cfg.continuing_subword_prefix
         self._max_first = max((len(t) for t in self.vocab), default=0)
         self._max_next = max((len(t) - len(prefix) for t in self.vocab if t.startswith(prefix)), default=0)
-        self._cache: Dict[str, List[Tuple[int, int, int]]] = {}
-
-    def get_vocab_size(self) -> int:
-        return len(self.vocab)
 
     def _unk(self, nbytes: int) -> List[Tuple[int, int, int]]:
         i = self.vocab.get(self.cfg.unk_token)
@@ -252,31 +259,15 @@ class WordPieceModel:
     def tokenize(self, piece: str) -> List[Token]:
         if not piece:
             return []
-        toks = self._cache.get(piece)
-        if toks is None:
-            toks = self.word(piece)
-            if len(piece) < 256 and len(self._cache) < 100_000:
-                self._cache[piece] = toks
-        vocab_r = self.vocab_r
-        return [Token(i, vocab_r[i], s, e) for i, s, e in toks]
-
-    def token_to_id(self, token: str) -> Optional[int]:
-        return self.vocab.get(token)
-
-    def id_to_token(self, i: int) -> Optional[str]:
-        return self.vocab_r.get(i)
+        return self._cached_tokens(piece, self.word)
 
 
-class WordLevelModel:
+class WordLevelModel(_Vocab):
     """HF's WordLevel: a piece in the vocabulary is its token, any other is ``unk_token``."""
 
     def __init__(self, cfg: C.WordLevel):
         self.cfg = cfg
-        self.vocab: Dict[str, int] = dict(cfg.vocab)
-        self.vocab_r: Dict[int, str] = {i: t for t, i in self.vocab.items()}
-
-    def get_vocab_size(self) -> int:
-        return len(self.vocab)
+        self._init_vocab(cfg.vocab)
 
     def tokenize(self, piece: str) -> List[Token]:
         if not piece:
@@ -289,12 +280,6 @@ class WordLevelModel:
         if i is None:
             raise _missing_unk("WordLevel", self.cfg.unk_token)
         return [Token(i, self.cfg.unk_token, 0, nbytes)]
-
-    def token_to_id(self, token: str) -> Optional[int]:
-        return self.vocab.get(token)
-
-    def id_to_token(self, i: int) -> Optional[str]:
-        return self.vocab_r.get(i)
 
 
 def model_for(cfg):

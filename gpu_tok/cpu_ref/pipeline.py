@@ -104,6 +104,18 @@ class RefPipeline:
             encs.append(self._encode_single(pair, 1))
         return post_processors.process(self.cfg.post_processor, encs, add_special_tokens)
 
+    def encode_batch(self, inputs, add_special_tokens: bool = True) -> List[Encoding]:
+        """``encode`` of each input: a text, or a ``(text, pair)`` tuple or list."""
+        out = []
+        for item in inputs:
+            if isinstance(item, (tuple, list)):
+                if len(item) != 2:
+                    raise ValueError("a pair input must have exactly two texts")
+                out.append(self.encode(item[0], item[1], add_special_tokens))
+            else:
+                out.append(self.encode(item, None, add_special_tokens))
+        return out
+
     # ----------------------------------------------------------------- decode
     def id_to_token(self, i: int) -> Optional[str]:
         i = _token_id(i)
