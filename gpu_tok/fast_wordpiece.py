@@ -1,13 +1,12 @@
 """``device="cpu"`` ids for WordPiece and WordLevel tokenizer.json files (decision 0025).
 
 The normalizers served here (``BertNormalizer``, ``Lowercase``) rewrite text one character
-at a time, so one ``str.translate`` normalizes a whole text: each character becomes its
-normalized form, computed once per distinct character by the reference path itself, with
-every white-space character made a space. ``str.split()`` then cuts the text into chunks
-at the white space the pre-tokenizer removes; a chunk's ids (its punctuation isolated,
-under ``BertPreTokenizer``, and each piece through the reference model,
-``cpu_ref.models``) are computed once and kept in a word cache. On ASCII text the
-translation is CPython's fast path (every ASCII character becomes one character or none).
+at a time, so a table of what every code point becomes (each computed by the reference
+normalizer itself, white space made a space) normalizes a text in one pass. The compiled
+kernels (``kernels.wordpiece_cpu``, documents in parallel) rewrite the packed UTF-8 with
+it, cut the result at spaces (and around punctuation under ``BertPreTokenizer``) and run
+the model on each piece: WordPiece's longest entry first by walking a byte trie of the
+vocabulary, WordLevel by looking the whole piece up, through a word cache.
 
 Texts where that is not the reference's pipeline run the reference path whole:
 
@@ -15,18 +14,18 @@ Texts where that is not the reference's pipeline run the reference path whole:
   tokens): the reference splits on it first;
 - with ``strip_accents``, a text holding a character whose NFD has a non-starter the
   normalizer keeps (a combining class above 0 that is not one of the marks it drops):
-  canonical reordering could move it, which no per-character rewrite does. Such
-  characters translate to ``_SENTINEL``, and a text holding it goes to the reference.
+  canonical reordering could move it, which no per-character rewrite does (such
+  characters, and U+10FFFF, have the rewrite "reference path");
+- a text with a piece that needs the unk token when the vocabulary has none (the
+  reference path raises the reference's error).
 
-Plain Python (the heavy steps are CPython's C string functions), one thread.
 ``encode_batch`` (``Encoding`` objects with offsets) runs the reference path.
 """
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from itertools import chain
+import threading
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -34,37 +33,14 @@ import numpy as np
 from . import config as C
 from .encoding import Encoding
 
-_CACHE_MAX = 1 << 20  # distinct chunks (and pieces) kept; a full cache is emptied
-_KEEP_CHARS = 256  # longer chunks and pieces are not kept
-_SENTINEL = "\U0010ffff"  # what a character the reference would reorder translates to
-
-
-@lru_cache(maxsize=1)
-def _python_spaces() -> tuple:
-    """The code points ``str.split()`` cuts at, in this Python."""
-    return tuple(o for o in range(0x110000) if chr(o).isspace())
+_CACHE_SLOTS = 1 << 17  # word cache entries per worker (32 bytes each: 4 MiB)
+_SENTINEL = "\U0010ffff"  # rewritten as "the reference path" (as the characters it would reorder)
 
 
 def _punctuation_ranges():
     from .cpu_ref.unicode_props import tables
 
     return tables().class_ranges["punctuation"]
-
-
-class _Rewrite(dict):
-    """``str.translate`` table: code point -> what it becomes (computed on first use; None
-    for nothing)."""
-
-    def __init__(self, engine: "CpuWordPieceEngine"):
-        super().__init__()
-        self.engine = engine
-
-    def __missing__(self, o: int) -> Optional[str]:
-        v = self.engine.rewrite(chr(o))
-        if any(x != " " and x.isspace() for x in v):
-            self.engine.exact_split = True  # str.split() would cut there: split on " " only
-        v = self[o] = v or None
-        return v
 
 
 class _Normalize(dict):
@@ -102,26 +78,16 @@ class CpuWordPieceEngine:
         self.norm = norm
         self.punct = isinstance(pre, C.BertPreTokenizer)
         self.prefix, self.suffix = template_ids(cfg, ref)
-        self.exact_split = False
         self._unsafe = self._unsafe_chars()
-        self.table = _Rewrite(self)
-        for o in range(128):
-            self.table[o]  # noqa: B018 - computed now: the common characters
-        for o in _python_spaces():  # characters str.split() cuts at
-            self.table[o]  # noqa: B018
-        self.cache: dict = {}  # chunk -> ids
-        self.pieces: dict = {}  # piece -> ids
-        self._first, self._next = self._prefix_maps() if isinstance(cfg.model, C.WordPiece) else (None, None)
-        self._punct_rx = self._punctuation_pattern() if self.punct else None
-        # str.isalnum() (fast) says a chunk holds no punctuation: true of this Python's
-        # Unicode tables unless one of the reference's punctuation characters is alphanumeric
-        self._alnum_plain = not any(chr(o).isalnum() for a, b in _punctuation_ranges() for o in range(a, b + 1))
         self._special = self._special_pattern()
+        self._tables = None  # the kernels' arrays (``_compiled``), built on first use
+        self._wc = None  # the kept word cache (``_word_cache``)
+        self._lock = threading.Lock()  # held by the call using the kept word cache
 
     # ------------------------------------------------------------ set-up
     def rewrite(self, c: str) -> str:
         """What character ``c`` becomes: normalized, white space a space (``_SENTINEL``
-        for a character the reference might reorder)."""
+        for a character the reference might reorder, and for ``_SENTINEL`` itself)."""
         from .cpu_ref.normalizers import normalize_str
         from .cpu_ref.unicode_props import is_whitespace
 
@@ -147,14 +113,6 @@ class CpuWordPieceEngine:
         self._firsts = sorted(firsts) if len(firsts) <= 8 else None
         return pattern(raw), pattern(norm)
 
-    @staticmethod
-    def _punctuation_pattern():
-        """``re`` pattern splitting a chunk into its pieces and its punctuation characters
-        (the measured class ``unicode_props.is_punctuation`` reads)."""
-        cls = "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
-                      for a, b in _punctuation_ranges())
-        return re.compile(f"([{cls}])")
-
     def _unsafe_chars(self) -> frozenset:
         """With strip_accents: the characters whose NFD holds a non-starter the
         normalizer keeps (see the module doc)."""
@@ -169,6 +127,92 @@ class CpuWordPieceEngine:
         keep = {c for c in T.ccc if not T.bert_flags[ord(c)] & BERT_MARK}
         return frozenset(keep | {c for c, d in T.nfd.items() if any(x in keep for x in d)})
 
+    def _rewrite_candidates(self) -> set:
+        """Every code point whose rewrite may not be itself (the others are: no table of
+        the normalizer lists them, and they are not white space)."""
+        from .cpu_ref.unicode_props import S_BASE, S_COUNT, tables
+
+        T = tables()
+        cands = set(range(128)) | {ord(_SENTINEL)} | {ord(c) for c in self._unsafe}
+        for a, b in T.class_ranges["white_space"]:
+            cands.update(range(a, b + 1))
+        norm = self.norm
+        if norm is not None:  # Lowercase, or BertNormalizer's lowercase
+            cands.update(T.lower_1to1)
+            cands.update(ord(c) for c in T.lower_multi)
+        if isinstance(norm, C.BertNormalizer):
+            flags = T.bert_flags
+            cands.update(o for o in range(0x110000) if flags[o])
+            cands.update(ord(c) for c in T.nfd)
+            cands.update(range(S_BASE, S_BASE + S_COUNT))
+        return cands
+
+    def _compiled(self):
+        """``(kind, rep_idx, rep_off, rep_bytes, punct, (ftab, fterm), (ntab, nterm))``
+        (``kernels.wordpiece_cpu``'s layout): the rewrite of every code point, each from
+        ``rewrite`` except two kinds decided by the measured flags without running it
+        (what clean_text drops, and a CJK ideograph no other step changes); the
+        punctuation flags; the vocabulary's two tries."""
+        if self._tables is not None:
+            return self._tables
+        from .cpu_ref.unicode_props import BERT_CHINESE, BERT_MARK, BERT_REMOVED, tables
+        from .kernels.engine_cpu import build_trie
+        from .kernels.hash_table import interleave
+
+        T = tables()
+        norm = self.norm
+        bert = isinstance(norm, C.BertNormalizer)
+        flags = T.bert_flags
+        kind = np.zeros(0x110000, np.uint8)
+        rep_idx = np.full(0x110000, -1, np.int32)
+        reps: List[bytes] = []
+        for o in sorted(self._rewrite_candidates()):
+            c = chr(o)
+            if 0xD800 <= o <= 0xDFFF:
+                continue
+            f = flags[o]
+            if bert and norm.clean_text and f & BERT_REMOVED:
+                kind[o] = 1  # dropped first, whatever the later steps would do
+                continue
+            if (bert and norm.handle_chinese_chars and f & BERT_CHINESE and not f & BERT_MARK and c not in T.nfd
+                    and o not in T.lower_1to1 and c not in T.lower_multi and c not in self._unsafe):
+                kind[o] = 5  # " c ": no later step changes c
+                continue
+            r = self.rewrite(c)
+            if r == c:
+                continue
+            if r == "":
+                kind[o] = 1
+            elif r == " ":
+                kind[o] = 2
+            elif r == _SENTINEL:
+                kind[o] = 3
+            else:
+                kind[o] = 4
+                rep_idx[o] = len(reps)
+                reps.append(r.encode("utf-8"))
+        rep_off = np.zeros(len(reps) + 1, np.int64)
+        np.cumsum([len(r) for r in reps], out=rep_off[1:])
+        rep_bytes = np.frombuffer(b"".join(reps) + b"\0", np.uint8).copy()
+        punct = np.zeros(0x110000, np.uint8)
+        if self.punct:
+            for a, b in _punctuation_ranges():
+                punct[a:b + 1] = 1
+        model = self.ref.model
+        vocab = model.vocab
+        if isinstance(model.cfg, C.WordPiece):
+            prefix = model.cfg.continuing_subword_prefix
+            nxt = [(t[len(prefix):], i) for t, i in vocab.items() if t.startswith(prefix) and len(t) > len(prefix)]
+        else:
+            nxt = []
+        out = [kind, rep_idx, rep_off, rep_bytes, punct]
+        for entries in (list(vocab.items()), nxt):
+            # the lower id first: two entries with the same text cannot be (a vocabulary maps text to id)
+            tk, tv, term, _first = build_trie([(t.encode("utf-8"), i) for t, i in entries if t])
+            out.append((interleave(tk, tv), term if term.shape[0] else np.full(1, -1, np.int32)))
+        self._tables = tuple(out)
+        return self._tables
+
     # ------------------------------------------------------------ encoding
     def _needs_reference(self, text: str) -> bool:
         """A text holding an added token's content (see the module doc)."""
@@ -177,115 +221,81 @@ class CpuWordPieceEngine:
             return True
         return norm_rx is not None and norm_rx.search(text.translate(self.norm_table)) is not None
 
-    def _prefix_maps(self):
-        """For WordPiece: ``{text: id, or -1 when it is only the start of an entry}`` over
-        every start of every vocabulary entry, for a word's first piece and (without the
-        prefix) for the pieces after it."""
-        first: dict = {}
-        nxt: dict = {}
-        prefix = self.ref.model.cfg.continuing_subword_prefix
-        for t, i in self.ref.model.vocab.items():
-            for m, body in ((first, t), (nxt, t[len(prefix):] if t.startswith(prefix) else None)):
-                if not body:
-                    continue
-                for k in range(1, len(body)):
-                    m.setdefault(body[:k], -1)
-                m[body] = i
-        return first, nxt
+    def _word_cache(self, locked: bool, workers: int) -> np.ndarray:
+        """Per worker thread, ``_CACHE_SLOTS`` pieces and their ids (``kernels.wordpiece_cpu``),
+        kept across calls for the caller holding ``_lock``; another caller at the same time
+        gets a small one of its own (two calls writing one entry could tear it)."""
+        from .fast_cpu import default_threads
 
-    def _wordpiece(self, piece: str) -> List[int]:
-        """``cpu_ref.models.WordPieceModel.word``'s ids: the longest entry at each position,
-        found by extending the match while it is the start of an entry (the reference
-        shortens from the end; both take the longest entry)."""
-        n = len(piece)
-        m = self.ref.model
-        if n > m.cfg.max_input_chars_per_word:
-            return [i for i, _s, _e in m.word(piece)]  # the unk token (or the reference's error)
-        out: List[int] = []
-        start = 0
-        table = self._first
-        while start < n:
-            best, best_end = -1, start
-            end = start + 1
-            while end <= n:
-                i = table.get(piece[start:end])
-                if i is None:
-                    break
-                if i >= 0:
-                    best, best_end = i, end
-                end += 1
-            if best < 0:
-                return [i for i, _s, _e in m.word(piece)]  # the unk token (or the reference's error)
-            out.append(best)
-            start = best_end
-            table = self._next
-        return out
+        if not locked:
+            return np.zeros((workers, 1 << 12, 4), np.uint64)
+        if self._wc is None or self._wc.shape[0] < workers:
+            self._wc = np.zeros((max(workers, default_threads()), _CACHE_SLOTS, 4), np.uint64)
+        return self._wc
 
-    def _piece_ids(self, piece: str) -> List[int]:
-        ids = self.pieces.get(piece)
-        if ids is None:
-            if self._first is not None:
-                ids = self._wordpiece(piece)
-            else:
-                ids = [t.id for t in self.ref.model.tokenize(piece)]
-            if len(piece) <= _KEEP_CHARS:
-                if len(self.pieces) >= _CACHE_MAX:
-                    self.pieces.clear()
-                self.pieces[piece] = ids
-        return ids
+    def _run(self, data, offsets, status, parallel: bool, threads: int, wc):
+        """The kernels: ``(noff, out, counts)`` (``kernels.wordpiece_cpu``'s layout)."""
+        from .fast_cpu import numba_threads
+        from .kernels import wordpiece_cpu as W
 
-    def chunk_ids(self, chunk: str) -> tuple:
-        """The ids of one chunk of normalized text without white space: under
-        ``BertPreTokenizer`` its punctuation characters are pieces of their own."""
-        if self._punct_rx is None or (self._alnum_plain and chunk.isalnum()):
-            return tuple(self._piece_ids(chunk))
-        ids: List[int] = []
-        for piece in self._punct_rx.split(chunk):
-            if piece:
-                ids += self._piece_ids(piece)
-        return tuple(ids)
+        kind, rep_idx, rep_off, rep_bytes, punct, (ftab, fterm), (ntab, nterm) = self._compiled()
+        model = self.ref.model
+        wordpiece = isinstance(model.cfg, C.WordPiece)
+        max_chars = np.int64(model.cfg.max_input_chars_per_word if wordpiece else 0)
+        unk = np.int64(model.vocab.get(model.cfg.unk_token, -1))
+        n = offsets.shape[0] - 1
+        with numba_threads(threads if parallel else 1):
+            nlen = np.zeros(n, np.int64)
+            W.wp_norm_lengths(data, offsets, kind, rep_idx, rep_off, status, nlen)
+            noff = np.zeros(n + 1, np.int64)
+            np.cumsum(nlen, out=noff[1:])
+            norm = np.zeros(int(noff[-1]) + 8, np.uint8)  # 8 spare bytes past the end (the kernels read whole words)
+            W.wp_normalize(data, offsets, kind, rep_idx, rep_off, rep_bytes, status, noff, norm)
+            out = np.empty(max(int(noff[-1]), 1), np.int32)
+            counts = np.zeros(n, np.int64)
+            W.wp_encode(norm, noff, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm,
+                        wc, status, out, counts)
+        return noff, out, counts
 
     def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
+        """``(ids, row_splits)``: the texts packed, rewritten and encoded by
+        ``kernels.wordpiece_cpu`` (documents in parallel); those the reference path encodes
+        (added tokens, characters it would reorder, a missing unk token) spliced in."""
         from .cpu_ref.pipeline import check_text
+        from .fast_cpu import add_template, pack, plan_threads, splice_rows
+        from .kernels import engine_cpu as K
 
         texts = texts if isinstance(texts, list) else list(texts)
-        pre = self.prefix.tolist() if add_special_tokens else []
-        suf = self.suffix.tolist() if add_special_tokens else []
-        table, cache = self.table, self.cache
-        get = cache.get
-        flat: List[int] = []
-        rs = np.zeros(len(texts) + 1, np.int64)
-        for k, text in enumerate(texts):
-            check_text(text)
-            flat += pre
-            t2 = None
-            if not self._needs_reference(text):
-                t2 = text.translate(table)
-                if _SENTINEL in t2:
-                    t2 = None
-            if t2 is None:
-                flat += self.ref.encode(text, None, False).ids
-            else:
-                chunks = [w for w in t2.split(" ") if w] if self.exact_split else t2.split()
-                vals = list(map(get, chunks))
-                if None in vals:  # the chunks not seen yet, each once
-                    miss = set(chunks).difference(cache)
-                    if len(cache) + len(miss) > _CACHE_MAX:
-                        cache.clear()
-                        miss = set(chunks)
-                    long = {}  # not kept: the cache's memory is bounded by its count
-                    for w in miss:
-                        if len(w) <= _KEEP_CHARS:
-                            cache[w] = self.chunk_ids(w)
-                        else:
-                            long[w] = self.chunk_ids(w)
-                    vals = list(map(get, chunks))
-                    if long:
-                        vals = [v if v is not None else long[w] for v, w in zip(vals, chunks)]
-                flat += chain.from_iterable(vals)
-            flat += suf
-            rs[k + 1] = len(flat)
-        return np.array(flat, np.int32), rs
+        data, offsets = pack(texts, check_text, num_threads)
+        n = len(texts)
+        status = np.zeros(n, np.uint8)
+        if self._special[0] is not None or self._special[1] is not None:
+            for k, text in enumerate(texts):
+                if self._needs_reference(text):
+                    status[k] = 1
+        threads, parallel = plan_threads(num_threads, data.shape[0])
+        locked = self._lock.acquire(blocking=False)
+        try:
+            wc = self._word_cache(locked, threads if parallel else 1)
+            noff, out, counts = self._run(data, offsets, status, parallel, threads, wc)
+        finally:
+            if locked:
+                self._lock.release()
+        rs = np.zeros(n + 1, np.int64)
+        np.cumsum(counts, out=rs[1:])
+        ids = np.empty(int(rs[-1]), np.int32)
+        K.gather_serial(out, noff[:-1].copy(), counts, rs[:-1].copy(), ids)
+        templated = add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0])
+        if templated:
+            ids, rs = add_template(K, ids, rs, self.prefix, self.suffix, num_threads)
+        todo = np.flatnonzero(status)
+        if todo.shape[0]:
+            rows = {}
+            for k in todo.tolist():
+                row = self.ref.encode(texts[k], None, False).ids
+                rows[k] = self.prefix.tolist() + row + self.suffix.tolist() if templated else row
+            ids, rs = splice_rows(ids, rs, rows)
+        return ids, rs
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
         return self.ref.encode_batch(inputs, add_special_tokens)

@@ -16,7 +16,6 @@ if tokenizers.__version__ != "0.23.1":  # pragma: no cover
     pytest.skip(f"reference tokenizers==0.23.1 required, found {tokenizers.__version__}", allow_module_level=True)
 
 import gpu_tok  # noqa: E402
-from gpu_tok import fast_wordpiece  # noqa: E402
 from gpu_tok.fast_wordpiece import CpuWordPieceEngine  # noqa: E402
 
 from _small_bpe import NORMALIZERS, WP_ADDED, wordpiece_model, wordpiece_tokenizer_json  # noqa: E402
@@ -95,40 +94,58 @@ def test_added_tokens_raw_and_normalized_send_the_text_to_the_reference():
                           "HeLLo[SEP]", "plain text", ""])
 
 
-def test_split_on_spaces_only_when_python_would_cut_elsewhere():
-    """Without clean_text, U+001C..U+001F stay: white space for Python's str.split(), not for
-    the reference; the engine then splits on spaces only."""
+def test_only_the_references_white_space_cuts():
+    """Without clean_text, U+001C..U+001F stay inside words (Python's str.split() would cut
+    there; the reference does not)."""
     js = wordpiece_tokenizer_json(wordpiece_model(_WP_CHARS), normalizer="none", pre_tokenizer={"type": "WhitespaceSplit"})
     ours, ref = _pair(("nosplit",), js)
-    assert ours._cpu_engine().exact_split
-    _same_ids(ours, ref, ["a\x1cb", "a\x1f b", "hello\x1dworld", "a b"])
-    js = wordpiece_tokenizer_json(wordpiece_model(_WP_CHARS))
-    ours, ref = _pair(("split",), js)
-    assert not ours._cpu_engine().exact_split  # clean_text drops them
-    _same_ids(ours, ref, ["a\x1cb", "a\x1f b"])
+    _same_ids(ours, ref, ["a\x1cb", "a\x1f b", "hello\x1dworld", "a b", "a\u3000b\u0085c"])
 
 
-def test_word_cache_emptied_when_full(monkeypatch):
-    monkeypatch.setattr(fast_wordpiece, "_CACHE_MAX", 3)
-    js = wordpiece_tokenizer_json(wordpiece_model(_WP_CHARS))
-    ours, ref = gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js)
-    texts = ["hello world the unaffable words " * 3, "a b c d e f g", "hello again"] * 2
-    _same_ids(ours, ref, texts)
-    assert len(ours._cpu_engine().cache) <= 3
-
-
-def test_long_chunks_are_encoded_and_not_kept(monkeypatch):
-    """Chunks and pieces longer than _KEEP_CHARS are not kept (the caches are bounded by
-    count, so their entries must be short); their ids are the reference's, next to kept
-    ones and repeated in one text."""
-    monkeypatch.setattr(fast_wordpiece, "_KEEP_CHARS", 8)
+def test_word_cache_threads_and_long_pieces():
+    """The same ids from the kept word cache (a second pass), from a caller's own cache
+    (another call holds the kept one), serially and on two threads, for pieces the cache
+    does not keep (over 15 bytes, over 6 ids) next to ones it does."""
     js = wordpiece_tokenizer_json(wordpiece_model(_WP_CHARS, max_chars=1000))
     ours, ref = gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js)
-    long = "unaffable" * 3 + ",hello"
-    texts = [f"{long} hi {long} supercalifragilistic", "a" * 300, "hello " + "b" * 9]
-    _same_ids(ours, ref, texts)
+    words = ["hello", "world", "unaffable", "supercalifragilistic", "supercalifragilisticsupercali", "abcdefgh",
+             "東京都", "x,y", "don't", "a" * 40, "hellohellohellohello"]
+    texts = [" ".join(words[(k * 7 + j) % len(words)] for j in range(k % 50 + 1)) for k in range(3000)]
+    want = [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
+    for threads in (1, 2, 1):
+        assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=threads).to_list() == want
     eng = ours._cpu_engine()
-    assert all(len(k) <= 8 for k in list(eng.cache) + list(eng.pieces)) and "hi" in eng.cache
+    with eng._lock:  # held elsewhere: this call uses a cache of its own
+        assert ours.encode_batch_ids(texts[:50], add_special_tokens=False, device="cpu").to_list() == want[:50]
+
+
+@pytest.mark.parametrize("which", ["sample", pytest.param("all", marks=pytest.mark.full)])
+def test_compiled_rewrite_is_the_reference_normalizer(which):
+    """The kernels' table (what each code point becomes) against ``rewrite``, which runs the
+    reference normalizer on the character: on every 13th code point the table was built
+    from, every 97th one and the first 256 (``--full``: all), for the normalizers served."""
+    import numpy as np
+
+    for normalizer in ("Bert", "BertCased", "BertNoClean", "BertStripNoLower", "BertNoChinese", "Lowercase", "none"):
+        js = wordpiece_tokenizer_json(wordpiece_model(_WP_CHARS), normalizer=NORMALIZERS[normalizer] or "none")
+        eng = gpu_tok.Tokenizer.from_str(js)._cpu_engine()
+        kind, rep_idx, rep_off, rep_bytes = eng._compiled()[:4]
+        cps = range(0x110000) if which == "all" else sorted(
+            set(range(0, 0x110000, 97)) | set(range(256)) | set(sorted(eng._rewrite_candidates())[::13]))
+        bad = []
+        for o in cps:
+            if 0xD800 <= o <= 0xDFFF:
+                continue
+            c = chr(o)
+            k = int(kind[o])
+            got = {0: c, 1: "", 2: " ", 3: "\U0010ffff", 5: f" {c} "}.get(k)
+            if k == 4:
+                r = int(rep_idx[o])
+                got = bytes(rep_bytes[rep_off[r]:rep_off[r + 1]]).decode("utf-8")
+            if got != eng.rewrite(c):
+                bad.append(hex(o))
+        assert not bad, f"{normalizer}: {len(bad)} code points differ: {bad[:10]}"
+        assert np.count_nonzero(kind) > 0
 
 
 def test_served_and_not_served():
@@ -185,22 +202,3 @@ def test_real_bert_on_the_parity_corpus_slice():
     assert isinstance(ours._cpu_engine(), CpuWordPieceEngine)
     _same_ids(ours, ref, texts)
     assert len(texts) > 100
-
-
-def test_alphanumeric_chunks_skip_the_punctuation_split_only_when_exact():
-    """The shortcut (str.isalnum(): no punctuation to isolate) holds for this Python's
-    tables, and chunks give the same ids without it."""
-    js = wordpiece_tokenizer_json(wordpiece_model(_WP_CHARS))
-    ours, ref = _pair(("alnum",), js)
-    eng = ours._cpu_engine()
-    from gpu_tok.cpu_ref.unicode_props import is_punctuation
-
-    assert eng._alnum_plain == (not any(chr(o).isalnum() and is_punctuation(chr(o)) for o in range(0x110000)))
-    chunks = ["hello", "hello,", "東京", "a1b2", "x\u00b2", "don't", "\u0660\u0661", "ab\u05beba", "word\u2019s"]
-    fast = [eng.chunk_ids(c) for c in chunks]
-    was, eng._alnum_plain = eng._alnum_plain, False
-    try:
-        assert [eng.chunk_ids(c) for c in chunks] == fast
-    finally:
-        eng._alnum_plain = was
-    _same_ids(ours, ref, chunks)

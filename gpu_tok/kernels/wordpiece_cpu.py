@@ -1,0 +1,249 @@
+"""WordPiece / WordLevel ids over packed text: the compiled path of ``fast_wordpiece``
+(decision 0025).
+
+Array layouts
+-------------
+Text: ``data: uint8[N]`` the UTF-8 of all texts back to back, ``doc_offsets: int64[n+1]``.
+
+Rewrite, what each code point becomes (built by ``fast_wordpiece`` from the reference
+normalizer, one character at a time): ``kind: uint8[0x110000]``:
+0 itself, 1 nothing, 2 a space, 3 the reference path (the whole document),
+4 ``rep_bytes[rep_off[rep_idx[c]]:rep_off[rep_idx[c] + 1]]`` (the UTF-8 of its normalized
+form, white space made spaces), 5 itself between two spaces.
+``punct: uint8[0x110000]``: 1 for a character ``BertPreTokenizer`` isolates (all 0 under
+``WhitespaceSplit``). After the rewrite the only white space is the byte 0x20.
+
+Vocabulary: two byte tries (``engine_cpu.build_trie``: ``(node << 8) | byte`` -> child in
+``fk``/``fv``, ``fterm[node]`` the id an entry ending there has, else -1), the first over
+the entries for a word's first piece, the second (``nk``/``nv``/``nterm``) over the
+entries for the pieces after it, without the continuing prefix. WordLevel uses the first
+alone.
+
+``status: uint8[n]`` per document: 0 encoded here, 1 the reference path (set by the
+caller, or by ``kind`` 3), 2 a piece needs the unk token and the vocabulary has none
+(the reference path raises the reference's error).
+
+Output: ``norm: uint8[M]`` document ``d`` normalized at ``noff[d]:noff[d + 1]``;
+``out: int32[M]`` its ids at ``out[noff[d]:noff[d] + counts[d]]`` (every token has at
+least one byte of ``norm``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from numba import get_thread_id
+
+from .engine_cpu import short_key
+from .hash_table import EMPTY, lookup2, njit_cached, njit_noalloc
+from .pretok_cpu import _dec
+
+_U8 = np.uint64(8)
+
+
+@njit_noalloc(inline="always")
+def _norm_len(data, a, b, kind, rep_idx, rep_off):
+    """Bytes of ``data[a:b]`` rewritten, or -1 when a character sends it to the reference."""
+    total = 0
+    p = a
+    while p < b:
+        c, n = _dec(data, p)
+        k = kind[c]
+        if k == 0:
+            total += n
+        elif k == 2:
+            total += 1
+        elif k == 3:
+            return -1
+        elif k == 4:
+            r = rep_idx[c]
+            total += rep_off[r + 1] - rep_off[r]
+        elif k == 5:
+            total += n + 2
+        p += n
+    return total
+
+
+@njit_cached(parallel=True, nogil=True)
+def wp_norm_lengths(data, doc_offsets, kind, rep_idx, rep_off, status, nlen):
+    """``nlen[d]``: bytes of document ``d`` rewritten (0 for one the reference encodes;
+    ``status[d] = 1`` when a character sends it there)."""
+    for d in prange(doc_offsets.shape[0] - 1):
+        if status[d] != 0:
+            nlen[d] = 0
+            continue
+        t = _norm_len(data, doc_offsets[d], doc_offsets[d + 1], kind, rep_idx, rep_off)
+        if t < 0:
+            status[d] = 1
+            nlen[d] = 0
+        else:
+            nlen[d] = t
+
+
+@njit_cached(parallel=True, nogil=True)
+def wp_normalize(data, doc_offsets, kind, rep_idx, rep_off, rep_bytes, status, noff, norm):
+    """Document ``d`` rewritten into ``norm[noff[d]:noff[d + 1]]``."""
+    for d in prange(doc_offsets.shape[0] - 1):
+        if status[d] != 0:
+            continue
+        o = noff[d]
+        p = doc_offsets[d]
+        b = doc_offsets[d + 1]
+        while p < b:
+            c, n = _dec(data, p)
+            k = kind[c]
+            if k == 0:
+                for j in range(n):
+                    norm[o + j] = data[p + j]
+                o += n
+            elif k == 2:
+                norm[o] = 32
+                o += 1
+            elif k == 4:
+                r = rep_idx[c]
+                for j in range(rep_off[r], rep_off[r + 1]):
+                    norm[o] = rep_bytes[j]
+                    o += 1
+            elif k == 5:
+                norm[o] = 32
+                for j in range(n):
+                    norm[o + 1 + j] = data[p + j]
+                norm[o + 1 + n] = 32
+                o += n + 2
+            p += n
+
+
+@njit_noalloc
+def _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o):
+    """The ids of the piece ``norm[s:e]`` to ``out[o:]``; returns the new ``o``, or -1 when
+    the piece needs the unk token and there is none (``unk`` < 0)."""
+    if not wordpiece:  # WordLevel: the whole piece, else the unk token
+        node = np.uint64(0)
+        for p in range(s, e):
+            node = lookup2(ftab, (node << _U8) | np.uint64(norm[p]))
+            if node == EMPTY:
+                break
+        v = fterm[np.int64(node)] if node != EMPTY else -1
+        if v < 0:
+            if unk < 0:
+                return -1
+            v = unk
+        out[o] = v
+        return o + 1
+    chars = 0
+    for p in range(s, e):
+        if (norm[p] & 0xC0) != 0x80:
+            chars += 1
+    o0 = o
+    if chars <= max_chars:
+        q = s
+        first = True
+        while q < e:
+            # the longest entry at q: walk the trie while the bytes are the start of one
+            # (an entry ends on a character boundary, so a terminal node is one here too)
+            best = -1
+            bend = q
+            node = np.uint64(0)
+            for r in range(q, e):
+                if first:
+                    node = lookup2(ftab, (node << _U8) | np.uint64(norm[r]))
+                else:
+                    node = lookup2(ntab, (node << _U8) | np.uint64(norm[r]))
+                if node == EMPTY:
+                    break
+                t = fterm[np.int64(node)] if first else nterm[np.int64(node)]
+                if t >= 0:
+                    best = t
+                    bend = r + 1
+            if best < 0:
+                o = o0  # the whole piece is the unk token
+                break
+            out[o] = best
+            o += 1
+            q = bend
+            first = False
+        if q >= e and o > o0:
+            return o
+    if unk < 0:
+        return -1
+    out[o0] = unk
+    return o0 + 1
+
+
+_KEY1 = np.uint64(0x0FFFFFFFFFFFFFFF)  # the key bits of an entry's second word (the count above)
+_IDS = np.uint64((1 << 21) - 1)
+
+
+@njit_noalloc
+def _cached_piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, wc, w, out, o):
+    """``_piece`` through worker ``w``'s word cache (pieces of at most 15 bytes with at
+    most 6 ids, each below 2^21: ``wc[w, slot] = [w0, w1 | n << 56 | ids << 60, ids 0-2,
+    ids 3-5]``, 21 bits an id, direct-mapped)."""
+    n = e - s
+    if n > 15:
+        return _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o)
+    w0, w1, h = short_key(norm, s, n)
+    slot = np.int64(h & np.uint64(wc.shape[1] - 1))
+    if wc[w, slot, 0] == w0 and (wc[w, slot, 1] & _KEY1) == w1:
+        k = np.int64(wc[w, slot, 1] >> np.uint64(60))
+        for j in range(k):
+            word = wc[w, slot, 2 + j // 3]
+            out[o + j] = np.int32((word >> np.uint64(21 * (j % 3))) & _IDS)
+        return o + k
+    o2 = _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o)
+    k = o2 - o
+    if 0 < k <= 6:
+        v0 = np.uint64(0)
+        v1 = np.uint64(0)
+        ok = True
+        for j in range(k):
+            t = out[o + j]
+            if t < 0 or t > 0x1FFFFF:
+                ok = False
+            elif j < 3:
+                v0 |= np.uint64(t) << np.uint64(21 * j)
+            else:
+                v1 |= np.uint64(t) << np.uint64(21 * (j - 3))
+        if ok:
+            wc[w, slot, 0] = w0
+            wc[w, slot, 1] = w1 | (np.uint64(k) << np.uint64(60))
+            wc[w, slot, 2] = v0
+            wc[w, slot, 3] = v1
+    return o2
+
+
+@njit_cached(parallel=True, nogil=True)
+def wp_encode(norm, noff, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, wc, status,
+              out, counts):
+    """Each document's pieces (cut at spaces; punctuation characters alone) through the
+    model: ``counts[d]`` ids at ``out[noff[d]:]``."""
+    for d in prange(noff.shape[0] - 1):
+        counts[d] = 0
+        if status[d] != 0:
+            continue
+        w = get_thread_id()
+        a = noff[d]
+        b = noff[d + 1]
+        o = a
+        p = a
+        while p < b and o >= 0:
+            if norm[p] == 32:
+                p += 1
+                continue
+            s = p
+            while p < b and norm[p] != 32 and o >= 0:
+                c, n = _dec(norm, p)
+                if punct[c]:
+                    if p > s:
+                        o = _cached_piece(norm, s, p, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, wc, w, out, o)
+                    if o >= 0:
+                        o = _cached_piece(norm, p, p + n, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, wc, w, out, o)
+                    s = p + n
+                p += n
+            if p > s and o >= 0:
+                o = _cached_piece(norm, s, p, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, wc, w, out, o)
+        if o < 0:
+            status[d] = 2
+        else:
+            counts[d] = o - a
