@@ -97,21 +97,18 @@ class CpuWordPieceEngine:
         return "".join(" " if is_whitespace(x) else x for x in n)
 
     def _special_pattern(self):
-        """Patterns of the added tokens' contents: the raw ones, searched in the text, and
-        the normalized ones, searched in the text normalized (``self.norm_table``)."""
+        """The added tokens' contents: the raw ones as a trie (``engine_cpu.any_match``
+        searches the packed text), the normalized ones as a pattern searched in the text
+        normalized (``self.norm_table``)."""
+        from .kernels.engine_cpu import build_trie
+
         added = self.ref.added
-        raw = [t.content for t in added.map_r.values() if not t.normalized]
-        norm = [added.normalized_form.get(i, t.content) for i, t in added.map_r.items() if t.normalized]
+        raw = sorted({t.content.encode("utf-8") for t in added.map_r.values() if not t.normalized and t.content})
+        norm = sorted({added.normalized_form.get(i, t.content) for i, t in added.map_r.items() if t.normalized} - {""},
+                      key=len, reverse=True)
         self.norm_table = _Normalize(self) if norm else None
-
-        def pattern(contents):
-            contents = sorted(set(c for c in contents if c), key=len, reverse=True)
-            return re.compile("|".join(map(re.escape, contents))) if contents else None
-
-        # a text without any content's first character holds none (str "in" is fast)
-        firsts = {c[0] for c in raw if c}
-        self._firsts = sorted(firsts) if len(firsts) <= 8 else None
-        return pattern(raw), pattern(norm)
+        return (build_trie([(c, 0) for c in raw]) if raw else None,
+                re.compile("|".join(map(re.escape, norm))) if norm else None)
 
     def _unsafe_chars(self) -> frozenset:
         """With strip_accents: the characters whose NFD holds a non-starter the
@@ -214,12 +211,6 @@ class CpuWordPieceEngine:
         return self._tables
 
     # ------------------------------------------------------------ encoding
-    def _needs_reference(self, text: str) -> bool:
-        """A text holding an added token's content (see the module doc)."""
-        raw_rx, norm_rx = self._special
-        if raw_rx is not None and (self._firsts is None or any(c in text for c in self._firsts)) and raw_rx.search(text):
-            return True
-        return norm_rx is not None and norm_rx.search(text.translate(self.norm_table)) is not None
 
     def _word_cache(self, locked: bool, workers: int) -> np.ndarray:
         """Per worker thread, ``_CACHE_SLOTS`` pieces and their ids (``kernels.wordpiece_cpu``),
@@ -268,10 +259,15 @@ class CpuWordPieceEngine:
         texts = texts if isinstance(texts, list) else list(texts)
         data, offsets = pack(texts, check_text, num_threads)
         n = len(texts)
-        status = np.zeros(n, np.uint8)
-        if self._special[0] is not None or self._special[1] is not None:
+        # texts holding an added token's content: the reference path (see the module doc)
+        raw_trie, norm_rx = self._special
+        if raw_trie is not None:
+            status = K.any_match(data, offsets[:-1].copy(), offsets[1:].copy(), *raw_trie)
+        else:
+            status = np.zeros(n, np.uint8)
+        if norm_rx is not None:
             for k, text in enumerate(texts):
-                if self._needs_reference(text):
+                if not status[k] and norm_rx.search(text.translate(self.norm_table)):
                     status[k] = 1
         threads, parallel = plan_threads(num_threads, data.shape[0])
         locked = self._lock.acquire(blocking=False)
