@@ -71,6 +71,16 @@ class Prepend:
 
 
 @dataclass(frozen=True)
+class Precompiled:
+    """SentencePiece's compiled normalization rules; ``charsmap`` is the parsed
+    ``gpu_tok.cpu_ref.precompiled.Charsmap`` (checked when the file is read)."""
+
+    data: bytes = field(repr=False)
+    charsmap: object = field(repr=False, compare=False)
+    path: str = ""
+
+
+@dataclass(frozen=True)
 class NormalizerSequence:
     normalizers: Tuple[object, ...]
     path: str = ""
@@ -173,6 +183,18 @@ class WordLevel:
 
     vocab: Mapping[str, int] = field(repr=False)
     unk_token: str = "<unk>"
+    path: str = "model"
+
+
+@dataclass(frozen=True)
+class Unigram:
+    """SentencePiece's unigram model: the best-scoring segmentation of each piece
+    (scores as the reference parses them, see ``loader.serde_f64``); an uncovered
+    character is ``unk_id`` (consecutive ones fused), or its bytes with ``byte_fallback``."""
+
+    vocab: Tuple[Tuple[str, float], ...] = field(repr=False)
+    unk_id: Optional[int] = None
+    byte_fallback: bool = False
     path: str = "model"
 
 

@@ -100,12 +100,25 @@ def parse_normalizer(v: Any, path: str):
         return C.Replace(_pattern(o, path), _get(o, "content", path, str), path)
     if t == "Prepend":
         return C.Prepend(_get(o, "prepend", path, str), path)
+    if t == "Precompiled":
+        return _precompiled(o, path)
     if t == "Sequence":
         items = _get(o, "normalizers", path, list)
         return C.NormalizerSequence(
             tuple(parse_normalizer(x, f"{path}.normalizers[{i}]") for i, x in enumerate(items)), path
         )
     raise UnsupportedComponent(f"{path}.type", t)
+
+
+def _precompiled(o: Dict[str, Any], path: str) -> C.Precompiled:
+    """Measured: the field is required, a base64 string (padding optional); the reference
+    fails on a map it cannot parse, and panics on first use of an empty or malformed
+    trie, which is refused here when the file is read."""
+    from .cpu_ref.precompiled import Charsmap, decode_charsmap
+
+    p = f"{path}.precompiled_charsmap"
+    data = decode_charsmap(_get(o, "precompiled_charsmap", path, str), p)
+    return C.Precompiled(data, Charsmap(data, p), path)
 
 
 # ------------------------------------------------------------- pre-tokenizers
@@ -179,8 +192,8 @@ def _model_type(o: Dict[str, Any], path: str) -> str:
         return "WordPiece"
     if "vocab" in o and "unk_token" in o and isinstance(o["vocab"], dict):
         return "WordLevel"
-    if "unk_id" in o or isinstance(o.get("vocab"), list):
-        raise UnsupportedComponent(f"{path}.type", "Unigram", "model family not supported yet (inferred: file has no type)")
+    if "vocab" in o:
+        return "Unigram"
     raise TokenizerFileError(path, "no type, and the fields match no model (BPE, WordPiece, WordLevel, Unigram)")
 
 
@@ -194,6 +207,102 @@ def _vocab(o: Dict[str, Any], path: str) -> Dict[str, int]:
     return vocab
 
 
+def serde_f64(text: str) -> float:
+    """A JSON number literal as the reference reads it into an ``f64``: ``serde_json``
+    without ``float_roundtrip`` (measured, decision 0027). An integer that fits 64 bits is
+    converted exactly rounded; otherwise the first digits that fit a ``u64`` make the
+    significand (later ones only count in the exponent), which is multiplied or divided
+    by one power of ten, itself correctly rounded. That is off by one unit in the last
+    place for about a quarter of t5-small's scores, so Python's ``float`` is not used."""
+    neg = text.startswith("-")
+    i = 1 if neg else 0
+    n = len(text)
+    sig = exp = 0
+    full = False  # the significand took all the digits it can
+    while i < n and "0" <= text[i] <= "9":
+        if full or sig > _U64_DIV10 or (sig == _U64_DIV10 and ord(text[i]) - 48 > _U64_MOD10):
+            full = True
+            exp += 1
+        else:
+            sig = sig * 10 + ord(text[i]) - 48
+        i += 1
+    integer = True
+    if i < n and text[i] == ".":
+        integer = False
+        i += 1
+        while i < n and "0" <= text[i] <= "9":
+            if not full and (sig < _U64_DIV10 or (sig == _U64_DIV10 and ord(text[i]) - 48 <= _U64_MOD10)):
+                sig = sig * 10 + ord(text[i]) - 48
+                exp -= 1
+            else:
+                full = True
+            i += 1
+    if i < n and text[i] in "eE":
+        integer = False
+        i += 1
+        pos = text[i] != "-"
+        if text[i] in "+-":
+            i += 1
+        e = 0
+        for ch in text[i:]:
+            e = e * 10 + ord(ch) - 48
+            if e > 0x7FFFFFFF:  # the reference stops here: 0, or out of range
+                if sig and pos:
+                    raise OverflowError(f"number out of range: {text}")
+                return -0.0 if neg else 0.0
+        exp = exp + e if pos else exp - e
+    if integer and not full:
+        return -float(sig) if neg else float(sig)
+    f = float(sig)
+    while True:
+        a = -exp if exp < 0 else exp
+        if a <= 308:
+            if exp >= 0:
+                f *= _POW10[a]
+                if f == _INF:
+                    raise OverflowError(f"number out of range: {text}")
+            else:
+                f /= _POW10[a]
+            break
+        if f == 0.0:
+            break
+        if exp >= 0:
+            raise OverflowError(f"number out of range: {text}")
+        f /= 1e308
+        exp += 308
+    return -f if neg else f
+
+
+_U64_DIV10, _U64_MOD10 = divmod((1 << 64) - 1, 10)
+_POW10 = [float(f"1e{k}") for k in range(309)]
+_INF = float("inf")
+
+
+def _unigram(o: Dict[str, Any], path: str) -> C.Unigram:
+    """Measured: ``vocab`` (pairs of a string and a number) is required; ``unk_id`` may be
+    missing or null, else an index into the vocabulary (which must then not be empty);
+    ``byte_fallback`` defaults to false and must not be null."""
+    raw = _get(o, "vocab", path, list)
+    vocab = []
+    for i, item in enumerate(raw):
+        if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
+                or not isinstance(item[1], (int, float)) or isinstance(item[1], bool)):
+            raise TokenizerFileError(f"{path}.vocab[{i}]", f"expected [piece, score], found {item!r}")
+        score = item[1]
+        vocab.append((item[0], serde_f64(str(score)) if type(score) is int else float(score)))
+    unk = _get(o, "unk_id", path, int, None, nullable=True)
+    if unk is not None:
+        if unk < 0:
+            raise TokenizerFileError(f"{path}.unk_id", f"expected a non-negative integer, found {unk}")
+        if not vocab:
+            raise TokenizerFileError(f"{path}.vocab", "empty, but unk_id needs an entry (EmptyVocabulary)")
+        if unk >= len(vocab):
+            raise TokenizerFileError(f"{path}.unk_id", f"{unk} is not an index of the {len(vocab)}-entry vocabulary")
+    if o.get("byte_fallback", False) is None:
+        raise TokenizerFileError(f"{path}.byte_fallback", "must not be null")
+    return C.Unigram(tuple(vocab), unk, _get(o, "byte_fallback", path, bool, False), path)
+
+
 def parse_model(v: Any, path: str = "model"):
     o = _obj(v, path)
     t = _model_type(o, path)
@@ -205,6 +314,8 @@ def parse_model(v: Any, path: str = "model"):
                            _get(o, "continuing_subword_prefix", path, str), n, path)
     if t == "WordLevel":
         return C.WordLevel(_vocab(o, path), _get(o, "unk_token", path, str), path)
+    if t == "Unigram":
+        return _unigram(o, path)
     if t != "BPE":
         raise UnsupportedComponent(f"{path}.type", t, "model family not supported yet")
 
@@ -447,11 +558,17 @@ def parse_tokenizer(data: Any) -> C.TokenizerConfig:
     )
 
 
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def load_str(text: str) -> C.TokenizerConfig:
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_float=serde_f64, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
         raise TokenizerFileError("", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except (OverflowError, ValueError) as e:  # the reference refuses these numbers too
+        raise TokenizerFileError("", f"invalid JSON: {e}") from None
     return parse_tokenizer(data)
 
 

@@ -9,6 +9,7 @@ the ``Encoding`` and both decodes are compared with ``tokenizers`` itself.
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -203,7 +204,7 @@ def test_sentencepiece_model_options(options, text):
 
 
 # ------------------------------------------------------ WordPiece and WordLevel
-from _small_bpe import bert_normalizer, wordpiece_model, wordpiece_tokenizer_json  # noqa: E402
+from _small_bpe import wordpiece_model, wordpiece_tokenizer_json  # noqa: E402
 
 # characters BertNormalizer treats apart: controls it drops (NUL, DEL, U+FFFD, format and
 # private-use characters), white space it makes a space, CJK ideographs, nonspacing marks
@@ -297,3 +298,80 @@ def test_wordlevel(text):
         js = wordpiece_tokenizer_json(model, pre_tokenizer=pre, added=[], decoder="none", post_processor="none")
         ours, ref = _pair_of_tokenizers(("wl", str(pre)), _json=js)
         _assert_same(ours, ref, text)
+
+
+# ------------------------------------------------------ Unigram and Precompiled
+from _charsmap import build_charsmap  # noqa: E402
+from _small_unigram import UNIGRAM_WORDS, unigram_model, unigram_tokenizer_json  # noqa: E402
+
+from gpu_tok.cpu_ref.normalizers import normalize_str  # noqa: E402
+from gpu_tok.loader import parse_normalizer  # noqa: E402
+
+_UNI_PIECES = _WP_PIECES + UNIGRAM_WORDS + ["Ａ\u0301b", "e\u0301\u0301", "ｶﾞ", "①②③", "\r\n\r", "\x01a\x01",
+                                            "\u1100\u1161\u11a8", "\u1100\u1161x", "日本語のテキスト", "☃x", "x☃x", "☃☃x"]
+uni_texts = st.lists(st.one_of(st.text(alphabet=_ALPHABET + "Ａａ１ﬁ™①②ｶﾞ\x01\u200b", max_size=12),
+                               st.sampled_from(_UNI_PIECES)), max_size=8).map("".join)
+
+
+@pytest.mark.parametrize("options", [
+    {},
+    {"seed": 1},
+    {"seed": 2, "unk_id": 1},
+    {"seed": 3, "positive": True},
+    {"seed": 4, "dup": True},
+    {"seed": 5, "byte_fallback": True, "bytes_present": range(256)},
+    {"seed": 6, "byte_fallback": True, "bytes_present": range(0, 256, 2)},
+], ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items() if k != "bytes_present") or "default")
+@pytest.mark.parametrize("pre", ["t5", "metaspace", "metaspace-first-nosplit", "none"])
+@_SETTINGS
+@given(text=uni_texts)
+def test_unigram(options, pre, text):
+    """Unigram's best path (many ties: scores from a few values), the unknown token (fused),
+    byte fallback with all or half of the byte tokens, positive scores, another unk_id,
+    duplicate entries; behind the Precompiled rules and each pre-tokenizer."""
+    model = unigram_model(**options)
+    ours, ref = _pair_of_tokenizers(("uni", json.dumps(options, sort_keys=True, default=list), pre),
+                                    _json=unigram_tokenizer_json(model, pre_tokenizer=pre))
+    _assert_same(ours, ref, text)
+    _assert_same(ours, ref, text, text[::-1])
+
+
+def test_unigram_without_unk_id_fails_as_the_reference_does():
+    model = unigram_model(unk_id=None)
+    js = unigram_tokenizer_json(model, normalizer="none")
+    ours, ref = gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js)
+    _assert_same(ours, ref, "hello world")
+    for text in ("hello ☃", "☃"):
+        with pytest.raises(Exception, match="unk_id"):
+            ref.encode(text)
+        with pytest.raises(ValueError, match="unk_id"):
+            ours.encode(text)
+
+
+_RULE_CHARS = ["a", "b", "e", "A", "\u0301", "\u0308", "\u093f", "\u0600", "\r", "\n", "\x01", "\u200d", "\u1100",
+               "\u1161", "\u11a8", "\uac00", "©", "\U0001f600", "\U0001f3fb", "\U00010000", "\u0915", "\u094d", "Ａ",
+               "\u00a0", " ", "\u3000"]
+
+
+@_SETTINGS
+@given(rules=st.dictionaries(st.lists(st.sampled_from(_RULE_CHARS), min_size=1, max_size=3).map("".join),
+                             st.text(alphabet="xyzé\u0301 Ω東\U0001f600", max_size=4), max_size=10),
+       texts=st.lists(st.lists(st.sampled_from(_RULE_CHARS + ["xy", "  "]), max_size=12).map("".join),
+                      min_size=1, max_size=6))
+def test_precompiled_rules(rules, texts):
+    """Precompiled on rule sets of our own (tests/_charsmap.py): clusters of fewer than 6
+    bytes replaced whole by their shortest rule, the rest character by character, removals
+    and expansions (offsets through a character-level Unigram), clusters cut by CR LF,
+    Prepend, marks, ZWJ sequences, Hangul, conjuncts."""
+    data = build_charsmap(rules)
+    ref_norm = tokenizers.normalizers.Precompiled(data)
+    norm = {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(data).decode()}
+    chars = sorted(set("".join(_RULE_CHARS) + "xyzé\u0301Ω東\U0001f600\u2581"))
+    model = {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0], ["<s>", 0.0], ["</s>", 0.0]]
+             + [[c, -1.0 - (i % 3)] for i, c in enumerate(chars)] + [["xy", -1.5], ["Ωx", -2.0]]}
+    js = unigram_tokenizer_json(model, normalizer=norm, pre_tokenizer="none")
+    ours, ref = gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js)
+    cfg = parse_normalizer(norm, "normalizer")
+    for t in texts:
+        assert normalize_str(cfg, t) == ref_norm.normalize_str(t), f"normalized text differs for {t!r}"
+        _assert_same(ours, ref, t)

@@ -1224,3 +1224,24 @@ def test_one_compiled_type_for_the_packed_bytes():
     twice = [(m.__name__, k) for m in (engine_cpu, pretok_cpu) for k, v in vars(m).items()
              if isinstance(v, CPUDispatcher) and len({writable(s) for s in v.signatures}) < len(v.signatures)]
     assert twice == []  # no kernel compiled for a read-only and a writable array alike
+
+
+def test_unigram_runs_the_reference_path_and_is_refused_on_the_device():
+    """t5-small (Unigram): no compiled engine yet, so device="cpu" and "auto" run the
+    reference path (``cpu_engine_reason`` says why) with the reference's ids; the GPU engine
+    refuses it by name."""
+    p = model_path("t5-small")
+    if not p.is_file():
+        pytest.skip(f"model t5-small not available at {p}")
+    tokenizers = pytest.importorskip("tokenizers")
+    t = gpu_tok.Tokenizer.from_file(str(p))
+    assert "model Unigram" in t.cpu_engine_reason
+    texts = ["Hello world", "\uff21\u0301b caf\u00e9", "\u65e5\u672c\u8a9e", ""]
+    ref = tokenizers.Tokenizer.from_file(str(p))
+    want = [e.ids for e in ref.encode_batch(texts)]
+    assert t.encode_batch_ids(texts, device="cpu").to_list() == want
+    assert t.encode_batch_ids(texts, device="auto").to_list() == want
+    from gpu_tok.gpu_engine import GpuTokenizer, NotServedOnDevice, TwinBackend
+
+    with pytest.raises(NotServedOnDevice, match="Unigram"):
+        GpuTokenizer(t, TwinBackend())

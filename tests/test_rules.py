@@ -15,6 +15,7 @@ import pytest
 import gpu_tok
 from _paths import ORACLES_DIR, model_file, sha256_file
 from _small_bpe import NORMALIZERS, POST_PROCESSORS, PRE_TOKENIZERS, small_wordpiece_json, sp_tokenizer_json, tokenizer_json
+from _small_unigram import small_unigram_json
 
 RULES = ORACLES_DIR / "rules.jsonl.gz"
 FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask", "word_ids")
@@ -49,6 +50,8 @@ def _tokenizer(spec):
             _cache[key] = gpu_tok.Tokenizer.from_str(sp_tokenizer_json(**spec["sp"]))
         elif "wp" in spec:
             _cache[key] = gpu_tok.Tokenizer.from_str(small_wordpiece_json(**spec["wp"]))
+        elif "uni" in spec:
+            _cache[key] = gpu_tok.Tokenizer.from_str(small_unigram_json(**spec["uni"]))
         else:
             s = spec["small"]
             _cache[key] = gpu_tok.Tokenizer.from_str(tokenizer_json(

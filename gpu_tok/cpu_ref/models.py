@@ -282,8 +282,140 @@ class WordLevelModel(_Vocab):
         return [Token(i, self.cfg.unk_token, 0, nbytes)]
 
 
+_UNK_PENALTY = 10.0
+
+
+class UnigramModel(_Vocab):
+    """HF's Unigram (SentencePiece's best path): over the piece's UTF-8 bytes, from each
+    character start in order, every vocabulary entry that is a prefix there (shortest
+    first) offers ``score + best score up to here`` to the position it ends at, taken
+    only when strictly greater than what that position has (the first offer wins ties).
+    A character start with no one-character entry also offers ``unk_id`` over that
+    character, scored ``min(scores) - 10``. The best path is read back from the end;
+    consecutive ``unk_id`` tokens are fused into one string. Each string is then looked up
+    (a fused string that happens to be a vocabulary entry is that entry); a missing one
+    is its ``<0xXX>`` bytes with ``byte_fallback`` (all of them must exist, each spans
+    the whole string), else ``unk_id``. Duplicate entries: the last one's id and score.
+    Additions are the same ``f64`` operations in the same order as the reference's."""
+
+    def __init__(self, cfg: C.Unigram):
+        self.cfg = cfg
+        vocab = {}
+        for i, (tok, _score) in enumerate(cfg.vocab):
+            vocab[tok] = i
+        self._init_vocab(vocab)
+        self.vocab_r = {i: tok for i, (tok, _s) in enumerate(cfg.vocab)}
+        self.scores = [sc for _t, sc in cfg.vocab]
+        self.min_score = min(self.scores, default=float("inf"))
+        self.unk_id = cfg.unk_id
+        # byte trie of the entries: node = dict byte -> node, key -1 -> id
+        root: Dict = {}
+        for tok, i in vocab.items():
+            node = root
+            for b in tok.encode("utf-8"):
+                node = node.setdefault(b, {})
+            node[-1] = i
+        self._trie = root
+
+    def get_vocab_size(self) -> int:
+        return len(self.cfg.vocab)
+
+    def _strings(self, piece: str) -> List[Tuple[str, int, int]]:
+        """The best path as (string, start, end), byte offsets; fused unknowns included."""
+        data = piece.encode("utf-8")
+        size = len(data)
+        unk_id = self.unk_id
+        unk_score = self.min_score - _UNK_PENALTY
+        scores, root = self.scores, self._trie
+        best = [0.0] * (size + 1)
+        start_of: List[Optional[int]] = [None] * (size + 1)
+        id_of = [0] * (size + 1)
+        pos = 0
+        while pos < size:
+            here = best[pos]
+            b0 = data[pos]
+            mblen = 1 if b0 < 0x80 else 2 if b0 < 0xE0 else 3 if b0 < 0xF0 else 4
+            single = False
+            node = root
+            end = pos
+            while end < size:
+                node = node.get(data[end])
+                if node is None:
+                    break
+                end += 1
+                i = node.get(-1)
+                if i is not None:
+                    cand = scores[i] + here
+                    if start_of[end] is None or cand > best[end]:
+                        best[end] = cand
+                        start_of[end] = pos
+                        id_of[end] = i
+                    if end - pos == mblen:
+                        single = True
+            if not single:
+                end = pos + mblen
+                cand = unk_score + here
+                if start_of[end] is None or cand > best[end]:
+                    if unk_id is None:
+                        raise ValueError("Unigram: a piece needs the unknown token but the model has no unk_id "
+                                         "(the reference fails too: 'Encountered an unknown token but `unk_id` is missing')")
+                    best[end] = cand
+                    start_of[end] = pos
+                    id_of[end] = unk_id
+            pos += mblen
+        out: List[Tuple[str, int, int]] = []
+        end = size
+        fused_end = None
+        while end > 0:
+            start = start_of[end]
+            if unk_id is not None and id_of[end] == unk_id:
+                if fused_end is None:
+                    fused_end = end
+            else:
+                if fused_end is not None:
+                    out.append((data[end:fused_end].decode("utf-8"), end, fused_end))
+                    fused_end = None
+                out.append((data[start:end].decode("utf-8"), start, end))
+            end = start
+        if fused_end is not None:
+            out.append((data[0:fused_end].decode("utf-8"), 0, fused_end))
+        out.reverse()
+        return out
+
+    def tokenize(self, piece: str) -> List[Token]:
+        if not piece:
+            return []
+        toks = self._cache.get(piece)
+        if toks is None:
+            toks = self._tokens(piece)
+            if len(piece) < 256 and len(self._cache) < 100_000:
+                self._cache[piece] = toks
+        return [Token(i, v, s, e) for i, v, s, e in toks]
+
+    def _tokens(self, piece: str) -> List[Tuple[int, str, int, int]]:
+        vocab = self.vocab
+        out: List[Tuple[int, str, int, int]] = []
+        for string, s, e in self._strings(piece):
+            i = vocab.get(string)
+            if i is None:
+                if self.cfg.byte_fallback:
+                    names = [f"<0x{b:02X}>" for b in string.encode("utf-8")]
+                    ids = [vocab.get(nm) for nm in names]
+                    if None not in ids:
+                        out += [(j, nm, s, e) for j, nm in zip(ids, names)]
+                        continue
+                if self.unk_id is None:
+                    raise ValueError("Unigram: a piece needs the unknown token but the model has no unk_id "
+                                     "(the reference fails too: 'Encountered an unknown token but `unk_id` is missing')")
+                i = self.unk_id
+            out.append((i, string, s, e))
+        return out
+
+
 def model_for(cfg):
     """The reference model for a model config."""
+    if isinstance(cfg, C.Unigram):
+        return UnigramModel(cfg)
     if isinstance(cfg, C.WordPiece):
         return WordPieceModel(cfg)
     if isinstance(cfg, C.WordLevel):

@@ -11,6 +11,7 @@ from typing import List, Tuple
 
 from .. import config as C
 from .normalized import NormalizedString
+from .precompiled import precompiled_normalize
 from .regex_util import compile_pattern, find_spans
 from .unicode_props import (
     BERT_CHINESE,
@@ -221,6 +222,8 @@ def normalize(cfg, ns: NormalizedString) -> None:
     elif isinstance(cfg, C.Prepend):
         if ns.text:
             ns.prepend(cfg.prepend)
+    elif isinstance(cfg, C.Precompiled):
+        precompiled_normalize(cfg.charsmap, ns)
     else:  # pragma: no cover - the loader refuses everything else
         raise TypeError(f"unknown normalizer {cfg!r}")
 

@@ -30,6 +30,8 @@ from _small_bpe import (  # noqa: E402
     tokenizer_json,
 )
 
+from _small_unigram import small_unigram_json  # noqa: E402
+
 OUT = HERE / "rules.jsonl.gz"
 
 FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask", "word_ids")
@@ -50,6 +52,8 @@ def build_json(spec) -> str:
         return sp_tokenizer_json(pipeline=spec["sp"]["pipeline"], decoder=spec["sp"]["decoder"])
     if "wp" in spec:
         return small_wordpiece_json(**spec["wp"])
+    if "uni" in spec:
+        return small_unigram_json(**spec["uni"])
     s = spec["small"]
     return tokenizer_json(normalizer=NORMALIZERS[s["normalizer"]], pre_tokenizer=PRE_TOKENIZERS[s["pre_tokenizer"]],
                           post_processor=POST_PROCESSORS[s["post_processor"]])
@@ -112,6 +116,18 @@ CASES += [
     ("0024-wordpiece", {"wp": {"normalizer": "BertCased"}}, ["Hello", "hello", "\u00c9t\u00e9", "ab!cd"]),
     ("0024-wordpiece", {"wp": {"normalizer": "BertStripNoLower"}}, ["\u00e9t\u00e9", "\u00c9T\u00c9", "\u1e9e\u00df"]),
     ("0024-wordpiece", {"wp": {"normalizer": "BertLowerNoStrip", "prefix": ""}}, ["\u00e9t\u00e9 abc", "unaffable"]),
+    # 0027: the Unigram family (Precompiled normalizer, grapheme clusters, Unigram model)
+    ("0027-unigram", {"model": "t5-small"},
+     ["\uff21\u0301b", "\uff76\uff9e", "\x01abc", "a\r\nb", "\u2460\u2461 \u2122", "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8",
+      "caf\u00e9 cafe\u0301", "\u1100\u1161\u11a8\u0301", "\u0915\u094d\u0937", "\u00a9\u200d\u00a9", "\U0001f468\u200d\U0001f469",
+      "translate English to German: That is good.", "<extra_id_0> x </s>", "\u20ac100 \u00a0 x", ""]),
+    ("0027-unigram", {"uni": {}}, ["A\u030a\u0301", "e\u0301\u0301x", "\x01\u200bab", "\uff21\uff41", "\u2460\u2461\u2462",
+                                  "hello world", "\u2603x x\u2603 \u2603\u2603"]),
+    ("0027-unigram", {"uni": {"seed": 3, "positive": True}}, ["\u2603x", "x\u2603", "\u2603\u2603x", "the hello"]),
+    ("0027-unigram", {"uni": {"seed": 4, "dup": True}}, ["the ll a", "hello"]),
+    ("0027-unigram", {"uni": {"seed": 6, "byte_fallback": True, "bytes_present": [0, 256, 2]}},
+     ["\u2603", "\u00e9\u4e2d", "\U0001f600 x"]),
+    ("0027-unigram", {"uni": {"pre_tokenizer": "metaspace-first-nosplit"}}, ["hello  world the", "  x"]),
 ]
 for _b in BEHAVIOURS:
     for _inv in (False, True):
