@@ -1257,11 +1257,14 @@ class CpuSentencePieceEngine:
 def cpu_engine_for(cfg: C.TokenizerConfig, ref):
     """The engine for a tokenizer.json, or ``NotServed`` with every engine's reason: the
     compiled byte-level and SentencePiece engines, else the WordPiece / WordLevel one
-    (``fast_wordpiece``)."""
+    (``fast_wordpiece``) or the Unigram one (``fast_unigram``)."""
+    from .fast_unigram import CpuUnigramEngine
     from .fast_wordpiece import CpuWordPieceEngine
 
     if isinstance(cfg.model, (C.WordPiece, C.WordLevel)):
         return CpuWordPieceEngine(cfg, ref)
+    if isinstance(cfg.model, C.Unigram):
+        return CpuUnigramEngine(cfg, ref)
     try:
         return CpuTokenizerEngine(cfg, ref)
     except NotServed as e1:

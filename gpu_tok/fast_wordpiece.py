@@ -58,12 +58,103 @@ class _Normalize(dict):
         return v
 
 
-class CpuWordPieceEngine:
+class PieceEngine:
+    """What the compiled engines of ``fast_wordpiece`` and ``fast_unigram`` share: texts
+    packed, those holding an added token's content sent to the reference path, the kernels
+    (``_run``) with a word cache kept across calls, the template, the reference path's rows
+    spliced in. A subclass sets ``cfg``, ``ref``, ``prefix``/``suffix`` and ``_special``
+    (``_special_pattern``) and defines ``_run`` and ``_normalized_contents``."""
+
+    _wc = None  # the kept word cache (``_word_cache``)
+
+    def _init_common(self, cfg: C.TokenizerConfig, ref) -> None:
+        from .fast_cpu import template_ids
+
+        self.cfg = cfg
+        self.ref = ref
+        self.prefix, self.suffix = template_ids(cfg, ref)
+        self._tables = None  # the kernels' arrays, built on first use
+        self._lock = threading.Lock()  # held by the call using the kept word cache
+
+    def _raw_contents(self):
+        """The raw added tokens' contents as a trie (``engine_cpu.any_match`` searches the
+        packed text for them), and the normalized ones' normalized forms."""
+        from .kernels.engine_cpu import build_trie
+
+        added = self.ref.added
+        raw = sorted({t.content.encode("utf-8") for t in added.map_r.values() if not t.normalized and t.content})
+        norm = sorted({added.normalized_form.get(i, t.content) for i, t in added.map_r.items() if t.normalized} - {""},
+                      key=len, reverse=True)
+        return (build_trie([(c, 0) for c in raw]) if raw else None), norm
+
+    def _normalized_contents(self, texts: List[str], status: np.ndarray) -> None:
+        """Set ``status[k]`` for each text whose normalized form holds a normalized added
+        token's content."""
+        raise NotImplementedError
+
+    def _word_cache(self, locked: bool, workers: int) -> np.ndarray:
+        """Per worker thread, ``_CACHE_SLOTS`` pieces and their ids (``kernels.wordpiece_cpu``'s
+        ``cache_get``), kept across calls for the caller holding ``_lock``; another caller at
+        the same time gets a small one of its own (two calls writing one entry could tear it)."""
+        from .fast_cpu import default_threads
+
+        if not locked:
+            return np.zeros((workers, 1 << 12, 4), np.uint64)
+        if self._wc is None or self._wc.shape[0] < workers:
+            self._wc = np.zeros((max(workers, default_threads()), _CACHE_SLOTS, 4), np.uint64)
+        return self._wc
+
+    def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
+        """``(ids, row_splits)``: the texts packed and encoded by the kernels (documents in
+        parallel); those the reference path encodes spliced in."""
+        from .cpu_ref.pipeline import check_text
+        from .fast_cpu import add_template, pack, plan_threads, splice_rows
+        from .kernels import engine_cpu as K
+
+        texts = texts if isinstance(texts, list) else list(texts)
+        data, offsets = pack(texts, check_text, num_threads)
+        n = len(texts)
+        raw_trie, any_norm = self._special
+        if raw_trie is not None:
+            status = K.any_match(data, offsets[:-1].copy(), offsets[1:].copy(), *raw_trie)
+        else:
+            status = np.zeros(n, np.uint8)
+        if any_norm:
+            self._normalized_contents(texts, status)
+        threads, parallel = plan_threads(num_threads, data.shape[0])
+        locked = self._lock.acquire(blocking=False)
+        try:
+            wc = self._word_cache(locked, threads if parallel else 1)
+            noff, out, counts = self._run(data, offsets, status, parallel, threads, wc)
+        finally:
+            if locked:
+                self._lock.release()
+        rs = np.zeros(n + 1, np.int64)
+        np.cumsum(counts, out=rs[1:])
+        ids = np.empty(int(rs[-1]), np.int32)
+        K.gather_serial(out, noff[:-1].copy(), counts, rs[:-1].copy(), ids)
+        templated = add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0])
+        if templated:
+            ids, rs = add_template(K, ids, rs, self.prefix, self.suffix, num_threads)
+        todo = np.flatnonzero(status)
+        if todo.shape[0]:
+            rows = {}
+            for k in todo.tolist():
+                row = self.ref.encode(texts[k], None, False).ids
+                rows[k] = self.prefix.tolist() + row + self.suffix.tolist() if templated else row
+            ids, rs = splice_rows(ids, rs, rows)
+        return ids, rs
+
+    def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
+        return self.ref.encode_batch(inputs, add_special_tokens)
+
+
+class CpuWordPieceEngine(PieceEngine):
     """``encode_ids`` for a WordPiece / WordLevel model behind ``BertNormalizer`` or
     ``Lowercase`` (or none) and ``BertPreTokenizer`` or ``WhitespaceSplit``."""
 
     def __init__(self, cfg: C.TokenizerConfig, ref):
-        from .fast_cpu import NotServed, template_ids
+        from .fast_cpu import NotServed
 
         if not isinstance(cfg.model, (C.WordPiece, C.WordLevel)):
             raise NotServed("not a WordPiece or WordLevel model")
@@ -73,16 +164,11 @@ class CpuWordPieceEngine:
         pre = cfg.pre_tokenizer
         if not isinstance(pre, (C.BertPreTokenizer, C.WhitespaceSplit)):
             raise NotServed(f"pre-tokenizer {type(pre).__name__ if pre is not None else None}")
-        self.cfg = cfg
-        self.ref = ref
+        self._init_common(cfg, ref)
         self.norm = norm
         self.punct = isinstance(pre, C.BertPreTokenizer)
-        self.prefix, self.suffix = template_ids(cfg, ref)
         self._unsafe = self._unsafe_chars()
         self._special = self._special_pattern()
-        self._tables = None  # the kernels' arrays (``_compiled``), built on first use
-        self._wc = None  # the kept word cache (``_word_cache``)
-        self._lock = threading.Lock()  # held by the call using the kept word cache
 
     # ------------------------------------------------------------ set-up
     def rewrite(self, c: str) -> str:
@@ -97,18 +183,17 @@ class CpuWordPieceEngine:
         return "".join(" " if is_whitespace(x) else x for x in n)
 
     def _special_pattern(self):
-        """The added tokens' contents: the raw ones as a trie (``engine_cpu.any_match``
-        searches the packed text), the normalized ones as a pattern searched in the text
-        normalized (``self.norm_table``)."""
-        from .kernels.engine_cpu import build_trie
-
-        added = self.ref.added
-        raw = sorted({t.content.encode("utf-8") for t in added.map_r.values() if not t.normalized and t.content})
-        norm = sorted({added.normalized_form.get(i, t.content) for i, t in added.map_r.items() if t.normalized} - {""},
-                      key=len, reverse=True)
+        """The raw contents' trie; the normalized ones as a pattern searched in the text
+        normalized a character at a time (``self.norm_table``)."""
+        raw, norm = self._raw_contents()
         self.norm_table = _Normalize(self) if norm else None
-        return (build_trie([(c, 0) for c in raw]) if raw else None,
-                re.compile("|".join(map(re.escape, norm))) if norm else None)
+        self._norm_rx = re.compile("|".join(map(re.escape, norm))) if norm else None
+        return raw, bool(norm)
+
+    def _normalized_contents(self, texts: List[str], status: np.ndarray) -> None:
+        for k, text in enumerate(texts):
+            if not status[k] and self._norm_rx.search(text.translate(self.norm_table)):
+                status[k] = 1
 
     def _unsafe_chars(self) -> frozenset:
         """With strip_accents: the characters whose NFD holds a non-starter the
@@ -211,19 +296,6 @@ class CpuWordPieceEngine:
         return self._tables
 
     # ------------------------------------------------------------ encoding
-
-    def _word_cache(self, locked: bool, workers: int) -> np.ndarray:
-        """Per worker thread, ``_CACHE_SLOTS`` pieces and their ids (``kernels.wordpiece_cpu``),
-        kept across calls for the caller holding ``_lock``; another caller at the same time
-        gets a small one of its own (two calls writing one entry could tear it)."""
-        from .fast_cpu import default_threads
-
-        if not locked:
-            return np.zeros((workers, 1 << 12, 4), np.uint64)
-        if self._wc is None or self._wc.shape[0] < workers:
-            self._wc = np.zeros((max(workers, default_threads()), _CACHE_SLOTS, 4), np.uint64)
-        return self._wc
-
     def _run(self, data, offsets, status, parallel: bool, threads: int, wc):
         """The kernels: ``(noff, out, counts)`` (``kernels.wordpiece_cpu``'s layout)."""
         from .fast_cpu import numba_threads
@@ -247,51 +319,3 @@ class CpuWordPieceEngine:
             W.wp_encode(norm, noff, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm,
                         wc, status, out, counts)
         return noff, out, counts
-
-    def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
-        """``(ids, row_splits)``: the texts packed, rewritten and encoded by
-        ``kernels.wordpiece_cpu`` (documents in parallel); those the reference path encodes
-        (added tokens, characters it would reorder, a missing unk token) spliced in."""
-        from .cpu_ref.pipeline import check_text
-        from .fast_cpu import add_template, pack, plan_threads, splice_rows
-        from .kernels import engine_cpu as K
-
-        texts = texts if isinstance(texts, list) else list(texts)
-        data, offsets = pack(texts, check_text, num_threads)
-        n = len(texts)
-        # texts holding an added token's content: the reference path (see the module doc)
-        raw_trie, norm_rx = self._special
-        if raw_trie is not None:
-            status = K.any_match(data, offsets[:-1].copy(), offsets[1:].copy(), *raw_trie)
-        else:
-            status = np.zeros(n, np.uint8)
-        if norm_rx is not None:
-            for k, text in enumerate(texts):
-                if not status[k] and norm_rx.search(text.translate(self.norm_table)):
-                    status[k] = 1
-        threads, parallel = plan_threads(num_threads, data.shape[0])
-        locked = self._lock.acquire(blocking=False)
-        try:
-            wc = self._word_cache(locked, threads if parallel else 1)
-            noff, out, counts = self._run(data, offsets, status, parallel, threads, wc)
-        finally:
-            if locked:
-                self._lock.release()
-        rs = np.zeros(n + 1, np.int64)
-        np.cumsum(counts, out=rs[1:])
-        ids = np.empty(int(rs[-1]), np.int32)
-        K.gather_serial(out, noff[:-1].copy(), counts, rs[:-1].copy(), ids)
-        templated = add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0])
-        if templated:
-            ids, rs = add_template(K, ids, rs, self.prefix, self.suffix, num_threads)
-        todo = np.flatnonzero(status)
-        if todo.shape[0]:
-            rows = {}
-            for k in todo.tolist():
-                row = self.ref.encode(texts[k], None, False).ids
-                rows[k] = self.prefix.tolist() + row + self.suffix.tolist() if templated else row
-            ids, rs = splice_rows(ids, rs, rows)
-        return ids, rs
-
-    def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
-        return self.ref.encode_batch(inputs, add_special_tokens)

@@ -32,7 +32,9 @@ BYTE_LEVEL = ["gpt2", "roberta-base", "llama3", "qwen3", "gpt-4o", "gpt-oss"]
 SENTENCEPIECE = ["llama2", "mistral-v0.1", "phi-3-mini", "gemma3", "mistral-v0.3-metaspace"]
 # ids by fast_wordpiece; Encodings: reference path
 WORDPIECE = ["bert-base-uncased"]
-SERVED = BYTE_LEVEL + SENTENCEPIECE + WORDPIECE
+# ids by fast_unigram; Encodings: reference path
+UNIGRAM = ["t5-small"]
+SERVED = BYTE_LEVEL + SENTENCEPIECE + WORDPIECE + UNIGRAM
 
 _TOKS: dict = {}
 
@@ -1226,17 +1228,18 @@ def test_one_compiled_type_for_the_packed_bytes():
     assert twice == []  # no kernel compiled for a read-only and a writable array alike
 
 
-def test_unigram_runs_the_reference_path_and_is_refused_on_the_device():
-    """t5-small (Unigram): no compiled engine yet, so device="cpu" and "auto" run the
-    reference path (``cpu_engine_reason`` says why) with the reference's ids; the GPU engine
-    refuses it by name."""
+def test_unigram_is_compiled_and_refused_on_the_device():
+    """t5-small (Unigram): device="cpu" and "auto" run the compiled Unigram engine
+    (``fast_unigram``) with the reference's ids; the GPU engine refuses it by name."""
     p = model_path("t5-small")
     if not p.is_file():
         pytest.skip(f"model t5-small not available at {p}")
     tokenizers = pytest.importorskip("tokenizers")
+    from gpu_tok.fast_unigram import CpuUnigramEngine
+
     t = gpu_tok.Tokenizer.from_file(str(p))
-    assert "model Unigram" in t.cpu_engine_reason
-    texts = ["Hello world", "\uff21\u0301b caf\u00e9", "\u65e5\u672c\u8a9e", ""]
+    assert isinstance(t._cpu_engine(), CpuUnigramEngine), t.cpu_engine_reason
+    texts = ["Hello world", "\uff21\u0301b caf\u00e9", "\u65e5\u672c\u8a9e", "", "<extra_id_0> x </s>"]
     ref = tokenizers.Tokenizer.from_file(str(p))
     want = [e.ids for e in ref.encode_batch(texts)]
     assert t.encode_batch_ids(texts, device="cpu").to_list() == want

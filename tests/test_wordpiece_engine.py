@@ -28,10 +28,11 @@ _KEPT_NON_STARTERS = ["\U0001d165", "\U0001d15f", "a\u0301\U0001d165\u0323", "e\
 _cache = {}
 
 
-def _pair(key, js):
+def _pair(key, js, engine=CpuWordPieceEngine):
+    """Our tokenizer (served by ``engine``) and the reference's, kept by ``key``."""
     if key not in _cache:
         ours = gpu_tok.Tokenizer.from_str(js)
-        assert isinstance(ours._cpu_engine(), CpuWordPieceEngine), ours.cpu_engine_reason
+        assert isinstance(ours._cpu_engine(), engine), ours.cpu_engine_reason
         _cache[key] = (ours, tokenizers.Tokenizer.from_str(js))
     return _cache[key]
 

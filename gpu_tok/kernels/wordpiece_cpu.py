@@ -175,41 +175,57 @@ _KEY1 = np.uint64(0x0FFFFFFFFFFFFFFF)  # the key bits of an entry's second word 
 _IDS = np.uint64((1 << 21) - 1)
 
 
-@njit_noalloc
-def _cached_piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, wc, w, out, o):
-    """``_piece`` through worker ``w``'s word cache (pieces of at most 15 bytes with at
-    most 6 ids, each below 2^21: ``wc[w, slot] = [w0, w1 | n << 56 | ids << 60, ids 0-2,
-    ids 3-5]``, 21 bits an id, direct-mapped)."""
-    n = e - s
-    if n > 15:
-        return _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o)
-    w0, w1, h = short_key(norm, s, n)
-    slot = np.int64(h & np.uint64(wc.shape[1] - 1))
+@njit_noalloc(inline="always")
+def cache_get(wc, w, slot, w0, w1, out, o):
+    """The ids worker ``w``'s word cache holds for the key ``(w0, w1)`` (``short_key``)
+    written to ``out[o:]``, and their count; -1 when the slot holds another key.
+
+    Layout: pieces of at most 15 bytes with at most 6 ids, each below 2^21:
+    ``wc[w, slot] = [w0, w1 | n << 56 | ids << 60, ids 0-2, ids 3-5]``, 21 bits an id,
+    direct-mapped (``slot`` from the key's hash)."""
     if wc[w, slot, 0] == w0 and (wc[w, slot, 1] & _KEY1) == w1:
         k = np.int64(wc[w, slot, 1] >> np.uint64(60))
         for j in range(k):
             word = wc[w, slot, 2 + j // 3]
             out[o + j] = np.int32((word >> np.uint64(21 * (j % 3))) & _IDS)
-        return o + k
-    o2 = _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o)
-    k = o2 - o
+        return k
+    return -1
+
+
+@njit_noalloc(inline="always")
+def cache_put(wc, w, slot, w0, w1, out, o, k):
+    """Keep the ``k`` ids at ``out[o:]`` for the key ``(w0, w1)`` (when they fit)."""
     if 0 < k <= 6:
         v0 = np.uint64(0)
         v1 = np.uint64(0)
-        ok = True
         for j in range(k):
             t = out[o + j]
             if t < 0 or t > 0x1FFFFF:
-                ok = False
-            elif j < 3:
+                return
+            if j < 3:
                 v0 |= np.uint64(t) << np.uint64(21 * j)
             else:
                 v1 |= np.uint64(t) << np.uint64(21 * (j - 3))
-        if ok:
-            wc[w, slot, 0] = w0
-            wc[w, slot, 1] = w1 | (np.uint64(k) << np.uint64(60))
-            wc[w, slot, 2] = v0
-            wc[w, slot, 3] = v1
+        wc[w, slot, 0] = w0
+        wc[w, slot, 1] = w1 | (np.uint64(k) << np.uint64(60))
+        wc[w, slot, 2] = v0
+        wc[w, slot, 3] = v1
+
+
+@njit_noalloc
+def _cached_piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, wc, w, out, o):
+    """``_piece`` through worker ``w``'s word cache (``cache_get``)."""
+    n = e - s
+    if n > 15:
+        return _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o)
+    w0, w1, h = short_key(norm, s, n)
+    slot = np.int64(h & np.uint64(wc.shape[1] - 1))
+    k = cache_get(wc, w, slot, w0, w1, out, o)
+    if k >= 0:
+        return o + k
+    o2 = _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o)
+    if o2 > o:
+        cache_put(wc, w, slot, w0, w1, out, o, o2 - o)
     return o2
 
 

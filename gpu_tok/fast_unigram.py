@@ -1,0 +1,127 @@
+"""``device="cpu"`` ids for Unigram tokenizer.json files (decision 0028).
+
+The compiled kernels (``kernels.unigram_cpu``, documents in parallel) run the reference's
+pipeline on the packed UTF-8: the ``Precompiled`` normalizer (grapheme clusters cut with
+the measured classes of ``cpu_ref.graphemes``, the double array walked byte by byte as
+the reference walks it), the pre-tokenizer (``WhitespaceSplit`` then ``Metaspace``, or
+``Metaspace`` alone) written as one byte string whose pieces start at each "▁", and the
+model's best path over each piece (a byte trie of the vocabulary, the reference's ``f64``
+additions in its order, unknown characters fused, byte fallback), through a word cache.
+
+Served: a ``Unigram`` model behind ``Precompiled`` or no normalizer, and
+``Sequence[WhitespaceSplit, Metaspace]`` with ``prepend_scheme`` always (T5) or
+``Metaspace`` alone with always or never, each with ``split``. Texts the reference path
+encodes whole: those holding an added token's content (the reference splits there
+first), and those needing the unknown token when the model has none (the reference path
+raises the reference's error).
+
+``encode_batch`` (``Encoding`` objects with offsets) runs the reference path.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+import numpy as np
+
+from . import config as C
+from .fast_wordpiece import PieceEngine
+
+
+class CpuUnigramEngine(PieceEngine):
+    """``encode_ids`` for the Unigram files described in the module doc."""
+
+    def __init__(self, cfg: C.TokenizerConfig, ref):
+        from .fast_cpu import NotServed
+
+        if not isinstance(cfg.model, C.Unigram):
+            raise NotServed("not a Unigram model")
+        norm = cfg.normalizer
+        if norm is not None and not isinstance(norm, C.Precompiled):
+            raise NotServed(f"normalizer {type(norm).__name__}")
+        self.mode = self._mode(cfg.pre_tokenizer, NotServed)
+        self._init_common(cfg, ref)
+        raw, norm_contents = self._raw_contents()
+        self._norm_contents = norm_contents
+        self._special = (raw, bool(norm_contents))
+
+    @staticmethod
+    def _mode(pre, NotServed) -> int:
+        """``kernels.unigram_cpu``'s ``mode`` for the pre-tokenizer (see its doc)."""
+        if isinstance(pre, C.PreTokenizerSequence) and len(pre.pretokenizers) == 2 \
+                and isinstance(pre.pretokenizers[0], C.WhitespaceSplit) and isinstance(pre.pretokenizers[1], C.Metaspace):
+            meta = pre.pretokenizers[1]
+            if meta.replacement == "\u2581" and meta.split and meta.prepend_scheme == "always":
+                return 0
+            raise NotServed("WhitespaceSplit + Metaspace other than '▁', split, prepend_scheme always")
+        if isinstance(pre, C.Metaspace):
+            if pre.replacement == "\u2581" and pre.split and pre.prepend_scheme in ("always", "never"):
+                return 1 if pre.prepend_scheme == "always" else 2
+            raise NotServed("Metaspace other than '▁', split, prepend_scheme always or never")
+        raise NotServed(f"pre-tokenizer {type(pre).__name__ if pre is not None else None}")
+
+    def _normalized_contents(self, texts: List[str], status: np.ndarray) -> None:
+        from .cpu_ref.normalizers import normalize_str
+
+        norm = self.cfg.normalizer
+        for k, text in enumerate(texts):
+            if not status[k]:
+                t = normalize_str(norm, text) if norm is not None else text
+                if any(c in t for c in self._norm_contents):
+                    status[k] = 1
+
+    def _compiled(self):
+        """``(da, blob, use_pc, gprops, ws, tab, term, scores, unk, unk_score, byte_ids)``
+        (``kernels.unigram_cpu``'s layout)."""
+        if self._tables is not None:
+            return self._tables
+        from .cpu_ref.graphemes import props
+        from .cpu_ref.unicode_props import tables
+        from .kernels.engine_cpu import build_trie
+        from .kernels.hash_table import interleave
+
+        norm = self.cfg.normalizer
+        if norm is not None:
+            cm = norm.charsmap
+            da = np.ascontiguousarray(cm.array, np.int64)
+            blob = np.frombuffer(cm.blob + b"\0", np.uint8).copy()
+        else:
+            da = np.zeros(256, np.int64)
+            blob = np.zeros(1, np.uint8)
+        gprops = np.frombuffer(bytes(props()), np.uint8).copy()
+        ws = np.zeros(0x110000, np.uint8)
+        for a, b in tables().class_ranges["white_space"]:
+            ws[a:b + 1] = 1
+        model = self.ref.model
+        vocab = model.vocab  # text -> the last id of that text, as the reference's map
+        tk, tv, term, _first = build_trie([(t.encode("utf-8"), i) for t, i in vocab.items() if t])
+        tab = interleave(tk, tv)
+        term = term if term.shape[0] else np.full(1, -1, np.int32)
+        scores = np.array(model.scores, np.float64) if model.scores else np.zeros(1, np.float64)
+        unk = np.int64(-1 if model.unk_id is None else model.unk_id)
+        byte_ids = np.full(256, -1, np.int32)
+        if model.cfg.byte_fallback:
+            for b in range(256):
+                byte_ids[b] = vocab.get(f"<0x{b:02X}>", -1)
+        self._tables = (da, blob, norm is not None, gprops, ws, tab, term, scores, unk,
+                        np.float64(model.min_score - 10.0), byte_ids)
+        return self._tables
+
+    def _run(self, data, offsets, status, parallel: bool, threads: int, wc):
+        """The kernels: ``(poff, out, counts)`` (``kernels.unigram_cpu``'s layout)."""
+        from .fast_cpu import numba_threads
+        from .kernels import unigram_cpu as U
+
+        da, blob, use_pc, gprops, ws, tab, term, scores, unk, unk_score, byte_ids = self._compiled()
+        n = offsets.shape[0] - 1
+        with numba_threads(threads if parallel else 1):
+            plen = np.zeros(n, np.int64)
+            U.uni_lengths(data, offsets, da, blob, use_pc, gprops, ws, self.mode, status, plen)
+            poff = np.zeros(n + 1, np.int64)
+            np.cumsum(plen, out=poff[1:])
+            pt = np.zeros(int(poff[-1]) + 16, np.uint8)  # spare bytes past the end (the cache reads whole words)
+            U.uni_pretokenize(data, offsets, da, blob, use_pc, gprops, ws, self.mode, status, poff, pt)
+            out = np.empty(max(int(poff[-1]), 1), np.int32)
+            counts = np.zeros(n, np.int64)
+            U.uni_encode(pt, poff, tab, term, scores, unk, unk_score, byte_ids, wc, status, out, counts)
+        return poff, out, counts

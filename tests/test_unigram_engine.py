@@ -1,0 +1,158 @@
+"""``device="cpu"`` for Unigram files (``gpu_tok/fast_unigram.py``), against the installed
+reference: ids with and without special tokens on random text through every setting the
+engine serves (Precompiled rules or none; WhitespaceSplit + Metaspace, Metaspace with and
+without the prepended "▁"; the model's options), on charsmaps of our own with the texts
+that cut grapheme clusters in every way the grapheme probes found, and on the texts it
+sends to the reference path. The real t5-small goldens go through it in
+``tests/test_cpu_engine.py``."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+tokenizers = pytest.importorskip("tokenizers")
+if tokenizers.__version__ != "0.23.1":  # pragma: no cover
+    pytest.skip(f"reference tokenizers==0.23.1 required, found {tokenizers.__version__}", allow_module_level=True)
+
+import gpu_tok  # noqa: E402
+from gpu_tok.fast_unigram import CpuUnigramEngine  # noqa: E402
+
+from _charsmap import build_charsmap  # noqa: E402
+from _small_unigram import UNIGRAM_ADDED, unigram_model, unigram_tokenizer_json  # noqa: E402
+from test_components_vs_reference import _RULE_CHARS, _SETTINGS, uni_texts  # noqa: E402
+from test_graphemes import GEN  # noqa: E402
+from test_wordpiece_engine import _pair as _wp_pair, _same_ids  # noqa: E402
+
+
+
+def _pair(key, js):
+    return _wp_pair(("unigram",) + key, js, CpuUnigramEngine)
+
+
+_OPTIONS = [{}, {"seed": 2, "unk_id": 1}, {"seed": 3, "positive": True}, {"seed": 4, "dup": True},
+            {"seed": 5, "byte_fallback": True, "bytes_present": range(256)},
+            {"seed": 6, "byte_fallback": True, "bytes_present": range(0, 256, 2)}]
+
+
+@pytest.mark.parametrize("options", _OPTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()
+                                                                     if k != "bytes_present") or "default")
+@pytest.mark.parametrize("pre", ["t5", "metaspace", "metaspace-never"])
+@pytest.mark.parametrize("normalizer", ["rules", "none"])
+@_SETTINGS
+@given(texts=st.lists(uni_texts, min_size=1, max_size=4))
+def test_engine_equals_the_reference(options, pre, normalizer, texts):
+    js = unigram_tokenizer_json(unigram_model(**options), pre_tokenizer=pre,
+                                normalizer=None if normalizer == "rules" else "none")
+    ours, ref = _pair(("uni", json.dumps(options, sort_keys=True, default=list), pre, normalizer), js)
+    _same_ids(ours, ref, texts)
+
+
+def _char_model(chars):
+    vocab = [["<unk>", 0.0], ["<s>", 0.0], ["</s>", 0.0]] + [[c, -1.0 - (i % 3)] for i, c in enumerate(chars)]
+    return {"type": "Unigram", "unk_id": 0, "vocab": vocab + [["X0X1", -1.5], ["\u2581X", -2.0]]}
+
+
+@_SETTINGS
+@given(rules=st.dictionaries(st.lists(st.sampled_from(_RULE_CHARS), min_size=1, max_size=3).map("".join),
+                             st.text(alphabet="xyz\u00e9\u0301 \u03a9\u6771\U0001f600\u2581", max_size=4), max_size=10),
+       texts=st.lists(st.lists(st.sampled_from(_RULE_CHARS + ["xy", "  ", "\u2581"]), max_size=12).map("".join),
+                      min_size=1, max_size=6))
+def test_engine_on_charsmaps_of_our_own(rules, texts):
+    """Clusters replaced whole or character by character, removals, expansions into white
+    space and "▁", as the reference normalizer does them, through both pre-tokenizers."""
+    norm = {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(build_charsmap(rules)).decode()}
+    chars = sorted(set("".join(_RULE_CHARS) + "xyz\u00e9\u0301\u03a9\u6771\U0001f600\u2581"))
+    for pre in ("t5", "metaspace"):
+        js = unigram_tokenizer_json(_char_model(chars), normalizer=norm, pre_tokenizer=pre)
+        ours = gpu_tok.Tokenizer.from_str(js)
+        assert isinstance(ours._cpu_engine(), CpuUnigramEngine)
+        _same_ids(ours, tokenizers.Tokenizer.from_str(js), texts)
+
+
+def test_engine_on_the_grapheme_fuzz():
+    """The grapheme probes' random sequences (every class combination, some rules removing)
+    through the engine's compiled cluster cutting: ids equal to the reference's."""
+    (_name, rules, texts), = list(GEN.fuzz(10_000, seed=3))
+    norm = {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(build_charsmap(rules)).decode()}
+    chars = sorted(set("".join(rules) + "".join(rules.values()) + "\u2581"))
+    js = unigram_tokenizer_json(_char_model(chars), normalizer=norm, pre_tokenizer="metaspace")
+    ours = gpu_tok.Tokenizer.from_str(js)
+    assert isinstance(ours._cpu_engine(), CpuUnigramEngine)
+    _same_ids(ours, tokenizers.Tokenizer.from_str(js), texts)
+
+
+@pytest.mark.parametrize("pre", ["metaspace-first-nosplit", "t5-never", "none"])
+def test_settings_not_served_run_the_reference_path(pre):
+    js = unigram_tokenizer_json(unigram_model(), pre_tokenizer=pre)
+    ours = gpu_tok.Tokenizer.from_str(js)
+    assert ours._cpu_engine() is None and ours.cpu_engine_reason
+    ref = tokenizers.Tokenizer.from_str(js)
+    _same_ids(ours, ref, ["hello world", "\u6771\u4eac  x", ""])
+
+
+def test_other_normalizers_run_the_reference_path():
+    js = unigram_tokenizer_json(unigram_model(), normalizer={"type": "NFKC"})
+    ours = gpu_tok.Tokenizer.from_str(js)
+    assert ours._cpu_engine() is None and "normalizer UnicodeNormalizer" in ours.cpu_engine_reason
+
+
+def test_added_tokens_and_missing_unk_go_to_the_reference_path():
+    """Texts holding an added token's content (raw and normalized ones) are the reference
+    path's, as are those needing an unknown token the model lacks (the reference's error)."""
+    added = UNIGRAM_ADDED + [
+        {"id": 5, "content": "ab", "single_word": False, "lstrip": False, "rstrip": False, "normalized": True,
+         "special": False},
+        {"id": 6, "content": "<mask>", "single_word": False, "lstrip": True, "rstrip": False, "normalized": False,
+         "special": True}]
+    js = unigram_tokenizer_json(unigram_model(), added=added)
+    ours, ref = _pair(("added",), js)
+    _same_ids(ours, ref, ["x </s> y", "hello <mask> world", "\uff41b c", "cab", "plain text", ""])
+    js = unigram_tokenizer_json(unigram_model(unk_id=None), normalizer="none")
+    ours, ref = _pair(("nounk",), js)
+    _same_ids(ours, ref, ["hello world", "the end"])
+    with pytest.raises(Exception, match="unk_id"):
+        ref.encode("\u2603")
+    with pytest.raises(ValueError, match="unk_id"):
+        ours.encode_batch_ids(["fine", "\u2603"], device="cpu")
+
+
+def test_long_pieces_and_the_word_cache():
+    """Pieces longer than the word cache takes (15 bytes), a million-character piece, and
+    the same pieces again from the cache."""
+    js = unigram_tokenizer_json(unigram_model(), normalizer="none")
+    ours, ref = _pair(("long",), js)
+    texts = ["a" * 1_000_000, "hello" * 20 + " the", "the hello world " * 50, "\u6771\u4eac\u2603" * 40]
+    _same_ids(ours, ref, texts)
+    _same_ids(ours, ref, texts[1:])
+
+
+def test_engine_on_the_grapheme_probes():
+    """The grapheme probes (every rule of UAX #29 the reference's output shows: CR LF,
+    Prepend, marks, Hangul, conjuncts, emoji ZWJ sequences) on a sample of code points,
+    through the engine: ids equal to the reference's."""
+    from test_graphemes import _sample
+
+    cps = _sample()[::4]
+    groups = {}
+    for _name, rules, texts in GEN.probes(cps):
+        key = id(rules)
+        if key not in groups:
+            groups[key] = (rules, [])
+        groups[key][1].extend(texts)
+    for rules, texts in groups.values():
+        data = build_charsmap(rules)
+        norm = {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(data).decode()}
+        chars = sorted(set("".join(texts) + "".join(rules.values()) + "\u2581") - {" "})
+        js = unigram_tokenizer_json(_char_model(chars), normalizer=norm, pre_tokenizer="metaspace")
+        ours = gpu_tok.Tokenizer.from_str(js)
+        assert isinstance(ours._cpu_engine(), CpuUnigramEngine)
+        ref = tokenizers.Tokenizer.from_str(js)
+        got = ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu").to_list()
+        want = [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
+        bad = [t for t, a, b in zip(texts, got, want) if a != b]
+        assert not bad, [" ".join(f"U+{ord(c):04X}" for c in t) for t in bad[:5]]
