@@ -71,14 +71,13 @@ class CpuUnigramEngine(PieceEngine):
                     status[k] = 1
 
     def _compiled(self):
-        """``(da, blob, use_pc, gprops, ws, tab, term, scores, unk, unk_score, byte_ids)``
+        """``(da, crep, blob, use_pc, gprops, ws, trie, scores, unk, unk_score, byte_ids)``
         (``kernels.unigram_cpu``'s layout)."""
         if self._tables is not None:
             return self._tables
         from .cpu_ref.graphemes import props
         from .cpu_ref.unicode_props import tables
-        from .kernels.engine_cpu import build_trie
-        from .kernels.hash_table import interleave
+        from .kernels.unigram_cpu import build_vocab_trie, single_values
 
         norm = self.cfg.normalizer
         if norm is not None:
@@ -88,40 +87,57 @@ class CpuUnigramEngine(PieceEngine):
         else:
             da = np.zeros(256, np.int64)
             blob = np.zeros(1, np.uint8)
+        crep = np.full(0x110000, -1, np.int32)
+        if norm is not None:
+            single_values(da, crep)
         gprops = np.frombuffer(bytes(props()), np.uint8).copy()
         ws = np.zeros(0x110000, np.uint8)
         for a, b in tables().class_ranges["white_space"]:
             ws[a:b + 1] = 1
         model = self.ref.model
         vocab = model.vocab  # text -> the last id of that text, as the reference's map
-        tk, tv, term, _first = build_trie([(t.encode("utf-8"), i) for t, i in vocab.items() if t])
-        tab = interleave(tk, tv)
-        term = term if term.shape[0] else np.full(1, -1, np.int32)
+        trie = build_vocab_trie([(t.encode("utf-8"), i) for t, i in vocab.items() if t])
         scores = np.array(model.scores, np.float64) if model.scores else np.zeros(1, np.float64)
         unk = np.int64(-1 if model.unk_id is None else model.unk_id)
         byte_ids = np.full(256, -1, np.int32)
         if model.cfg.byte_fallback:
             for b in range(256):
                 byte_ids[b] = vocab.get(f"<0x{b:02X}>", -1)
-        self._tables = (da, blob, norm is not None, gprops, ws, tab, term, scores, unk,
+        self._tables = (da, crep, blob, norm is not None, gprops, ws, trie, scores, unk,
                         np.float64(model.min_score - 10.0), byte_ids)
         return self._tables
 
     def _run(self, data, offsets, status, parallel: bool, threads: int, wc):
-        """The kernels: ``(poff, out, counts)`` (``kernels.unigram_cpu``'s layout)."""
+        """The kernels: ``(starts, out, counts)``, document ``d``'s ids at
+        ``out[starts[d]:starts[d] + counts[d]]`` (``kernels.unigram_cpu.uni_ids``; the
+        documents with more ids than its slots through the three-pass kernels)."""
         from .fast_cpu import numba_threads
         from .kernels import unigram_cpu as U
 
-        da, blob, use_pc, gprops, ws, tab, term, scores, unk, unk_score, byte_ids = self._compiled()
+        da, crep, blob, use_pc, gprops, ws, trie, scores, unk, unk_score, byte_ids = self._compiled()
         n = offsets.shape[0] - 1
         with numba_threads(threads if parallel else 1):
-            plen = np.zeros(n, np.int64)
-            U.uni_lengths(data, offsets, da, blob, use_pc, gprops, ws, self.mode, status, plen)
-            poff = np.zeros(n + 1, np.int64)
-            np.cumsum(plen, out=poff[1:])
-            pt = np.zeros(int(poff[-1]) + 16, np.uint8)  # spare bytes past the end (the cache reads whole words)
-            U.uni_pretokenize(data, offsets, da, blob, use_pc, gprops, ws, self.mode, status, poff, pt)
-            out = np.empty(max(int(poff[-1]), 1), np.int32)
+            out = np.empty(int(offsets[-1]) + 4 * n + 1, np.int32)
             counts = np.zeros(n, np.int64)
-            U.uni_encode(pt, poff, tab, term, scores, unk, unk_score, byte_ids, wc, status, out, counts)
-        return poff, out, counts
+            U.uni_ids(data, offsets, da, crep, blob, use_pc, gprops, ws, self.mode, trie, scores, unk, unk_score,
+                      byte_ids, wc, status, out, counts)
+            starts = np.zeros(n + 1, np.int64)
+            starts[:n] = offsets[:-1] + 4 * np.arange(n, dtype=np.int64)
+            big = np.flatnonzero(status == 3)
+            if big.shape[0]:
+                sub = np.ones(n, np.uint8)
+                sub[big] = 0
+                plen = np.zeros(n, np.int64)
+                U.uni_lengths(data, offsets, da, crep, blob, use_pc, gprops, ws, self.mode, sub, plen)
+                poff = np.zeros(n + 1, np.int64)
+                np.cumsum(plen, out=poff[1:])
+                pt = np.zeros(int(poff[-1]) + 16, np.uint8)  # spare bytes past the end (the cache reads whole words)
+                U.uni_pretokenize(data, offsets, da, crep, blob, use_pc, gprops, ws, self.mode, sub, poff, pt)
+                out2 = np.empty(max(int(poff[-1]), 1), np.int32)
+                counts2 = np.zeros(n, np.int64)
+                U.uni_encode(pt, poff, trie, scores, unk, unk_score, byte_ids, wc, sub, out2, counts2)
+                status[big] = sub[big]  # 0, or 2 (the unknown token needed and missing)
+                counts[big] = counts2[big]
+                starts[big] = out.shape[0] + poff[big]
+                out = np.concatenate([out, out2])
+        return starts, out, counts

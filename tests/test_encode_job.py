@@ -1085,3 +1085,19 @@ def test_wordpiece_model_and_a_file_with_truncation(tmp_path, capsys):
     minilm = need_model("all-MiniLM-L6-v2")
     rc, _, err = run(["encode", "--tokenizer", str(minilm), "--input", str(src), "--quiet"], capsys)
     assert rc == 2 and "truncation" in err and "not applied" in err
+
+
+def test_unigram_job_writes_the_references_ids(tmp_path, capsys):
+    """t5-small (Unigram engine) writes the reference's ids."""
+    t5 = need_model("t5-small")
+    tokenizers = pytest.importorskip("tokenizers")
+    texts = corpus_texts(60)
+    src = tmp_path / "in.jsonl"
+    write_jsonl(src, texts)
+    rc, _, err = run(["encode", "--tokenizer", str(t5), "--input", str(src), "--output", str(tmp_path / "o"),
+                      "--quiet"], capsys)
+    assert rc == 0, err
+    ref = tokenizers.Tokenizer.from_file(str(t5))
+    got, dtypes = read_bin_output(tmp_path / "o")
+    assert dtypes == {np.dtype(np.uint16)}  # 32,100 ids
+    assert [list(r) for r in got] == [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]

@@ -156,3 +156,18 @@ def test_engine_on_the_grapheme_probes():
         want = [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
         bad = [t for t, a, b in zip(texts, got, want) if a != b]
         assert not bad, [" ".join(f"U+{ord(c):04X}" for c in t) for t in bad[:5]]
+
+
+def test_expanding_rules_past_the_fused_kernels_slots():
+    """A rule that turns 3 bytes into many pieces: the pre-tokenized text outgrows the
+    fused kernel's scratch (twice the document) and its ids the document's slot (bytes + 4),
+    so those documents take the three-pass kernels; the others stay in the fused one."""
+    rules = {"\u2460": "a b c d e f g h i j k l", "\u2461": "xy", "\u00e9": ""}
+    norm = {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(build_charsmap(rules)).decode()}
+    chars = sorted(set("abcdefghijklxyz\u00e9\u2460\u2461\u2581"))
+    texts = ["\u2460", "x \u2460\u2460 y", "plain", "\u2461\u00e9\u2461", "\u2460" * 50, "", "ab " * 30 + "\u2460"]
+    for pre in ("t5", "metaspace", "metaspace-never"):
+        js = unigram_tokenizer_json(_char_model(chars), normalizer=norm, pre_tokenizer=pre)
+        ours = gpu_tok.Tokenizer.from_str(js)
+        assert isinstance(ours._cpu_engine(), CpuUnigramEngine)
+        _same_ids(ours, tokenizers.Tokenizer.from_str(js), texts)

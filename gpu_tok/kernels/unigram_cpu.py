@@ -5,8 +5,9 @@ Array layouts
 Text: ``data: uint8[N]`` the UTF-8 of all texts back to back, ``doc_offsets: int64[n+1]``.
 
 Precompiled normalizer (``cpu_ref.precompiled``): ``da: int64[U]`` the double array's
-units, ``blob: uint8[B]`` the replacement strings (each ended by a NUL byte); ``use_pc``
-false when the file has no normalizer. ``gprops: uint8[0x110000]``: the grapheme classes
+units, ``crep: int32[0x110000]`` the value of each code point's own rule (-1 none:
+``single_values``), ``blob: uint8[B]`` the replacement strings (each ended by a NUL byte);
+``use_pc`` false when the file has no normalizer. ``gprops: uint8[0x110000]``: the grapheme classes
 of ``cpu_ref.graphemes.props`` (class in bits 0-3, InCB in bits 4-5, ExtPict bit 7).
 
 Pre-tokenizer: ``ws: uint8[0x110000]`` 1 for white space (Rust ``char::is_whitespace``);
@@ -16,8 +17,8 @@ one byte string ("pre-tokenized") whose pieces start at each "▁" (E2 96 81): u
 every white-space-free run gets a "▁" unless it starts with one and the white space
 goes; under modes 1-2 a space becomes "▁" (other white space stays).
 
-Model: a byte trie of the vocabulary (``engine_cpu.build_trie``, interleaved: ``(node << 8)
-| byte`` -> child in ``tab``, ``term[node]`` the id of the entry ending there, else -1;
+Model: ``trie``, a byte trie of the vocabulary (``build_vocab_trie``: children as sorted
+label runs or a dense row, ``term[node]`` the id of the entry ending there, else -1;
 duplicate entries resolved to the last id before building), ``scores: float64[V]`` by id,
 ``unk`` the unknown id (-1: none), ``unk_score`` (lowest score - 10), ``byte_ids: int32[256]``
 the ``<0xXX>`` ids (-1 where missing; all -1 without byte fallback).
@@ -36,12 +37,12 @@ from __future__ import annotations
 import numpy as np
 from numba import get_thread_id, prange
 
+from ._intrinsics import prefetch3 as _prefetch3
 from .engine_cpu import short_key
-from .hash_table import EMPTY, lookup2, njit_cached, njit_noalloc
+from .hash_table import njit_cached, njit_noalloc
 from .pretok_cpu import _dec
 from .wordpiece_cpu import cache_get, cache_put
 
-_U8 = np.uint64(8)
 _LEAF_MASK = (1 << 31) | 0xFF
 _VALUE_MASK = (1 << 31) - 1
 # grapheme classes (cpu_ref.graphemes)
@@ -100,37 +101,38 @@ def _is_break(prev, cur, v, ri_run, emoji, incb):
 def _emit_char(c, n, src, p, ws, mode, st, pt, o, write):
     """One normalized character (``src[p:p + n]``, code point ``c``) into the
     pre-tokenized output at ``o``; ``st``: 1 once a character is out (mode 0: inside a
-    white-space-free run). Returns the new ``(o, st)``."""
+    white-space-free run). Returns the new ``(o, st)``. Bytes past the end of ``pt`` are
+    counted, not written (the caller sees ``o`` beyond it)."""
+    meta = False  # a "▁" before the character
     if mode == 0:
         if ws[c]:
             return o, 0
         if st == 0:
             st = 1
-            if not (c == 0x2581):
-                if write:
-                    pt[o] = 0xE2
-                    pt[o + 1] = 0x96
-                    pt[o + 2] = 0x81
-                o += 3
+            meta = c != 0x2581
     else:
         if st == 0:
             st = 1
-            if mode == 1 and not (c == 0x2581 or c == 0x20):  # (a space becomes "▁" first)
-                if write:
-                    pt[o] = 0xE2
-                    pt[o + 1] = 0x96
-                    pt[o + 2] = 0x81
-                o += 3
-        if c == 0x20:
-            if write:
-                pt[o] = 0xE2
-                pt[o + 1] = 0x96
-                pt[o + 2] = 0x81
-            return o + 3, st
-    if write:
+            meta = mode == 1 and not (c == 0x2581 or c == 0x20)  # (a space becomes "▁" first)
+        if c == 0x20:  # the space itself becomes "▁"
+            if meta:
+                o = _put_meta(pt, o, write)
+            return _put_meta(pt, o, write), st
+    if meta:
+        o = _put_meta(pt, o, write)
+    if write and o + n <= pt.shape[0]:
         for j in range(n):
             pt[o + j] = src[p + j]
     return o + n, st
+
+
+@njit_noalloc(inline="always")
+def _put_meta(pt, o, write):
+    if write and o + 3 <= pt.shape[0]:
+        pt[o] = 0xE2
+        pt[o + 1] = 0x96
+        pt[o + 2] = 0x81
+    return o + 3
 
 
 @njit_noalloc
@@ -144,30 +146,38 @@ def _emit_blob(blob, v, ws, mode, st, pt, o, write):
     return o, st
 
 
+@njit_noalloc(inline="always")
+def _single(c, n, data, p, crep, blob, ws, mode, st, pt, o, write):
+    """One character alone (its own cluster, or one of a cluster read character by
+    character): its rule's replacement (``crep``), else itself."""
+    v = crep[c]
+    if v >= 0:
+        return _emit_blob(blob, v, ws, mode, st, pt, o, write)
+    return _emit_char(c, n, data, p, ws, mode, st, pt, o, write)
+
+
 @njit_noalloc
-def _cluster(data, a, b, nchars, da, blob, use_pc, ws, mode, st, pt, o, write):
-    """One grapheme cluster ``data[a:b]`` normalized (``cpu_ref.precompiled``) and
-    pre-tokenized."""
-    if use_pc and nchars > 1 and b - a < 6:
+def _cluster(data, a, b, da, crep, blob, ws, mode, st, pt, o, write):
+    """A grapheme cluster of more than one character, ``data[a:b]``, normalized
+    (``cpu_ref.precompiled``) and pre-tokenized."""
+    if b - a < 6:
         v = _transform(da, data, a, b)
         if v >= 0:
             return _emit_blob(blob, v, ws, mode, st, pt, o, write)
     p = a
     while p < b:
         c, n = _dec(data, p)
-        v = _transform(da, data, p, p + n) if use_pc else -1
-        if v >= 0:
-            o, st = _emit_blob(blob, v, ws, mode, st, pt, o, write)
-        else:
-            o, st = _emit_char(c, n, data, p, ws, mode, st, pt, o, write)
+        o, st = _single(c, n, data, p, crep, blob, ws, mode, st, pt, o, write)
         p += n
     return o, st
 
 
 @njit_noalloc
-def _pretokenize(data, a, b, da, blob, use_pc, gprops, ws, mode, pt, o, write):
+def _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, o, write):
     """Document ``data[a:b]`` normalized and pre-tokenized to ``pt[o:]`` (only counted
-    when not ``write``); returns the new ``o``. Clusters are cut only under a normalizer."""
+    when not ``write``); returns the new ``o``. Clusters are cut only under a normalizer;
+    a character of class Other (``gprops`` 0, most letters) joins nothing before it but
+    a Prepend, which spares the state machine."""
     st = 0
     if a >= b:
         return o
@@ -186,77 +196,182 @@ def _pretokenize(data, a, b, da, blob, use_pc, gprops, ws, mode, pt, o, write):
     incb = 1 if ((v >> 4) & 3) == 2 else 0
     start = a
     nchars = 1
+    c0 = c
+    n0 = n
     p = a + n
     while p < b:
         c, n = _dec(data, p)
         v = gprops[c]
         cur = v & 0x0F
-        ib = (v >> 4) & 3
-        if _is_break(prev, cur, v, ri_run, emoji, incb):
-            o, st = _cluster(data, start, p, nchars, da, blob, use_pc, ws, mode, st, pt, o, write)
+        if v == 0:
+            brk = prev != _PREPEND
+            ri_run = 0
+            emoji = 0
+            incb = 0
+        else:
+            ib = (v >> 4) & 3
+            brk = _is_break(prev, cur, v, ri_run, emoji, incb)
+            ri_run = ri_run + 1 if cur == _RI else 0
+            if (v & 0x80) != 0:
+                emoji = 1
+            elif emoji == 1 and cur == _EXTEND:
+                emoji = 1
+            elif emoji == 1 and cur == _ZWJ:
+                emoji = 2
+            else:
+                emoji = 0
+            if ib == 2:
+                incb = 1
+            elif incb != 0 and ib == 1:
+                incb = 2
+            elif incb != 0 and ib == 3:
+                pass
+            else:
+                incb = 0
+        if brk:
+            if nchars == 1:
+                o, st = _single(c0, n0, data, start, crep, blob, ws, mode, st, pt, o, write)
+            else:
+                o, st = _cluster(data, start, p, da, crep, blob, ws, mode, st, pt, o, write)
             start = p
             nchars = 0
+            c0 = c
+            n0 = n
         nchars += 1
-        ri_run = ri_run + 1 if cur == _RI else 0
-        if (v & 0x80) != 0:
-            emoji = 1
-        elif emoji == 1 and cur == _EXTEND:
-            emoji = 1
-        elif emoji == 1 and cur == _ZWJ:
-            emoji = 2
-        else:
-            emoji = 0
-        if ib == 2:
-            incb = 1
-        elif incb != 0 and ib == 1:
-            incb = 2
-        elif incb != 0 and ib == 3:
-            pass
-        else:
-            incb = 0
         prev = cur
         p += n
-    o, st = _cluster(data, start, b, nchars, da, blob, use_pc, ws, mode, st, pt, o, write)
+    if nchars == 1:
+        o, st = _single(c0, n0, data, start, crep, blob, ws, mode, st, pt, o, write)
+    else:
+        o, st = _cluster(data, start, b, da, crep, blob, ws, mode, st, pt, o, write)
     return o
 
 
+@njit_cached(nogil=True)
+def single_values(da, crep):
+    """``crep[c]``: the value of the rule for code point ``c`` alone (``_transform`` of its
+    UTF-8), -1 without one; surrogates -1."""
+    buf = np.zeros(4, np.uint8)
+    for c in range(crep.shape[0]):
+        if 0xD800 <= c <= 0xDFFF:
+            crep[c] = -1
+            continue
+        if c < 0x80:
+            buf[0] = c
+            n = 1
+        elif c < 0x800:
+            buf[0] = 0xC0 | (c >> 6)
+            buf[1] = 0x80 | (c & 0x3F)
+            n = 2
+        elif c < 0x10000:
+            buf[0] = 0xE0 | (c >> 12)
+            buf[1] = 0x80 | ((c >> 6) & 0x3F)
+            buf[2] = 0x80 | (c & 0x3F)
+            n = 3
+        else:
+            buf[0] = 0xF0 | (c >> 18)
+            buf[1] = 0x80 | ((c >> 12) & 0x3F)
+            buf[2] = 0x80 | ((c >> 6) & 0x3F)
+            buf[3] = 0x80 | (c & 0x3F)
+            n = 4
+        crep[c] = _transform(da, buf, 0, n)
+
+
 @njit_cached(parallel=True, nogil=True)
-def uni_lengths(data, doc_offsets, da, blob, use_pc, gprops, ws, mode, status, plen):
+def uni_lengths(data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, status, plen):
     """``plen[d]``: bytes of document ``d`` pre-tokenized (0 for one the reference encodes)."""
     dummy = np.zeros(1, np.uint8)
     for d in prange(doc_offsets.shape[0] - 1):
         plen[d] = 0
         if status[d] == 0:
-            plen[d] = _pretokenize(data, doc_offsets[d], doc_offsets[d + 1], da, blob, use_pc, gprops, ws, mode,
-                                   dummy, 0, False)
+            plen[d] = _pretokenize(data, doc_offsets[d], doc_offsets[d + 1], da, crep, blob, use_pc, gprops, ws,
+                                   mode, dummy, 0, False)
 
 
 @njit_cached(parallel=True, nogil=True)
-def uni_pretokenize(data, doc_offsets, da, blob, use_pc, gprops, ws, mode, status, poff, pt):
+def uni_pretokenize(data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, status, poff, pt):
     """Document ``d`` pre-tokenized into ``pt[poff[d]:poff[d + 1]]``."""
     for d in prange(doc_offsets.shape[0] - 1):
         if status[d] == 0:
-            _pretokenize(data, doc_offsets[d], doc_offsets[d + 1], da, blob, use_pc, gprops, ws, mode, pt, poff[d],
-                         True)
+            _pretokenize(data, doc_offsets[d], doc_offsets[d + 1], da, crep, blob, use_pc, gprops, ws, mode, pt,
+                         poff[d], True)
 
 
-@njit_noalloc
-def _lookup_whole(tab, term, buf, s, e):
-    """The id of the entry equal to ``buf[s:e]``, or -1."""
-    node = np.uint64(0)
-    for p in range(s, e):
-        node = lookup2(tab, (node << _U8) | np.uint64(buf[p]))
-        if node == EMPTY:
+_DENSE = 8  # a node with more children than this gets a 256-entry row
+
+
+def build_vocab_trie(entries):
+    """``(info, edges, dense, term)`` for ``entries``: list of ``(bytes, id)`` with distinct
+    bytes. Node 0 is the root. ``info[k]``: for a node of at most ``_DENSE`` children,
+    ``first | count << 32`` with its children ``edges[first:first + count]``, each
+    ``child << 8 | label``, labels increasing; for a node of more, ``row | 1 << 62`` with
+    ``dense[row, byte]`` its child by ``byte`` (-1: none). ``term[k]``: the id of the
+    entry ending at node ``k``, else -1."""
+    children = [{}]
+    term = [-1]
+    for content, tid in entries:
+        node = 0
+        for byte in content:
+            nxt = children[node].get(byte)
+            if nxt is None:
+                nxt = len(children)
+                children[node][byte] = nxt
+                children.append({})
+                term.append(-1)
+            node = nxt
+        term[node] = tid
+    info = np.zeros(len(children), np.int64)
+    edges = []
+    rows = []
+    for k, ch in enumerate(children):
+        if len(ch) > _DENSE:
+            row = np.full(256, -1, np.int32)
+            for b, c in ch.items():
+                row[b] = c
+            info[k] = len(rows) | (1 << 62)
+            rows.append(row)
+        else:
+            info[k] = len(edges) | (len(ch) << 32)
+            edges += [(ch[b] << 8) | b for b in sorted(ch)]
+    dense = np.stack(rows) if rows else np.full((1, 256), -1, np.int32)
+    return info, np.array(edges + [0], np.int64), dense, np.array(term, np.int32)
+
+
+@njit_noalloc(inline="always")
+def _child(trie, node, byte):
+    """The child of ``node`` by ``byte`` in ``build_vocab_trie``'s trie, or -1."""
+    info, edges, dense, _term = trie
+    x = info[node]
+    if x >= (1 << 62):
+        return np.int64(dense[x & 0xFFFFFFFF, byte])
+    f = x & 0xFFFFFFFF
+    for j in range(f, f + (x >> 32)):
+        e = edges[j]
+        lb = e & 0xFF
+        if lb == byte:
+            return e >> 8
+        if lb > byte:
             return -1
-    return term[np.int64(node)]
+    return -1
 
 
 @njit_noalloc
-def _emit_unknown(buf, s, e, tab, term, unk, byte_ids, out, o):
+def _lookup_whole(trie, buf, s, e):
+    """The id of the entry equal to ``buf[s:e]``, or -1."""
+    node = 0
+    for p in range(s, e):
+        node = _child(trie, node, buf[p])
+        if node < 0:
+            return -1
+    return np.int64(trie[3][node])
+
+
+@njit_noalloc
+def _emit_unknown(buf, s, e, trie, unk, byte_ids, out, o):
     """The ids of a (fused) unknown string of the best path
     (``cpu_ref.models.UnigramModel._tokens``): the entry it equals, else its byte tokens,
     else the unknown id; -1 when that is needed and there is none."""
-    i = _lookup_whole(tab, term, buf, s, e)
+    i = _lookup_whole(trie, buf, s, e)
     if i >= 0:
         out[o] = i
         return o + 1
@@ -277,7 +392,7 @@ def _emit_unknown(buf, s, e, tab, term, unk, byte_ids, out, o):
 
 
 @njit_noalloc
-def _piece(buf, s, e, tab, term, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o):
+def _piece(buf, s, e, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o):
     """The ids of the piece ``buf[s:e]`` to ``out[o:]`` (the reference's best path, see
     ``cpu_ref.models.UnigramModel``); the new ``o``, or -1 when the unknown token is needed
     and there is none. ``best``/``start_of``/``id_of``: scratch of at least ``e - s + 1``."""
@@ -291,14 +406,15 @@ def _piece(buf, s, e, tab, term, scores, unk, unk_score, byte_ids, best, start_o
         b0 = buf[s + pos]
         mblen = 1 if b0 < 0x80 else (2 if b0 < 0xE0 else (3 if b0 < 0xF0 else 4))
         single = False
-        node = np.uint64(0)
+        node = 0
         end = pos
+        term = trie[3]
         while end < size:
-            node = lookup2(tab, (node << _U8) | np.uint64(buf[s + end]))
-            if node == EMPTY:
+            node = _child(trie, node, buf[s + end])
+            if node < 0:
                 break
             end += 1
-            i = term[np.int64(node)]
+            i = term[node]
             if i >= 0:
                 cand = scores[i] + here
                 if start_of[end] < 0 or cand > best[end]:
@@ -328,7 +444,7 @@ def _piece(buf, s, e, tab, term, scores, unk, unk_score, byte_ids, best, start_o
                 fused_end = end
         else:
             if fused_end >= 0:
-                o = _emit_reversed(buf, s + end, s + fused_end, tab, term, unk, byte_ids, out, o)
+                o = _emit_reversed(buf, s + end, s + fused_end, trie, unk, byte_ids, out, o)
                 if o < 0:
                     return -1
                 fused_end = -1
@@ -336,7 +452,7 @@ def _piece(buf, s, e, tab, term, scores, unk, unk_score, byte_ids, best, start_o
             o += 1
         end = st
     if fused_end >= 0:
-        o = _emit_reversed(buf, s, s + fused_end, tab, term, unk, byte_ids, out, o)
+        o = _emit_reversed(buf, s, s + fused_end, trie, unk, byte_ids, out, o)
         if o < 0:
             return -1
     _reverse(out, o0, o)
@@ -357,28 +473,12 @@ def _reverse(out, a, b):
 
 
 @njit_noalloc
-def _emit_reversed(buf, s, e, tab, term, unk, byte_ids, out, o):
+def _emit_reversed(buf, s, e, trie, unk, byte_ids, out, o):
     """``_emit_unknown``, its ids written last first (the path is read back from the end
     and turned round at the end)."""
-    o2 = _emit_unknown(buf, s, e, tab, term, unk, byte_ids, out, o)
+    o2 = _emit_unknown(buf, s, e, trie, unk, byte_ids, out, o)
     if o2 >= 0:
         _reverse(out, o, o2)
-    return o2
-
-
-@njit_noalloc
-def _cached(buf, s, e, tab, term, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, w, out, o):
-    n = e - s
-    if n > 15:
-        return _piece(buf, s, e, tab, term, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o)
-    w0, w1, h = short_key(buf, s, n)
-    slot = np.int64(h & np.uint64(wc.shape[1] - 1))
-    k = cache_get(wc, w, slot, w0, w1, out, o)
-    if k >= 0:
-        return o + k
-    o2 = _piece(buf, s, e, tab, term, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o)
-    if o2 > o:
-        cache_put(wc, w, slot, w0, w1, out, o, o2 - o)
     return o2
 
 
@@ -388,7 +488,7 @@ def _is_meta(pt, p, b):
 
 
 @njit_cached(parallel=True, nogil=True)
-def uni_encode(pt, poff, tab, term, scores, unk, unk_score, byte_ids, wc, status, out, counts):
+def uni_encode(pt, poff, trie, scores, unk, unk_score, byte_ids, wc, status, out, counts):
     """Each document's pieces (cut before every "▁") through the model: ``counts[d]`` ids
     at ``out[poff[d]:]``."""
     for d in prange(poff.shape[0] - 1):
@@ -404,18 +504,105 @@ def uni_encode(pt, poff, tab, term, scores, unk, unk_score, byte_ids, wc, status
         best = np.empty(b - a + 1, np.float64)
         start_of = np.empty(b - a + 1, np.int64)
         id_of = np.empty(b - a + 1, np.int64)
-        o = a
-        s = a
-        p = a + 3 if _is_meta(pt, a, b) else a + 1
-        while p <= b and o >= 0:
-            if p == b or _is_meta(pt, p, b):
-                o = _cached(pt, s, p, tab, term, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, w,
-                            out, o)
-                s = p
-                p += 3
-            else:
-                p += 1
+        bk = np.empty((_BATCH, 5), np.int64)
+        o = _encode_pieces(pt, a, b, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, w, bk, out, a)
         if o < 0:
             status[d] = 2
         else:
             counts[d] = o - a
+
+
+_BATCH = 32  # pieces keyed (and their word cache slots prefetched) ahead of their encoding
+
+
+@njit_noalloc
+def _encode_pieces(pt, a, b, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, w, bk, out, o):
+    """The pieces of ``pt[a:b]`` (cut before every "▁") through the model, ids to
+    ``out[o:]``; the new ``o``, or -1 (the unknown token needed and missing). Pieces go in
+    batches of ``_BATCH``: their keys made and their word cache slots prefetched first
+    (``bk: int64[_BATCH, 5]`` scratch: start, end, slot or -1, key words), so the slots'
+    memory latency overlaps."""
+    mask = np.uint64(wc.shape[1] - 1)
+    s = a
+    p = a + 3 if _is_meta(pt, a, b) else a + 1
+    while p <= b:
+        nb = 0
+        while p <= b and nb < _BATCH:
+            if p == b or _is_meta(pt, p, b):
+                bk[nb, 0] = s
+                bk[nb, 1] = p
+                bk[nb, 2] = -1
+                if p - s <= 15:
+                    w0, w1, h = short_key(pt, s, p - s)
+                    slot = np.int64(h & mask)
+                    _prefetch3(wc, w, slot, 0)
+                    bk[nb, 2] = slot
+                    bk[nb, 3] = np.int64(w0)
+                    bk[nb, 4] = np.int64(w1)
+                nb += 1
+                s = p
+                p += 3
+            else:
+                p += 1
+        for q in range(nb):
+            ps = bk[q, 0]
+            pe = bk[q, 1]
+            slot = bk[q, 2]
+            if slot >= 0:
+                w0 = np.uint64(bk[q, 3])
+                w1 = np.uint64(bk[q, 4])
+                k = cache_get(wc, w, slot, w0, w1, out, o)
+                if k >= 0:
+                    o += k
+                    continue
+                o2 = _piece(pt, ps, pe, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o)
+                if o2 < 0:
+                    return -1
+                if o2 > o:
+                    cache_put(wc, w, slot, w0, w1, out, o, o2 - o)
+                o = o2
+            else:
+                o = _piece(pt, ps, pe, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o)
+                if o < 0:
+                    return -1
+    return o
+
+
+@njit_cached(parallel=True, nogil=True)
+def uni_ids(data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk, unk_score, byte_ids,
+            wc, status, out, counts):
+    """The whole pipeline, one document at a time: normalized and pre-tokenized into a
+    scratch buffer (twice the document's bytes; a longer result is counted, then written
+    into one of its size), then its pieces through the model into ``out`` at
+    ``doc_offsets[d] + 4 * d``, a slot of ``bytes + 4`` ids: ``counts[d]`` ids there.
+    A document whose ids do not fit its slot gets ``status[d] = 3`` (the caller encodes
+    it with ``uni_lengths``/``uni_pretokenize``/``uni_encode``)."""
+    for d in prange(doc_offsets.shape[0] - 1):
+        counts[d] = 0
+        if status[d] != 0:
+            continue
+        w = get_thread_id()
+        a = doc_offsets[d]
+        b = doc_offsets[d + 1]
+        if a == b:
+            continue
+        pt = np.empty(2 * (b - a) + 16, np.uint8)
+        m = _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, 0, True)
+        if m + 16 > pt.shape[0]:
+            pt = np.empty(m + 16, np.uint8)
+            _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, 0, True)
+        best = np.empty(m + 1, np.float64)
+        start_of = np.empty(m + 1, np.int64)
+        id_of = np.empty(m + 1, np.int64)
+        ids = np.empty(m + 1, np.int32)
+        bk = np.empty((_BATCH, 5), np.int64)
+        k = _encode_pieces(pt, 0, m, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, w, bk, ids, 0)
+        if k < 0:
+            status[d] = 2
+        elif k > b - a + 4:
+            status[d] = 3
+        else:
+            o = a + 4 * d
+            for j in range(k):
+                out[o + j] = ids[j]
+            counts[d] = k
