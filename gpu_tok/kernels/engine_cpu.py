@@ -529,11 +529,10 @@ def any_match(data, in_s, in_e, tkeys, tvals, term, first):
     return out
 
 
-def build_trie(contents):
-    """``(tkeys, tvals, term, first)`` for ``contents``: list of ``(bytes, id)``.
-
-    The first entry wins on identical contents (as the reference's trie).
-    """
+def trie_nodes(contents):
+    """``(children, term)``: the byte trie of ``contents`` (list of ``(bytes, id)``) as a
+    list of ``{byte: child}`` per node (node 0 the root) and the id ending at each node
+    (-1: none). The first entry wins on identical contents (as the reference's trie)."""
     children = [{}]
     term = [-1]
     for content, tid in contents:
@@ -548,6 +547,15 @@ def build_trie(contents):
             node = nxt
         if term[node] < 0:
             term[node] = tid
+    return children, term
+
+
+def build_trie(contents):
+    """``(tkeys, tvals, term, first)`` for ``contents``: list of ``(bytes, id)``.
+
+    The first entry wins on identical contents (as the reference's trie).
+    """
+    children, term = trie_nodes(contents)
     edges = [((node << 8) | byte, child) for node, ch in enumerate(children) for byte, child in ch.items()]
     cap = 8
     while cap < 2 * len(edges):

@@ -38,7 +38,7 @@ import numpy as np
 from numba import get_thread_id, prange
 
 from ._intrinsics import prefetch3 as _prefetch3
-from .engine_cpu import short_key
+from .engine_cpu import short_key, trie_nodes
 from .hash_table import njit_cached, njit_noalloc
 from .pretok_cpu import _dec
 from .wordpiece_cpu import cache_get, cache_put
@@ -307,19 +307,7 @@ def build_vocab_trie(entries):
     ``child << 8 | label``, labels increasing; for a node of more, ``row | 1 << 62`` with
     ``dense[row, byte]`` its child by ``byte`` (-1: none). ``term[k]``: the id of the
     entry ending at node ``k``, else -1."""
-    children = [{}]
-    term = [-1]
-    for content, tid in entries:
-        node = 0
-        for byte in content:
-            nxt = children[node].get(byte)
-            if nxt is None:
-                nxt = len(children)
-                children[node][byte] = nxt
-                children.append({})
-                term.append(-1)
-            node = nxt
-        term[node] = tid
+    children, term = trie_nodes(entries)
     info = np.zeros(len(children), np.int64)
     edges = []
     rows = []
