@@ -171,3 +171,14 @@ def test_expanding_rules_past_the_fused_kernels_slots():
         ours = gpu_tok.Tokenizer.from_str(js)
         assert isinstance(ours._cpu_engine(), CpuUnigramEngine)
         _same_ids(ours, tokenizers.Tokenizer.from_str(js), texts)
+
+
+def test_edge_input_as_the_reference():
+    """NUL bytes (they end a rule lookup), controls, empty text; a lone surrogate is refused
+    by name, as the reference refuses it."""
+    js = unigram_tokenizer_json(unigram_model())
+    ours, ref = _pair(("edge",), js)
+    _same_ids(ours, ref, ["a\x00b", "\x00", "x \x00\u0301 y", "\u00a0\x00\u3000", "e\u0301\x00", "\r\n\x00\n",
+                          "\ufeffab", "\u200d\u200d", ""])
+    with pytest.raises(gpu_tok.InvalidText):
+        ours.encode_batch_ids(["ok", "a\ud800b"], device="cpu")
