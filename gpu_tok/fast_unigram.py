@@ -10,7 +10,7 @@ additions in its order, unknown characters fused, byte fallback), through a word
 
 Served: a ``Unigram`` model behind ``Precompiled`` or no normalizer, and
 ``Sequence[WhitespaceSplit, Metaspace]`` with ``prepend_scheme`` always (T5) or
-``Metaspace`` alone with always or never, each with ``split``. Texts the reference path
+``Metaspace`` alone (any ``prepend_scheme``), each with ``split``. Texts the reference path
 encodes whole: those holding an added token's content (the reference splits there
 first), and those needing the unknown token when the model has none (the reference path
 raises the reference's error).
@@ -55,9 +55,11 @@ class CpuUnigramEngine(PieceEngine):
                 return 0
             raise NotServed("WhitespaceSplit + Metaspace other than '▁', split, prepend_scheme always")
         if isinstance(pre, C.Metaspace):
-            if pre.replacement == "\u2581" and pre.split and pre.prepend_scheme in ("always", "never"):
-                return 1 if pre.prepend_scheme == "always" else 2
-            raise NotServed("Metaspace other than '▁', split, prepend_scheme always or never")
+            # "first" prepends when the piece starts the original text: the whole text here,
+            # as texts with added tokens (which split it) run the reference path
+            if pre.replacement == "\u2581" and pre.split:
+                return 2 if pre.prepend_scheme == "never" else 1
+            raise NotServed("Metaspace other than '▁' with split")
         raise NotServed(f"pre-tokenizer {type(pre).__name__ if pre is not None else None}")
 
     def _normalized_contents(self, texts: List[str], status: np.ndarray) -> None:

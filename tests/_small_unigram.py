@@ -64,6 +64,7 @@ UNIGRAM_PRE_TOKENIZERS = {
     "t5": {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, LEGACY_METASPACE]},
     "metaspace": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
     "metaspace-first-nosplit": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False},
+    "metaspace-first": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True},
     "metaspace-never": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "never", "split": True},
     "t5-never": {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, dict(
         LEGACY_METASPACE, add_prefix_space=False, prepend_scheme="never")]},

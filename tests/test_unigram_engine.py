@@ -41,7 +41,7 @@ _OPTIONS = [{}, {"seed": 2, "unk_id": 1}, {"seed": 3, "positive": True}, {"seed"
 
 @pytest.mark.parametrize("options", _OPTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()
                                                                      if k != "bytes_present") or "default")
-@pytest.mark.parametrize("pre", ["t5", "metaspace", "metaspace-never"])
+@pytest.mark.parametrize("pre", ["t5", "metaspace", "metaspace-first", "metaspace-never"])
 @pytest.mark.parametrize("normalizer", ["rules", "none"])
 @_SETTINGS
 @given(texts=st.lists(uni_texts, min_size=1, max_size=4))
@@ -67,7 +67,7 @@ def test_engine_on_charsmaps_of_our_own(rules, texts):
     space and "▁", as the reference normalizer does them, through both pre-tokenizers."""
     norm = {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(build_charsmap(rules)).decode()}
     chars = sorted(set("".join(_RULE_CHARS) + "xyz\u00e9\u0301\u03a9\u6771\U0001f600\u2581"))
-    for pre in ("t5", "metaspace"):
+    for pre in ("t5", "metaspace", "metaspace-first"):
         js = unigram_tokenizer_json(_char_model(chars), normalizer=norm, pre_tokenizer=pre)
         ours = gpu_tok.Tokenizer.from_str(js)
         assert isinstance(ours._cpu_engine(), CpuUnigramEngine)
