@@ -8,7 +8,8 @@ the reference walks it), the pre-tokenizer (``WhitespaceSplit`` then ``Metaspace
 model's best path over each piece (a byte trie of the vocabulary, the reference's ``f64``
 additions in its order, unknown characters fused, byte fallback), through a word cache.
 
-Served: a ``Unigram`` model behind ``Precompiled`` or no normalizer, and
+Served: a ``Unigram`` model behind ``Precompiled`` or no normalizer (or, with
+``WhitespaceSplit``, ``Precompiled`` then ``Replace`` of spaces by one space, as XLM-R), and
 ``Sequence[WhitespaceSplit, Metaspace]`` with ``prepend_scheme`` always (T5) or
 ``Metaspace`` alone (any ``prepend_scheme``), each with ``split``. Texts the reference path
 encodes whole: those holding an added token's content (the reference splits there
@@ -36,10 +37,8 @@ class CpuUnigramEngine(PieceEngine):
 
         if not isinstance(cfg.model, C.Unigram):
             raise NotServed("not a Unigram model")
-        norm = cfg.normalizer
-        if norm is not None and not isinstance(norm, C.Precompiled):
-            raise NotServed(f"normalizer {type(norm).__name__}")
         self.mode = self._mode(cfg.pre_tokenizer, NotServed)
+        self.norm = self._normalizer(cfg.normalizer, self.mode, NotServed)
         self._init_common(cfg, ref)
         raw, norm_contents = self._raw_contents()
         self._norm_contents = norm_contents
@@ -62,6 +61,20 @@ class CpuUnigramEngine(PieceEngine):
             raise NotServed("Metaspace other than '▁' with split")
         raise NotServed(f"pre-tokenizer {type(pre).__name__ if pre is not None else None}")
 
+    @staticmethod
+    def _normalizer(norm, mode: int, NotServed):
+        """The ``Precompiled`` normalizer the kernels apply (or None). XLM-R-style files
+        follow it with ``Replace(" {2,}", " ")``: runs of spaces, which ``WhitespaceSplit``
+        (mode 0) removes whole anyway, so that step changes no id there."""
+        if isinstance(norm, C.NormalizerSequence) and len(norm.normalizers) == 2 and mode == 0:
+            first, rep = norm.normalizers
+            if (isinstance(first, C.Precompiled) and isinstance(rep, C.Replace) and rep.content == " "
+                    and (rep.pattern.kind, rep.pattern.value) in (("Regex", " {2,}"), ("String", " "), ("String", "  "))):
+                return first
+        if norm is not None and not isinstance(norm, C.Precompiled):
+            raise NotServed(f"normalizer {type(norm).__name__}")
+        return norm
+
     def _normalized_contents(self, texts: List[str], status: np.ndarray) -> None:
         from .cpu_ref.normalizers import normalize_str
 
@@ -81,7 +94,7 @@ class CpuUnigramEngine(PieceEngine):
         from .cpu_ref.unicode_props import tables
         from .kernels.unigram_cpu import build_vocab_trie, single_values
 
-        norm = self.cfg.normalizer
+        norm = self.norm
         if norm is not None:
             cm = norm.charsmap
             da = np.ascontiguousarray(cm.array, np.int64)

@@ -23,7 +23,7 @@ import gpu_tok  # noqa: E402
 from gpu_tok.fast_unigram import CpuUnigramEngine  # noqa: E402
 
 from _charsmap import build_charsmap  # noqa: E402
-from _small_unigram import UNIGRAM_ADDED, unigram_model, unigram_tokenizer_json  # noqa: E402
+from _small_unigram import UNIGRAM_ADDED, precompiled, unigram_model, unigram_tokenizer_json  # noqa: E402
 from test_components_vs_reference import _RULE_CHARS, _SETTINGS, uni_texts  # noqa: E402
 from test_graphemes import GEN  # noqa: E402
 from test_wordpiece_engine import _pair as _wp_pair, _same_ids  # noqa: E402
@@ -182,3 +182,20 @@ def test_edge_input_as_the_reference():
                           "\ufeffab", "\u200d\u200d", ""])
     with pytest.raises(gpu_tok.InvalidText):
         ours.encode_batch_ids(["ok", "a\ud800b"], device="cpu")
+
+
+_XLMR_NORMALIZER = {"type": "Sequence", "normalizers": [
+    precompiled(), {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]}
+
+
+@pytest.mark.parametrize("pre", ["t5", "metaspace"])
+@_SETTINGS
+@given(texts=st.lists(uni_texts, min_size=1, max_size=4))
+def test_xlmr_style_normalizer(pre, texts):
+    """Precompiled then Replace(" {2,}", " ") (XLM-R's normalizer): served behind
+    WhitespaceSplit (which removes the spaces whole), the reference path behind Metaspace
+    alone (where the spaces become "▁"); ids equal to the reference's either way."""
+    js = unigram_tokenizer_json(unigram_model(seed=7), normalizer=_XLMR_NORMALIZER, pre_tokenizer=pre)
+    ours = gpu_tok.Tokenizer.from_str(js)
+    assert isinstance(ours._cpu_engine(), CpuUnigramEngine) == (pre == "t5"), ours.cpu_engine_reason
+    _same_ids(ours, tokenizers.Tokenizer.from_str(js), texts + ["a  b   c", "  x  "])
