@@ -123,36 +123,30 @@ class CpuUnigramEngine(PieceEngine):
         return self._tables
 
     def _run(self, data, offsets, status, parallel: bool, threads: int, wc):
-        """The kernels: ``(starts, out, counts)``, document ``d``'s ids at
-        ``out[starts[d]:starts[d] + counts[d]]`` (``kernels.unigram_cpu.uni_ids``; the
-        documents with more ids than its slots through the three-pass kernels)."""
+        """The kernel: ``(starts, out, counts)``, document ``d``'s ids at
+        ``out[starts[d]:starts[d] + counts[d]]`` (``kernels.unigram_cpu.uni_ids``). Each
+        document gets a slot of its bytes + 4 ids; the few that need more (rules that
+        expand) run again into slots of the size they reported."""
         from .fast_cpu import numba_threads
         from .kernels import unigram_cpu as U
 
         da, crep, blob, use_pc, gprops, ws, trie, scores, unk, unk_score, byte_ids = self._compiled()
         n = offsets.shape[0] - 1
+        tables = (da, crep, blob, use_pc, gprops, ws, self.mode, trie, scores, unk, unk_score, byte_ids, wc)
         with numba_threads(threads if parallel else 1):
-            out = np.empty(int(offsets[-1]) + 4 * n + 1, np.int32)
-            counts = np.zeros(n, np.int64)
-            U.uni_ids(data, offsets, da, crep, blob, use_pc, gprops, ws, self.mode, trie, scores, unk, unk_score,
-                      byte_ids, wc, status, out, counts)
             starts = np.zeros(n + 1, np.int64)
             starts[:n] = offsets[:-1] + 4 * np.arange(n, dtype=np.int64)
+            out = np.empty(int(offsets[-1]) + 4 * n + 1, np.int32)
+            counts = np.zeros(n, np.int64)
+            U.uni_ids(data, offsets, *tables, status, starts, np.diff(offsets) + 4, out, counts)
             big = np.flatnonzero(status == 3)
             if big.shape[0]:
+                need = np.zeros(n, np.int64)
+                need[big] = counts[big]
+                starts[big] = out.shape[0] + (np.cumsum(need[big]) - need[big])
+                out = np.concatenate([out, np.empty(int(need.sum()), np.int32)])
                 sub = np.ones(n, np.uint8)
                 sub[big] = 0
-                plen = np.zeros(n, np.int64)
-                U.uni_lengths(data, offsets, da, crep, blob, use_pc, gprops, ws, self.mode, sub, plen)
-                poff = np.zeros(n + 1, np.int64)
-                np.cumsum(plen, out=poff[1:])
-                pt = np.zeros(int(poff[-1]) + 16, np.uint8)  # spare bytes past the end (the cache reads whole words)
-                U.uni_pretokenize(data, offsets, da, crep, blob, use_pc, gprops, ws, self.mode, sub, poff, pt)
-                out2 = np.empty(max(int(poff[-1]), 1), np.int32)
-                counts2 = np.zeros(n, np.int64)
-                U.uni_encode(pt, poff, trie, scores, unk, unk_score, byte_ids, wc, sub, out2, counts2)
+                U.uni_ids(data, offsets, *tables, sub, starts, need, out, counts)
                 status[big] = sub[big]  # 0, or 2 (the unknown token needed and missing)
-                counts[big] = counts2[big]
-                starts[big] = out.shape[0] + poff[big]
-                out = np.concatenate([out, out2])
         return starts, out, counts

@@ -160,8 +160,8 @@ def test_engine_on_the_grapheme_probes():
 
 def test_expanding_rules_past_the_fused_kernels_slots():
     """A rule that turns 3 bytes into many pieces: the pre-tokenized text outgrows the
-    fused kernel's scratch (twice the document) and its ids the document's slot (bytes + 4),
-    so those documents take the three-pass kernels; the others stay in the fused one."""
+    kernel's scratch (twice the document) and its ids the document's slot (bytes + 4), so
+    those documents run again into slots of the size they need; the others do not."""
     rules = {"\u2460": "a b c d e f g h i j k l", "\u2461": "xy", "\u00e9": ""}
     norm = {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(build_charsmap(rules)).decode()}
     chars = sorted(set("abcdefghijklxyz\u00e9\u2460\u2461\u2581"))

@@ -25,11 +25,10 @@ the ``<0xXX>`` ids (-1 where missing; all -1 without byte fallback).
 
 ``status: uint8[n]`` per document: 0 encoded here, 1 the reference path (set by the
 caller), 2 a piece needs the unknown token and there is none (the reference path raises
-the reference's error).
+the reference's error), 3 its ids did not fit its slot (``uni_ids``).
 
-Output: ``pt: uint8[M]`` document ``d`` pre-tokenized at ``poff[d]:poff[d + 1]``; ``out:
-int32[M]`` its ids at ``out[poff[d]:poff[d] + counts[d]]`` (every id covers at least one
-byte of ``pt``).
+Output: ``out: int32[...]`` document ``d``'s ids at ``out[ostart[d]:ostart[d] + counts[d]]``,
+in a slot of ``ocap[d]`` ids the caller chose (``uni_ids``).
 """
 
 from __future__ import annotations
@@ -277,26 +276,6 @@ def single_values(da, crep):
         crep[c] = _transform(da, buf, 0, n)
 
 
-@njit_cached(parallel=True, nogil=True)
-def uni_lengths(data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, status, plen):
-    """``plen[d]``: bytes of document ``d`` pre-tokenized (0 for one the reference encodes)."""
-    dummy = np.zeros(1, np.uint8)
-    for d in prange(doc_offsets.shape[0] - 1):
-        plen[d] = 0
-        if status[d] == 0:
-            plen[d] = _pretokenize(data, doc_offsets[d], doc_offsets[d + 1], da, crep, blob, use_pc, gprops, ws,
-                                   mode, dummy, 0, False)
-
-
-@njit_cached(parallel=True, nogil=True)
-def uni_pretokenize(data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, status, poff, pt):
-    """Document ``d`` pre-tokenized into ``pt[poff[d]:poff[d + 1]]``."""
-    for d in prange(doc_offsets.shape[0] - 1):
-        if status[d] == 0:
-            _pretokenize(data, doc_offsets[d], doc_offsets[d + 1], da, crep, blob, use_pc, gprops, ws, mode, pt,
-                         poff[d], True)
-
-
 _DENSE = 8  # a node with more children than this gets a 256-entry row
 
 
@@ -475,31 +454,6 @@ def _is_meta(pt, p, b):
     return p + 2 < b and pt[p] == 0xE2 and pt[p + 1] == 0x96 and pt[p + 2] == 0x81
 
 
-@njit_cached(parallel=True, nogil=True)
-def uni_encode(pt, poff, trie, scores, unk, unk_score, byte_ids, wc, status, out, counts):
-    """Each document's pieces (cut before every "▁") through the model: ``counts[d]`` ids
-    at ``out[poff[d]:]``."""
-    for d in prange(poff.shape[0] - 1):
-        counts[d] = 0
-        if status[d] != 0:
-            continue
-        w = get_thread_id()
-        a = poff[d]
-        b = poff[d + 1]
-        if a == b:
-            continue
-        # scratch for the best path of any piece of the document
-        best = np.empty(b - a + 1, np.float64)
-        start_of = np.empty(b - a + 1, np.int64)
-        id_of = np.empty(b - a + 1, np.int64)
-        bk = np.empty((_BATCH, 5), np.int64)
-        o = _encode_pieces(pt, a, b, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, w, bk, out, a)
-        if o < 0:
-            status[d] = 2
-        else:
-            counts[d] = o - a
-
-
 _BATCH = 32  # pieces keyed (and their word cache slots prefetched) ahead of their encoding
 
 
@@ -558,17 +512,17 @@ def _encode_pieces(pt, a, b, trie, scores, unk, unk_score, byte_ids, best, start
 
 @njit_cached(parallel=True, nogil=True)
 def uni_ids(data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk, unk_score, byte_ids,
-            wc, status, out, counts):
+            wc, status, ostart, ocap, out, counts):
     """The whole pipeline, one document at a time: normalized and pre-tokenized into a
     scratch buffer (twice the document's bytes; a longer result is counted, then written
-    into one of its size), then its pieces through the model into ``out`` at
-    ``doc_offsets[d] + 4 * d``, a slot of ``bytes + 4`` ids: ``counts[d]`` ids there.
-    A document whose ids do not fit its slot gets ``status[d] = 3`` (the caller encodes
-    it with ``uni_lengths``/``uni_pretokenize``/``uni_encode``)."""
+    into one of its size), then its pieces through the model; ``counts[d]`` ids at
+    ``out[ostart[d]:]``. A document with more ids than its slot (``ocap[d]``) writes none:
+    it gets ``status[d] = 3`` and ``counts[d]`` the number it needs (the caller runs it
+    again into a slot of that size)."""
     for d in prange(doc_offsets.shape[0] - 1):
-        counts[d] = 0
         if status[d] != 0:
             continue
+        counts[d] = 0
         w = get_thread_id()
         a = doc_offsets[d]
         b = doc_offsets[d + 1]
@@ -587,10 +541,11 @@ def uni_ids(data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, s
         k = _encode_pieces(pt, 0, m, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, w, bk, ids, 0)
         if k < 0:
             status[d] = 2
-        elif k > b - a + 4:
+        elif k > ocap[d]:
             status[d] = 3
+            counts[d] = k
         else:
-            o = a + 4 * d
+            o = ostart[d]
             for j in range(k):
                 out[o + j] = ids[j]
             counts[d] = k
