@@ -57,6 +57,17 @@ def _char_model(chars):
     return {"type": "Unigram", "unk_id": 0, "vocab": vocab + [["X0X1", -1.5], ["\u2581X", -2.0]]}
 
 
+def _same_ids_under_rules(rules, chars, pres, texts):
+    """Through the Precompiled ``rules`` and each pre-tokenizer of ``pres``, a character-level
+    model over ``chars``: the engine serves it and its ids are the reference's."""
+    norm = {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(build_charsmap(rules)).decode()}
+    for pre in pres:
+        js = unigram_tokenizer_json(_char_model(sorted(set(chars))), normalizer=norm, pre_tokenizer=pre)
+        ours = gpu_tok.Tokenizer.from_str(js)
+        assert isinstance(ours._cpu_engine(), CpuUnigramEngine)
+        _same_ids(ours, tokenizers.Tokenizer.from_str(js), texts)
+
+
 @_SETTINGS
 @given(rules=st.dictionaries(st.lists(st.sampled_from(_RULE_CHARS), min_size=1, max_size=3).map("".join),
                              st.text(alphabet="xyz\u00e9\u0301 \u03a9\u6771\U0001f600\u2581", max_size=4), max_size=10),
@@ -65,13 +76,8 @@ def _char_model(chars):
 def test_engine_on_charsmaps_of_our_own(rules, texts):
     """Clusters replaced whole or character by character, removals, expansions into white
     space and "▁", as the reference normalizer does them, through both pre-tokenizers."""
-    norm = {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(build_charsmap(rules)).decode()}
-    chars = sorted(set("".join(_RULE_CHARS) + "xyz\u00e9\u0301\u03a9\u6771\U0001f600\u2581"))
-    for pre in ("t5", "metaspace", "metaspace-first"):
-        js = unigram_tokenizer_json(_char_model(chars), normalizer=norm, pre_tokenizer=pre)
-        ours = gpu_tok.Tokenizer.from_str(js)
-        assert isinstance(ours._cpu_engine(), CpuUnigramEngine)
-        _same_ids(ours, tokenizers.Tokenizer.from_str(js), texts)
+    chars = "".join(_RULE_CHARS) + "xyz\u00e9\u0301\u03a9\u6771\U0001f600\u2581"
+    _same_ids_under_rules(rules, chars, ("t5", "metaspace", "metaspace-first"), texts)
 
 
 def test_engine_on_the_grapheme_fuzz():
@@ -163,14 +169,8 @@ def test_expanding_rules_past_the_fused_kernels_slots():
     kernel's scratch (twice the document) and its ids the document's slot (bytes + 4), so
     those documents run again into slots of the size they need; the others do not."""
     rules = {"\u2460": "a b c d e f g h i j k l", "\u2461": "xy", "\u00e9": ""}
-    norm = {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(build_charsmap(rules)).decode()}
-    chars = sorted(set("abcdefghijklxyz\u00e9\u2460\u2461\u2581"))
     texts = ["\u2460", "x \u2460\u2460 y", "plain", "\u2461\u00e9\u2461", "\u2460" * 50, "", "ab " * 30 + "\u2460"]
-    for pre in ("t5", "metaspace", "metaspace-never"):
-        js = unigram_tokenizer_json(_char_model(chars), normalizer=norm, pre_tokenizer=pre)
-        ours = gpu_tok.Tokenizer.from_str(js)
-        assert isinstance(ours._cpu_engine(), CpuUnigramEngine)
-        _same_ids(ours, tokenizers.Tokenizer.from_str(js), texts)
+    _same_ids_under_rules(rules, "abcdefghijklxyz\u00e9\u2460\u2461\u2581", ("t5", "metaspace", "metaspace-never"), texts)
 
 
 def test_edge_input_as_the_reference():
