@@ -7,7 +7,7 @@
 
 from .config import AddedToken
 from .encoding import Encoding
-from .errors import InvalidText, TokenizerFileError, UnsupportedComponent
+from .errors import InvalidText, TokenizerFileError, TruncationError, UnsupportedComponent
 from .tokenizer import Tokenizer, TokenBatch
 from .tiktoken_encoding import TiktokenEncoding, load_tiktoken_bpe
 
@@ -21,6 +21,7 @@ __all__ = [
     "TokenBatch",
     "Tokenizer",
     "TokenizerFileError",
+    "TruncationError",
     "UnsupportedComponent",
     "__version__",
     "load_tiktoken_bpe",

@@ -28,6 +28,7 @@ from . import shards as S
 from .megatron_idx import dtype_code, token_dtype
 from .corpus import (MISSING, BadInput, Block, Source, Stdin, check_readable, compression_of, expand_inputs,
                      input_format, iter_records, parquet_schema, sha256_and_size, warm_block_reader)
+from .errors import UnsupportedComponent
 from .resolve import TokenizerNotFound, default_tokenizer_path, resolve_tokenizer
 
 MANIFEST_VERSION = 1
@@ -146,7 +147,11 @@ def _load_hf(spec, path: Path) -> Encoder:
 
     try:
         tok = gpu_tok.Tokenizer.from_file(str(path))
-        tok._refuse_unapplied()  # truncation / padding in the file: not applied, so refused here
+        for key in ("truncation", "padding"):
+            if getattr(tok, key) is not None:  # the job writes whole documents, unpadded
+                raise UnsupportedComponent(key, getattr(tok, key), f"the file stores {key}, which the encode job "
+                                           "does not apply (it writes whole documents, unpadded); the API applies "
+                                           f"it (Tokenizer.enable_{key} / no_{key})")
     except Exception as e:  # noqa: BLE001
         raise BadInput(f"cannot load tokenizer {path}: {type(e).__name__}: {e}") from None
     vocab = tok.get_vocab(with_added_tokens=True)

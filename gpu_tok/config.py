@@ -296,6 +296,36 @@ class AddedToken:
 
 
 @dataclass(frozen=True)
+class TruncationParams:
+    """``tokenizers.Tokenizer.truncation``, in the reference's Python spelling."""
+
+    max_length: int
+    stride: int = 0
+    strategy: str = "longest_first"  # longest_first | only_first | only_second
+    direction: str = "right"
+
+    def as_dict(self) -> dict:
+        return {"max_length": self.max_length, "stride": self.stride, "strategy": self.strategy,
+                "direction": self.direction}
+
+
+@dataclass(frozen=True)
+class PaddingParams:
+    """``tokenizers.Tokenizer.padding``: ``length`` None pads to the batch's longest."""
+
+    length: Optional[int] = None
+    direction: str = "right"
+    pad_to_multiple_of: Optional[int] = None
+    pad_id: int = 0
+    pad_type_id: int = 0
+    pad_token: str = "[PAD]"
+
+    def as_dict(self) -> dict:
+        return {"length": self.length, "pad_to_multiple_of": self.pad_to_multiple_of, "pad_id": self.pad_id,
+                "pad_token": self.pad_token, "pad_type_id": self.pad_type_id, "direction": self.direction}
+
+
+@dataclass(frozen=True)
 class TokenizerConfig:
     model: object  # BPE, WordPiece or WordLevel
     normalizer: Optional[object] = None
@@ -303,7 +333,7 @@ class TokenizerConfig:
     post_processor: Optional[object] = None
     decoder: Optional[object] = None
     added_tokens: Tuple[Tuple[int, AddedToken], ...] = ()  # (id in the file, token), file order
-    # the file's "truncation" / "padding" objects as written (not applied: encoding refuses
-    # while they are set, ``Tokenizer.no_truncation`` / ``no_padding`` clear them)
-    truncation: Optional[Mapping] = field(default=None, repr=False)
-    padding: Optional[Mapping] = field(default=None, repr=False)
+    # the file's "truncation" / "padding" (``Tokenizer`` starts with them; its
+    # ``enable_*`` / ``no_*`` calls change its own copy)
+    truncation: Optional[TruncationParams] = field(default=None, repr=False)
+    padding: Optional[PaddingParams] = field(default=None, repr=False)

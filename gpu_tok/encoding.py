@@ -1,8 +1,25 @@
-"""``Encoding``: one encoded sequence, with Hugging Face's field names."""
+"""``Encoding``: one encoded sequence, with Hugging Face's field names and semantics.
+
+The fields, and the operations the pipeline applies to them (``set_sequence_id``,
+``merge_with``, ``truncate``, ``pad``), follow the reference's ``Encoding`` step for step
+(docs/decisions/0029-truncation-padding.md): which input a token came from is kept as
+*ranges* per sequence, as there, so ``sequence_ids`` after padding or truncation is what
+the reference reports.
+"""
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
+
+from .errors import TruncationError
+
+_DIRECTIONS = ("left", "right")
+
+
+def check_direction(direction: str) -> str:
+    if direction not in _DIRECTIONS:
+        raise ValueError(f"Unknown `direction`: `{direction}`. Use one of `left` or `right`")
+    return direction
 
 
 class Encoding:
@@ -12,31 +29,34 @@ class Encoding:
     - ``type_ids``: segment ids set by the post-processor;
     - ``tokens``: token strings;
     - ``offsets``: ``(start, end)`` in *characters* of the input text; ``(0, 0)`` for
-      tokens the post-processor added;
-    - ``attention_mask``: 1 for every token (no padding is applied);
-    - ``special_tokens_mask``: 1 for tokens the post-processor added, else 0
+      tokens the post-processor or padding added;
+    - ``attention_mask``: 1 for every token, 0 for padding;
+    - ``special_tokens_mask``: 1 for tokens the post-processor or padding added, else 0
       (added tokens found in the text count as 0, as in the reference);
     - ``word_ids``: index of the pre-tokenized piece a token came from, ``None``
-      for tokens the post-processor added;
-    - ``sequence_ids``: 0 or 1 (which input of a pair), ``None`` for added tokens;
-    - ``overflowing``: always empty (no truncation is applied).
+      for tokens the post-processor or padding added;
+    - ``sequence_ids``: which input of a pair (0 or 1) a token came from, ``None`` outside
+      every sequence's range (``sequence_ranges``);
+    - ``overflowing``: the windows truncation cut off, each an ``Encoding``.
     """
 
     __slots__ = ("ids", "type_ids", "tokens", "offsets", "attention_mask", "special_tokens_mask",
-                 "word_ids", "sequence_ids", "overflowing")
+                 "word_ids", "sequence_ranges", "overflowing")
 
     def __init__(self, ids=None, type_ids=None, tokens=None, offsets=None, special_tokens_mask=None,
-                 word_ids=None, sequence_ids=None):
+                 word_ids=None, sequence_ranges: Optional[Dict[int, Tuple[int, int]]] = None,
+                 attention_mask=None, overflowing=None):
         self.ids: List[int] = ids if ids is not None else []
         n = len(self.ids)
         self.type_ids: List[int] = type_ids if type_ids is not None else [0] * n
         self.tokens: List[str] = tokens if tokens is not None else []
         self.offsets: List[Tuple[int, int]] = offsets if offsets is not None else []
         self.special_tokens_mask: List[int] = special_tokens_mask if special_tokens_mask is not None else [0] * n
-        self.attention_mask: List[int] = [1] * n
+        self.attention_mask: List[int] = attention_mask if attention_mask is not None else [1] * n
         self.word_ids: List[Optional[int]] = word_ids if word_ids is not None else [None] * n
-        self.sequence_ids: List[Optional[int]] = sequence_ids if sequence_ids is not None else [None] * n
-        self.overflowing: List["Encoding"] = []
+        # sequence id -> (start, end) token range; empty: one sequence covering everything
+        self.sequence_ranges: Dict[int, Tuple[int, int]] = dict(sequence_ranges) if sequence_ranges else {}
+        self.overflowing: List["Encoding"] = overflowing if overflowing is not None else []
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -45,36 +65,140 @@ class Encoding:
     def words(self) -> List[Optional[int]]:
         return self.word_ids
 
+    # ------------------------------------------------------------ sequences
     @property
     def n_sequences(self) -> int:
-        return len({s for s in self.sequence_ids if s is not None}) or 1
+        return len(self.sequence_ranges) or 1
+
+    def sequence_range(self, seq: int) -> Tuple[int, int]:
+        return self.sequence_ranges.get(seq, (0, len(self.ids)))
+
+    @property
+    def sequence_ids(self) -> List[Optional[int]]:
+        out: List[Optional[int]] = [None] * len(self.ids)
+        for seq in range(self.n_sequences):
+            a, b = self.sequence_range(seq)
+            out[a:b] = [seq] * (b - a)
+        return out
 
     def set_sequence_id(self, seq: int) -> None:
-        self.sequence_ids = [seq] * len(self.ids)
+        self.sequence_ranges[seq] = (0, len(self.ids))
 
-    def extend(self, other: "Encoding") -> None:
-        self.ids += other.ids
-        self.type_ids += other.type_ids
-        self.tokens += other.tokens
-        self.offsets += other.offsets
-        self.special_tokens_mask += other.special_tokens_mask
-        self.attention_mask += other.attention_mask
-        self.word_ids += other.word_ids
-        self.sequence_ids += other.sequence_ids
-
-    def copy(self) -> "Encoding":
-        e = Encoding(list(self.ids), list(self.type_ids), list(self.tokens), list(self.offsets),
-                     list(self.special_tokens_mask), list(self.word_ids), list(self.sequence_ids))
-        e.attention_mask = list(self.attention_mask)
-        return e
+    # ------------------------------------------------------------ merging
+    def merge_with(self, pair: "Encoding", growing_offsets: bool) -> None:
+        """Append ``pair``; the overflowing windows combine as in the reference (each of
+        ours with ``pair`` and with each of its windows, then ours whole with each of its)."""
+        overflowings = []
+        for mine in self.overflowing:
+            n = mine.copy()
+            n.merge_with(pair.copy(), growing_offsets)
+            overflowings.append(n)
+            for other in pair.overflowing:
+                n = mine.copy()
+                n.merge_with(other.copy(), growing_offsets)
+                overflowings.append(n)
+        for other in pair.overflowing:
+            n = self.copy()
+            n.merge_with(other.copy(), growing_offsets)
+            overflowings.append(n)
+        base = len(self.ids)
+        for seq, (a, b) in pair.sequence_ranges.items():
+            self.sequence_ranges[seq] = (base + a, base + b)
+        self.ids += pair.ids
+        self.type_ids += pair.type_ids
+        self.tokens += pair.tokens
+        self.word_ids += pair.word_ids
+        start = self.offsets[-1][1] if growing_offsets and self.offsets else 0
+        self.offsets += [(s + start, e + start) for s, e in pair.offsets]
+        self.special_tokens_mask += pair.special_tokens_mask
+        self.attention_mask += pair.attention_mask
+        self.overflowing = overflowings
 
     @staticmethod
-    def merge(encodings: List["Encoding"]) -> "Encoding":
+    def merge(encodings: List["Encoding"], growing_offsets: bool = True) -> "Encoding":
+        """One encoding of ``encodings`` in order (``tokenizers.Encoding.merge``)."""
         out = Encoding()
         for e in encodings:
-            out.extend(e)
+            out.merge_with(e, growing_offsets)
         return out
+
+    def copy(self) -> "Encoding":
+        return Encoding(list(self.ids), list(self.type_ids), list(self.tokens), list(self.offsets),
+                        list(self.special_tokens_mask), list(self.word_ids), self.sequence_ranges,
+                        list(self.attention_mask), [o.copy() for o in self.overflowing])
+
+    def _slice(self, a: int, b: int) -> "Encoding":
+        return Encoding(self.ids[a:b], self.type_ids[a:b], self.tokens[a:b], self.offsets[a:b],
+                        self.special_tokens_mask[a:b], self.word_ids[a:b], None, self.attention_mask[a:b])
+
+    # ------------------------------------------------------------ truncation
+    def truncate(self, max_length: int, stride: int = 0, direction: str = "right") -> None:
+        """Keep ``max_length`` tokens; what is cut off becomes ``overflowing`` windows of
+        ``max_length`` tokens, each repeating the ``stride`` tokens before it (as the
+        reference's ``Encoding::truncate``)."""
+        check_direction(direction)
+        n = len(self.ids)
+        if max_length >= n:
+            return
+        if max_length == 0:
+            whole = self._slice(0, n)
+            whole.sequence_ranges = dict(self.sequence_ranges)
+            whole.overflowing = self.overflowing
+            self.__init__(overflowing=[whole])
+            return
+        if stride >= max_length:
+            # the reference panics here (PanicException): we raise, with its words
+            raise TruncationError(f"`stride` must be strictly less than `max_len={max_length}` (note that `max_len` "
+                             "may be shorter than the max length of the original model, as it subtracts the "
+                             "number of special characters")
+        step = max_length - stride
+        parts: List[Tuple[int, int]] = []
+        if direction == "right":
+            for start in range(0, n, step):
+                stop = min(start + max_length, n)
+                parts.append((start, stop))
+                if stop == n:
+                    break
+        else:
+            for last in range(n - 1, -1, -step):
+                stop = last + 1
+                start = max(stop - max_length, 0)
+                parts.append((start, stop))
+                if start == 0:
+                    break
+        first = self._slice(*parts[0])
+        first.overflowing = [self._slice(a, b) for a, b in parts[1:]]
+        self.__init__(first.ids, first.type_ids, first.tokens, first.offsets, first.special_tokens_mask,
+                      first.word_ids, None, first.attention_mask, first.overflowing)
+
+    # ------------------------------------------------------------ padding
+    def pad(self, length: int, *, direction: str = "right", pad_id: int = 0, pad_type_id: int = 0,
+            pad_token: str = "[PAD]") -> None:
+        """Pad to ``length`` tokens (the overflowing windows too); longer encodings are kept."""
+        check_direction(direction)
+        for o in self.overflowing:
+            o.pad(length, direction=direction, pad_id=pad_id, pad_type_id=pad_type_id, pad_token=pad_token)
+        k = length - len(self.ids)
+        if k <= 0:
+            return
+        if direction == "left":
+            self.ids[:0] = [pad_id] * k
+            self.type_ids[:0] = [pad_type_id] * k
+            self.tokens[:0] = [pad_token] * k
+            self.word_ids[:0] = [None] * k
+            self.attention_mask[:0] = [0] * k
+            self.special_tokens_mask[:0] = [1] * k
+            self.offsets[:0] = [(0, 0)] * k
+            self.sequence_ranges = {s: (a + k, b + k) for s, (a, b) in self.sequence_ranges.items()}
+        else:
+            self.ids += [pad_id] * k
+            self.type_ids += [pad_type_id] * k
+            self.tokens += [pad_token] * k
+            self.word_ids += [None] * k
+            self.attention_mask += [0] * k
+            self.special_tokens_mask += [1] * k
+            self.offsets += [(0, 0)] * k
 
     def __repr__(self) -> str:
         return (f"Encoding(num_tokens={len(self.ids)}, attributes=[ids, type_ids, tokens, offsets, "
-                f"attention_mask, special_tokens_mask, word_ids, overflowing])")
+                f"attention_mask, special_tokens_mask, overflowing])")

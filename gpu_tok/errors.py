@@ -31,3 +31,8 @@ class UnsupportedComponent(ValueError):
 
 class InvalidText(TypeError, ValueError):
     """A text that is not valid Unicode (a lone surrogate), named with its position."""
+
+
+class TruncationError(ValueError):
+    """Truncation cannot keep to its ``max_length`` (the reference raises ``Exception``
+    with the same message), or its ``stride`` does not fit (the reference panics)."""

@@ -936,7 +936,7 @@ def template_ids(cfg: C.TokenizerConfig, ref) -> Tuple[np.ndarray, np.ndarray]:
     from .cpu_ref import post_processors
 
     sentinel = -7
-    enc = Encoding([sentinel], [0], ["a"], [(0, 1)], [0], [0], [None])
+    enc = Encoding([sentinel], [0], ["a"], [(0, 1)], [0], [0])
     out = post_processors.process(cfg.post_processor, [enc], True)
     k = out.ids.index(sentinel)
     return np.array(out.ids[:k], np.int32), np.array(out.ids[k + 1:], np.int32)
@@ -992,7 +992,7 @@ class CpuTokenizerEngine:
             rows.update((i, ids[rs[k]:rs[k + 1]]) for k, i in enumerate(group))
         for i in todo:
             if i not in rows:
-                rows[i] = self.ref.encode(texts[i], None, False).ids
+                rows[i] = self.ref.encode(texts[i], None, False, False).ids
         return rows
 
     def _K(self):
@@ -1058,7 +1058,7 @@ class CpuTokenizerEngine:
                     toks.append(vr[id_list[k]])
             m = b - a
             out.append(Encoding(id_list[a:b], [type_id] * m, toks, list(zip(c_start[a:b], c_end[a:b])), [0] * m,
-                                word[a:b], [None] * m))
+                                word[a:b]))
         return out
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
@@ -1251,7 +1251,7 @@ class CpuSentencePieceEngine:
         return ids, rs
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
-        return self.ref.encode_batch(inputs, add_special_tokens)
+        return self.ref.encode_batch(inputs, add_special_tokens, False)
 
 
 def cpu_engine_for(cfg: C.TokenizerConfig, ref):

@@ -140,13 +140,13 @@ class PieceEngine:
         if todo.shape[0]:
             rows = {}
             for k in todo.tolist():
-                row = self.ref.encode(texts[k], None, False).ids
+                row = self.ref.encode(texts[k], None, False, False).ids
                 rows[k] = self.prefix.tolist() + row + self.suffix.tolist() if templated else row
             ids, rs = splice_rows(ids, rs, rows)
         return ids, rs
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
-        return self.ref.encode_batch(inputs, add_special_tokens)
+        return self.ref.encode_batch(inputs, add_special_tokens, False)
 
 
 class CpuWordPieceEngine(PieceEngine):

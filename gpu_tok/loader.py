@@ -499,34 +499,38 @@ def _size(o: Dict[str, Any], key: str, path: str, default=...) -> Optional[int]:
     return n
 
 
-def _direction(o: Dict[str, Any], path: str, required: bool) -> None:
+def _direction(o: Dict[str, Any], path: str, required: bool) -> str:
     d = _get(o, "direction", path, str, ... if required else "Right")
     if d not in ("Left", "Right"):
         raise TokenizerFileError(f"{path}.direction", f"expected Left or Right, found {d!r}")
+    return d.lower()
 
 
-def _check_truncation(o: Dict[str, Any]) -> None:
+_STRATEGIES = {"LongestFirst": "longest_first", "OnlyFirst": "only_first", "OnlySecond": "only_second"}
+
+
+def _truncation(o: Dict[str, Any]) -> C.TruncationParams:
     """Measured: max_length, strategy and stride are required, direction is not."""
-    _size(o, "max_length", "truncation")
+    max_length = _size(o, "max_length", "truncation")
     strategy = _get(o, "strategy", "truncation", str)
-    if strategy not in ("LongestFirst", "OnlyFirst", "OnlySecond"):
+    if strategy not in _STRATEGIES:
         raise TokenizerFileError("truncation.strategy", f"expected LongestFirst, OnlyFirst or OnlySecond, found {strategy!r}")
-    _size(o, "stride", "truncation")
-    _direction(o, "truncation", required=False)
+    stride = _size(o, "stride", "truncation")
+    return C.TruncationParams(max_length, stride, _STRATEGIES[strategy], _direction(o, "truncation", required=False))
 
 
-def _check_padding(o: Dict[str, Any]) -> None:
+def _padding(o: Dict[str, Any]) -> C.PaddingParams:
     """Measured: every field but pad_to_multiple_of is required."""
     strategy = _get(o, "strategy", "padding", (str, dict))
+    length = None
     if strategy != "BatchLongest":
         if not (isinstance(strategy, dict) and list(strategy) == ["Fixed"]):
             raise TokenizerFileError("padding.strategy", f'expected "BatchLongest" or {{"Fixed": n}}, found {strategy!r}')
-        _size(strategy, "Fixed", "padding.strategy")
-    _direction(o, "padding", required=True)
-    _size(o, "pad_to_multiple_of", "padding", None)
-    _size(o, "pad_id", "padding")
-    _size(o, "pad_type_id", "padding")
-    _get(o, "pad_token", "padding", str)
+        length = _size(strategy, "Fixed", "padding.strategy")
+    direction = _direction(o, "padding", required=True)
+    return C.PaddingParams(length, direction, _size(o, "pad_to_multiple_of", "padding", None),
+                           _size(o, "pad_id", "padding"), _size(o, "pad_type_id", "padding"),
+                           _get(o, "pad_token", "padding", str))
 
 
 # -------------------------------------------------------------------- the file
@@ -534,11 +538,8 @@ def parse_tokenizer(data: Any) -> C.TokenizerConfig:
     o = _obj(data, "")
     if "version" in o and o["version"] != "1.0":
         raise TokenizerFileError("version", f"unknown tokenizer version {o['version']!r} (expected '1.0')")
-    # kept, not applied (``Tokenizer`` refuses to encode with them), checked as the reference does
-    if o.get("truncation") is not None:
-        _check_truncation(_obj(o["truncation"], "truncation"))
-    if o.get("padding") is not None:
-        _check_padding(_obj(o["padding"], "padding"))
+    truncation = None if o.get("truncation") is None else _truncation(_obj(o["truncation"], "truncation"))
+    padding = None if o.get("padding") is None else _padding(_obj(o["padding"], "padding"))
     if "model" not in o:
         raise TokenizerFileError("model", "missing required field")
     model = parse_model(o["model"], "model")
@@ -553,8 +554,8 @@ def parse_tokenizer(data: Any) -> C.TokenizerConfig:
         post_processor=None if post is None else parse_post_processor(post, "post_processor"),
         decoder=None if dec is None else parse_decoder(dec, "decoder"),
         added_tokens=parse_added_tokens(o.get("added_tokens") or [], "added_tokens"),
-        truncation=o.get("truncation"),
-        padding=o.get("padding"),
+        truncation=truncation,
+        padding=padding,
     )
 
 

@@ -9,10 +9,9 @@ from typing import Dict, Iterable, List, Optional, Sequence, Union
 import numpy as np
 
 from . import loader
-from .config import AddedToken, TokenizerConfig
+from .config import AddedToken, PaddingParams, TokenizerConfig, TruncationParams
 from .cpu_ref import RefPipeline
 from .encoding import Encoding
-from .errors import UnsupportedComponent
 
 DEVICES = ("ref", "cpu", "auto", "cuda")
 
@@ -64,6 +63,18 @@ def _snake(name: str) -> str:
     return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
 
 
+def _unsigned(n, bits: int = 64) -> int:
+    """An unsigned integer argument, refused as the reference's binding refuses it."""
+    if isinstance(n, bool) or not hasattr(n, "__index__"):
+        raise TypeError(f"'{type(n).__name__}' object cannot be interpreted as an integer")
+    n = n.__index__()
+    if n < 0:
+        raise OverflowError("can't convert negative int to unsigned")
+    if n >> bits:
+        raise OverflowError("out of range integral type conversion attempted")
+    return n
+
+
 def _check_device(device: str) -> str:
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
@@ -82,8 +93,6 @@ class Tokenizer:
         self._ref = RefPipeline(cfg)
         self._cpu = None  # the compiled engine, built on first use
         self._cpu_reason: Optional[str] = None
-        self._truncation = cfg.truncation  # the file's, refused until no_truncation()
-        self._padding = cfg.padding  # likewise, until no_padding()
 
     def _cpu_engine(self):
         """The compiled CPU engine, or None when it does not serve this tokenizer."""
@@ -133,49 +142,61 @@ class Tokenizer:
     # ------------------------------------------------- truncation and padding
     @property
     def truncation(self) -> Optional[dict]:
-        """The file's truncation in the reference's form (``tokenizers.Tokenizer.truncation``),
-        or None. gpu_tok does not apply it: encoding raises ``UnsupportedComponent`` while it
-        is set; ``no_truncation()`` clears it, as in the reference."""
-        t = self._truncation
-        if t is None:
-            return None
-        return {"max_length": t.get("max_length"), "stride": t.get("stride", 0),
-                "strategy": _snake(t.get("strategy", "LongestFirst")), "direction": t.get("direction", "Right").lower()}
+        """The truncation applied on encoding, in the reference's form
+        (``tokenizers.Tokenizer.truncation``), or None. It starts as the file's."""
+        t = self._ref.truncation
+        return None if t is None else t.as_dict()
 
     @property
     def padding(self) -> Optional[dict]:
-        """The file's padding in the reference's form (``tokenizers.Tokenizer.padding``), or
-        None; not applied, as ``truncation``."""
-        p = self._padding
-        if p is None:
-            return None
-        strategy = p.get("strategy", "BatchLongest")
-        return {"length": strategy.get("Fixed") if isinstance(strategy, dict) else None,
-                "pad_to_multiple_of": p.get("pad_to_multiple_of"), "pad_id": p.get("pad_id", 0),
-                "pad_token": p.get("pad_token", "[PAD]"), "pad_type_id": p.get("pad_type_id", 0),
-                "direction": p.get("direction", "Right").lower()}
+        """The padding applied on encoding (``tokenizers.Tokenizer.padding``), or None."""
+        p = self._ref.padding
+        return None if p is None else p.as_dict()
+
+    def enable_truncation(self, max_length: int, stride: int = 0, strategy: str = "longest_first",
+                          direction: str = "right") -> None:
+        """Truncate every encoding to ``max_length`` tokens, the post-processor's included
+        (``tokenizers.Tokenizer.enable_truncation``): what is cut off goes to
+        ``Encoding.overflowing`` in windows repeating ``stride`` tokens."""
+        from .cpu_ref import post_processors
+        from .cpu_ref.truncation import check_stride
+
+        max_length, stride = _unsigned(max_length), _unsigned(stride)
+        if strategy not in ("longest_first", "only_first", "only_second"):
+            raise ValueError(f"Unknown `strategy`: `{strategy}`. Use one of `longest_first`, `only_first`, or "
+                             "`only_second`")
+        if direction not in ("left", "right"):
+            raise ValueError(f"Unknown `direction`: `{direction}`. Use one of `left` or `right`.")
+        t = TruncationParams(max_length, stride, strategy, direction)
+        check_stride(t, post_processors.added_tokens(self.config.post_processor, False))
+        self._ref.truncation = t
 
     def no_truncation(self) -> None:
-        """Encode without the file's truncation (``tokenizers.Tokenizer.no_truncation``)."""
-        self._truncation = None
+        """Encode without truncation (``tokenizers.Tokenizer.no_truncation``)."""
+        self._ref.truncation = None
+
+    def enable_padding(self, direction: str = "right", pad_id: int = 0, pad_type_id: int = 0,
+                       pad_token: str = "[PAD]", length: Optional[int] = None,
+                       pad_to_multiple_of: Optional[int] = None) -> None:
+        """Pad every encoding to ``length`` tokens, or a batch to its longest
+        (``tokenizers.Tokenizer.enable_padding``), rounded up to ``pad_to_multiple_of``."""
+        if direction not in ("left", "right"):
+            raise ValueError(f"Unknown `direction`: `{direction}`. Use one of `left` or `right`")
+        if not isinstance(pad_token, str):
+            raise TypeError(f"'{type(pad_token).__name__}' is not an instance of 'str'")
+        self._ref.padding = PaddingParams(
+            None if length is None else _unsigned(length), direction,
+            None if pad_to_multiple_of is None else _unsigned(pad_to_multiple_of),
+            _unsigned(pad_id, 32), _unsigned(pad_type_id, 32), pad_token)
 
     def no_padding(self) -> None:
-        """Encode without the file's padding (``tokenizers.Tokenizer.no_padding``)."""
-        self._padding = None
-
-    def _refuse_unapplied(self) -> None:
-        for key, value, call in (("truncation", self._truncation, "no_truncation()"),
-                                 ("padding", self._padding, "no_padding()")):
-            if value is not None:
-                raise UnsupportedComponent(
-                    key, dict(value), f"{key} stored in the file is not applied by gpu_tok yet; call {call} to "
-                    "encode without it (the reference's ids after the same call)")
+        """Encode without padding (``tokenizers.Tokenizer.no_padding``)."""
+        self._ref.padding = None
 
     # --------------------------------------------------------------- encoding
     def encode(self, sequence: str, pair: Optional[str] = None, is_pretokenized: bool = False,
                add_special_tokens: bool = True) -> Encoding:
         """Encode one text (and optionally its pair), as ``tokenizers.Tokenizer.encode``."""
-        self._refuse_unapplied()
         if is_pretokenized:
             raise NotImplementedError("is_pretokenized=True (lists of words) is not supported yet")
         return self._ref.encode(sequence, pair, add_special_tokens)
@@ -191,23 +212,30 @@ class Tokenizer:
         runs), with ``num_threads`` workers (default: all cores). Results are
         identical on every device. ``"cuda"`` runs the CPU engine here too: ``Encoding``
         objects need offsets, which the GPU engine does not compute (``encode_batch_ids``
-        is the GPU's form).
+        is the GPU's form). With truncation set, the reference path builds the
+        encodings (their ``overflowing`` windows and word ids follow its early stop);
+        padding alone is applied to the engine's encodings.
         """
         _check_device(device)
-        self._refuse_unapplied()
         if is_pretokenized:
             raise NotImplementedError("is_pretokenized=True (lists of words) is not supported yet")
-        if device != "ref":
+        if device != "ref" and self._ref.truncation is None:
             eng = self._cpu_engine()
             if eng is not None:
-                return eng.encode_batch(inputs if isinstance(inputs, list) else list(inputs),
-                                        add_special_tokens, num_threads)
+                out = eng.encode_batch(inputs if isinstance(inputs, list) else list(inputs),
+                                       add_special_tokens, num_threads)
+                if self._ref.padding is not None:
+                    from .cpu_ref.truncation import pad_encodings
+
+                    pad_encodings(out, self._ref.padding)
+                return out
         return self._ref.encode_batch(inputs, add_special_tokens)
 
     def encode_batch_ids(self, texts: Iterable[str], add_special_tokens: bool = True,
                          device: str = "auto", num_threads: Optional[int] = None,
                          return_numpy: bool = False) -> TokenBatch:
-        """Encode many texts into one flat ``TokenBatch`` (ids + row_splits).
+        """Encode many texts into one flat ``TokenBatch`` (ids + row_splits): the ids
+        ``encode_batch`` gives, truncation and padding included.
 
         ``device`` and ``num_threads`` as in ``encode_batch``, except ``"cuda"``: the GPU
         engine (``gpu_tok/gpu_engine.py``; ``DeviceNotAvailable`` without a usable device,
@@ -217,25 +245,62 @@ class Tokenizer:
         ``return_numpy`` (or CuPy is not installed, or under the Numba simulator).
         """
         _check_device(device)
-        self._refuse_unapplied()
+        texts = texts if isinstance(texts, list) else list(texts)
+        trunc, pad = self._ref.truncation, self._ref.padding
+        if trunc is None and pad is None:
+            got = self._batch_ids(texts, add_special_tokens, device, num_threads, return_numpy)
+            return TokenBatch(*got) if got is not None else self._ref_batch_ids(texts, add_special_tokens)
+        from . import ids_post
+        from .cpu_ref import post_processors
+        from .fast_cpu import template_ids
+
+        n_added = post_processors.added_tokens(self.config.post_processor, False)
+        if device == "ref" or ids_post.wraps(trunc, n_added, add_special_tokens):
+            return self._ref_batch_ids(texts, add_special_tokens)
+        got = self._batch_ids(texts, False, device, num_threads, return_numpy)
+        if got is None:
+            return self._ref_batch_ids(texts, add_special_tokens)
+        ids, rs = got
+        on_device = hasattr(ids, "get")
+        if on_device:
+            ids, rs = ids.get(), rs.get()
+        prefix, suffix = template_ids(self.config, self._ref)
+        ids, rs = ids_post.apply(ids, rs, prefix, suffix, trunc, pad, n_added, add_special_tokens)
+        if on_device:
+            from .gpu_engine import _cupy
+
+            ids, rs = _cupy().asarray(ids), _cupy().asarray(rs)
+        return TokenBatch(ids, rs)
+
+    def _batch_ids(self, texts: List[str], add_special_tokens: bool, device: str,
+                   num_threads: Optional[int], return_numpy: bool):
+        """``(ids, row_splits)`` from the GPU or CPU engine (no truncation or padding), or
+        None where neither serves (or ``device="ref"``)."""
         if device in ("cuda", "auto"):
             from .gpu_engine import tokenizer_batch_ids
 
-            texts = texts if isinstance(texts, list) else list(texts)
             got = tokenizer_batch_ids(self, texts, add_special_tokens, device, num_threads, return_numpy)
             if got is not None:
-                return TokenBatch(*got)
+                return got
         if device != "ref":
             eng = self._cpu_engine()
             if eng is not None:
-                ids, rs = eng.encode_ids(texts, add_special_tokens, num_threads)
-                return TokenBatch(ids, rs)
-        rows = [self._ref.encode(t, None, add_special_tokens).ids for t in texts]
+                return eng.encode_ids(texts, add_special_tokens, num_threads)
+        return None
+
+    def _ref_batch_ids(self, texts: List[str], add_special_tokens: bool) -> TokenBatch:
+        rows = [e.ids for e in self._ref.encode_batch(texts, add_special_tokens)]
         splits = np.zeros(len(rows) + 1, dtype=np.int64)
         if rows:
             np.cumsum([len(r) for r in rows], out=splits[1:])
         ids = np.fromiter((i for r in rows for i in r), dtype=np.int32, count=int(splits[-1]))
         return TokenBatch(ids, splits)
+
+    def num_special_tokens_to_add(self, is_pair: bool) -> int:
+        """How many tokens the post-processor adds (``tokenizers.Tokenizer.num_special_tokens_to_add``)."""
+        from .cpu_ref import post_processors
+
+        return post_processors.added_tokens(self.config.post_processor, is_pair)
 
     # --------------------------------------------------------------- decoding
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:

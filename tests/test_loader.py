@@ -185,26 +185,26 @@ _PADDING = {"strategy": {"Fixed": 16}, "direction": "Left", "pad_to_multiple_of"
     (_TRUNCATION, None), (None, _PADDING), ({k: v for k, v in _TRUNCATION.items() if k != "direction"}, None),
     (None, dict(_PADDING, strategy="BatchLongest", pad_to_multiple_of=None)), (_TRUNCATION, _PADDING),
 ])
-def test_truncation_and_padding_in_the_file_are_kept_and_refused_when_encoding(truncation, padding):
-    """Read and shown as the reference shows them; every encode refuses by name while one is
-    set; after no_truncation() / no_padding() the ids are the reference's after the same calls."""
+def test_truncation_and_padding_in_the_file_are_applied(truncation, padding):
+    """Read and shown as the reference shows them, and applied on every encode (decision
+    0029); after no_truncation() / no_padding() the ids are the reference's after the
+    same calls."""
     tokenizers = pytest.importorskip("tokenizers")
     data = copy.deepcopy(BASE)
     data.update(truncation=truncation, padding=padding)
     js = json.dumps(data)
     ours, ref = gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js)
     assert ours.truncation == ref.truncation and ours.padding == ref.padding
-    first = "truncation" if truncation is not None else "padding"
-    for call in (lambda: ours.encode("the hello"), lambda: ours.encode_batch(["x"], device="cpu"),
-                 lambda: ours.encode_batch_ids(["x"], device="cpu"), lambda: ours.encode_batch_ids(["x"], device="ref")):
-        with pytest.raises(UnsupportedComponent) as info:
-            call()
-        assert info.value.json_path == first
+    texts = ["the hello there " * 5, "a", ""]
+    want = [e.ids for e in ref.encode_batch(texts)]
+    assert ours.encode("the hello there").ids == ref.encode("the hello there").ids
+    assert [e.ids for e in ours.encode_batch(texts, device="cpu")] == want
+    for device in ("cpu", "ref"):
+        assert ours.encode_batch_ids(texts, device=device).to_list() == want
     for o in (ours, ref):
         o.no_truncation()
         o.no_padding()
     assert ours.truncation is None and ours.padding is None
-    texts = ["the hello there " * 5, "a", ""]
     assert ours.encode_batch_ids(texts, device="cpu").to_list() == [e.ids for e in ref.encode_batch(texts)]
 
 
@@ -235,16 +235,16 @@ def test_refused_as_the_reference_refuses_them(key, value, path):
 
 
 def test_real_file_with_truncation_and_padding():
-    """all-MiniLM-L6-v2 stores truncation to 128 and padding to 128: refused until both are
-    cleared, then the reference's ids (WordPiece engine) after the same calls."""
+    """all-MiniLM-L6-v2 stores truncation to 128 and padding to 128: applied; cleared, the
+    reference's ids (WordPiece engine) after the same calls."""
     p = model_file("all-MiniLM-L6-v2")
     if not p.is_file():
         pytest.skip(f"model all-MiniLM-L6-v2 not available at {p}")
     tokenizers = pytest.importorskip("tokenizers")
     ours, ref = gpu_tok.Tokenizer.from_file(p), tokenizers.Tokenizer.from_file(str(p))
     assert ours.truncation == ref.truncation and ours.padding == ref.padding
-    with pytest.raises(UnsupportedComponent, match="no_truncation"):
-        ours.encode_batch_ids(["x"])
+    texts = ["Hello there! na\u00efve \u4e2d\u6587 " * 40, "a", ""]
+    assert ours.encode_batch_ids(texts, device="cpu").to_list() == [e.ids for e in ref.encode_batch(texts)]
     for o in (ours, ref):
         o.no_truncation()
         o.no_padding()

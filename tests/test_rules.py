@@ -70,6 +70,9 @@ def test_rule(rule):
     failures = []
     for rec in BY_RULE[rule]:
         tok = _tokenizer(rec["tokenizer"])
+        if "inputs" in rec:
+            failures += _batch_record(tok, rec)
+            continue
         text = rec["text"] if "text" in rec else "".join(map(chr, rec["codepoints"]))
         add = rec["add_special_tokens"]
         if "error" in rec:
@@ -84,3 +87,41 @@ def test_rule(rule):
             if v != rec[f]:
                 failures.append(f"{rec['tokenizer']} {text!r} add_special_tokens={add}: {f}: ours {v!r} != ref {rec[f]!r}")
     assert not failures, f"{len(failures)} mismatches:\n" + "\n".join(failures[:10])
+
+
+def _encoding_record(enc) -> dict:
+    rec = {f: ([list(o) for o in getattr(enc, f)] if f == "offsets" else list(getattr(enc, f)))
+           for f in FIELDS + ("sequence_ids",)}
+    rec["n_sequences"] = enc.n_sequences
+    rec["overflowing"] = [_encoding_record(o) for o in enc.overflowing]
+    return rec
+
+
+def _batch_record(tok, rec) -> list:
+    """One encode_batch with the record's truncation and padding (decision 0029)."""
+    tok.no_truncation()
+    tok.no_padding()
+    try:
+        if rec["truncation"] is not None:
+            tok.enable_truncation(**rec["truncation"])
+        if rec["padding"] is not None:
+            tok.enable_padding(**rec["padding"])
+        inputs = [tuple(x) if isinstance(x, list) else x for x in rec["inputs"]]
+        where = f"{rec['tokenizer']} {rec['truncation']} {rec['padding']} add_special_tokens={rec['add_special_tokens']}"
+        out = []
+        for device in ("ref", "cpu"):
+            try:
+                got = [_encoding_record(e) for e in tok.encode_batch(inputs, add_special_tokens=rec["add_special_tokens"],
+                                                                     device=device)]
+            except gpu_tok.TruncationError as e:
+                if str(e) != rec.get("error"):
+                    out.append(f"{where} {device}: raised {e}, ref {rec.get('error', 'no error')}")
+                continue
+            if "error" in rec:
+                out.append(f"{where} {device}: no error, ref {rec['error']}")
+            elif got != rec["encodings"]:
+                out.append(f"{where} {device}: ours {got} != ref {rec['encodings']}")
+        return out
+    finally:
+        tok.no_truncation()
+        tok.no_padding()

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional
 from .. import config as C
 from ..encoding import Encoding
 from ..errors import InvalidText
-from . import decoders, post_processors
+from . import decoders, post_processors, truncation
 from .added_tokens import AddedVocabulary
 from .models import model_for
 from .normalizers import normalize
@@ -58,13 +58,21 @@ class RefPipeline:
         self.added = AddedVocabulary(cfg.added_tokens, self.model, cfg.normalizer)
         norm = cfg.normalizer
         self._normalize = None if norm is None else (lambda ns: normalize(norm, ns))
+        self.truncation = cfg.truncation  # set by Tokenizer.enable_truncation / no_truncation
+        self.padding = cfg.padding  # likewise
 
     # ----------------------------------------------------------------- encode
-    def _encode_single(self, text: str, type_id: int) -> Encoding:
+    def _encode_single(self, text: str, type_id: int, limited: bool = False) -> Encoding:
+        """One sequence, before post-processing; ``limited``: with the truncation's early
+        stop (``truncation.tokenize_with_limit``)."""
         pts = self.added.extract_and_normalize(text, self._normalize)
         if self.cfg.pre_tokenizer is not None:
             pre_tokenize(self.cfg.pre_tokenizer, pts)
-        pts.tokenize(self.model.tokenize)
+        trunc = self.truncation if limited else None
+        if trunc is not None and (trunc.strategy != "only_second" or type_id != 0):
+            truncation.tokenize_with_limit(pts, self.model.tokenize, trunc.max_length, trunc.direction)
+        else:
+            pts.tokenize(self.model.tokenize)
 
         n_chars = len(text)
         ids: List[int] = []
@@ -94,26 +102,51 @@ class RefPipeline:
                 offsets.append((s, e))
                 words.append(w)
         n = len(ids)
-        return Encoding(ids, [type_id] * n, tokens, offsets, [0] * n, words, [None] * n)
+        return Encoding(ids, [type_id] * n, tokens, offsets, [0] * n, words)
 
-    def encode(self, text: str, pair: Optional[str] = None, add_special_tokens: bool = True) -> Encoding:
+    def post_process(self, enc: Encoding, pair: Optional[Encoding], add_special_tokens: bool,
+                     truncate_pad: bool = True) -> Encoding:
+        """The reference's ``post_process``: truncate, post-process, pad (to ``Fixed``, or to
+        a multiple of ``pad_to_multiple_of``; a batch pads again to its longest).
+        ``truncate_pad=False``: the post-processor alone (what the compiled engines build on)."""
+        trunc = self.truncation if truncate_pad else None
+        if trunc is not None:
+            n_added = post_processors.added_tokens(self.cfg.post_processor, pair is not None)
+            max_length = trunc.max_length
+            if add_special_tokens and n_added > 0:
+                max_length = truncation.effective_max_length(trunc, n_added)
+            enc, pair = truncation.truncate_encodings(enc, pair, max_length, trunc)
+        out = post_processors.process(self.cfg.post_processor, [enc] if pair is None else [enc, pair],
+                                      add_special_tokens)
+        if truncate_pad and self.padding is not None:
+            truncation.pad_encodings([out], self.padding)
+        return out
+
+    def encode(self, text: str, pair: Optional[str] = None, add_special_tokens: bool = True,
+               truncate_pad: bool = True) -> Encoding:
+        """``tokenizers.Tokenizer.encode``; ``truncate_pad=False`` leaves out the truncation
+        and padding set on this pipeline."""
         check_text(text)
-        encs = [self._encode_single(text, 0)]
+        enc = self._encode_single(text, 0, truncate_pad)
+        pair_enc = None
         if pair is not None:
             check_text(pair, "pair")
-            encs.append(self._encode_single(pair, 1))
-        return post_processors.process(self.cfg.post_processor, encs, add_special_tokens)
+            pair_enc = self._encode_single(pair, 1, truncate_pad)
+        return self.post_process(enc, pair_enc, add_special_tokens, truncate_pad)
 
-    def encode_batch(self, inputs, add_special_tokens: bool = True) -> List[Encoding]:
-        """``encode`` of each input: a text, or a ``(text, pair)`` tuple or list."""
+    def encode_batch(self, inputs, add_special_tokens: bool = True, truncate_pad: bool = True) -> List[Encoding]:
+        """``encode`` of each input: a text, or a ``(text, pair)`` tuple or list; padded
+        together when padding is set (and ``truncate_pad``)."""
         out = []
         for item in inputs:
             if isinstance(item, (tuple, list)):
                 if len(item) != 2:
                     raise ValueError("a pair input must have exactly two texts")
-                out.append(self.encode(item[0], item[1], add_special_tokens))
+                out.append(self.encode(item[0], item[1], add_special_tokens, truncate_pad))
             else:
-                out.append(self.encode(item, None, add_special_tokens))
+                out.append(self.encode(item, None, add_special_tokens, truncate_pad))
+        if truncate_pad and self.padding is not None:
+            truncation.pad_encodings(out, self.padding)
         return out
 
     # ----------------------------------------------------------------- decode

@@ -45,24 +45,54 @@ def trim_offsets(enc: Encoding, add_prefix_space: bool) -> None:
 
 def _special(ids, tokens, type_id) -> Encoding:
     n = len(ids)
-    return Encoding(list(ids), [type_id] * n, list(tokens), [(0, 0)] * n, [1] * n, [None] * n, [None] * n)
+    return Encoding(list(ids), [type_id] * n, list(tokens), [(0, 0)] * n, [1] * n, [None] * n)
 
 
-def _wrap(enc: Encoding, before, after, type_id_before, type_id_after) -> Encoding:
-    out = Encoding()
-    if before:
-        out.extend(_special([x[1] for x in before], [x[0] for x in before], type_id_before))
-    out.extend(enc)
-    if after:
-        out.extend(_special([x[1] for x in after], [x[0] for x in after], type_id_after))
+def _trim_all(encodings: List[Encoding], add_prefix_space: bool) -> None:
+    for e in encodings:
+        trim_offsets(e, add_prefix_space)
+        for o in e.overflowing:
+            trim_offsets(o, add_prefix_space)
+
+
+def _wrap(e: Encoding, before, after, type_ids, seq: int) -> Encoding:
+    """``before + e + after`` as BertProcessing / RobertaProcessing build it: the mask and
+    attention rebuilt, the sequence's range covering ``e`` only, no overflowing."""
+    n = len(e.ids)
+    b, a = len(before), len(after)
+    return Encoding([x[1] for x in before] + e.ids + [x[1] for x in after], type_ids,
+                    [x[0] for x in before] + e.tokens + [x[0] for x in after],
+                    [(0, 0)] * b + e.offsets + [(0, 0)] * a, [1] * b + [0] * n + [1] * a,
+                    [None] * b + e.word_ids + [None] * a, {seq: (b, b + n)})
+
+
+def _bert(cfg, i: int, e: Encoding) -> Encoding:
+    if i == 0:
+        def one(x):
+            return _wrap(x, [cfg.cls], [cfg.sep], [0] + x.type_ids + [0], 0)
+    else:
+        def one(x):
+            return _wrap(x, [], [cfg.sep], x.type_ids + [1], 1)
+    out = one(e)
+    out.overflowing = [one(o) for o in e.overflowing]
+    return out
+
+
+def _roberta(cfg, i: int, e: Encoding) -> Encoding:
+    before = [cfg.cls] if i == 0 else [cfg.sep]
+
+    def one(x):
+        return _wrap(x, before, [cfg.sep], [0] * (len(x.ids) + 2), i)
+    out = one(e)
+    out.overflowing = [one(o) for o in e.overflowing]
     return out
 
 
 def process_encodings(cfg, encodings: List[Encoding], add_special_tokens: bool) -> List[Encoding]:
+    """Each post-processor's ``process_encodings`` (overflowing windows included)."""
     if isinstance(cfg, C.ByteLevel):
         if cfg.trim_offsets:
-            for e in encodings:
-                trim_offsets(e, cfg.add_prefix_space)
+            _trim_all(encodings, cfg.add_prefix_space)
         for i, e in enumerate(encodings):
             e.set_sequence_id(i)
         return encodings
@@ -86,38 +116,49 @@ def process_encodings(cfg, encodings: List[Encoding], add_special_tokens: bool) 
         return out
     if isinstance(cfg, C.RobertaProcessing):
         if cfg.trim_offsets:
-            for e in encodings:
-                trim_offsets(e, cfg.add_prefix_space)
+            _trim_all(encodings, cfg.add_prefix_space)
         for e in encodings:
             e.type_ids = [0] * len(e.ids)
         if not add_special_tokens:
             return encodings
-        out = []
-        for i, e in enumerate(encodings):
-            e.set_sequence_id(i)
-            if i == 0:
-                out.append(_wrap(e, [cfg.cls], [cfg.sep], 0, 0))
-            else:
-                out.append(_wrap(e, [cfg.sep], [cfg.sep], 0, 0))
-        return out
+        return [_roberta(cfg, i, e) for i, e in enumerate(encodings)]
     if isinstance(cfg, C.BertProcessing):
         if not add_special_tokens:
             return encodings
-        out = []
-        for i, e in enumerate(encodings):
-            e.set_sequence_id(i)
-            if i == 0:
-                out.append(_wrap(e, [cfg.cls], [cfg.sep], 0, 0))
-            else:
-                out.append(_wrap(e, [], [cfg.sep], 1, 1))
-        return out
+        return [_bert(cfg, i, e) for i, e in enumerate(encodings)]
+    raise TypeError(f"unknown post-processor {cfg!r}")  # pragma: no cover
+
+
+def added_tokens(cfg, is_pair: bool) -> int:
+    """How many tokens the post-processor adds (the reference's ``added_tokens``): what
+    truncation keeps room for."""
+    if cfg is None or isinstance(cfg, C.ByteLevel):
+        return 0
+    if isinstance(cfg, C.ProcessorSequence):
+        return sum(added_tokens(sub, is_pair) for sub in cfg.processors)
+    if isinstance(cfg, C.TemplateProcessing):
+        template = cfg.pair if is_pair else cfg.single
+        return sum(len(cfg.special_tokens[p.id].ids) for p in template if p.kind != "Sequence")
+    if isinstance(cfg, C.RobertaProcessing):
+        return 4 if is_pair else 2
+    if isinstance(cfg, C.BertProcessing):
+        return 3 if is_pair else 2
     raise TypeError(f"unknown post-processor {cfg!r}")  # pragma: no cover
 
 
 def process(cfg, encodings: List[Encoding], add_special_tokens: bool) -> Encoding:
+    """The reference's ``PostProcessor::process`` (or its default without a post-processor)."""
     if cfg is None:
-        if len(encodings) > 1:
-            for i, e in enumerate(encodings):
-                e.set_sequence_id(i)
-        return Encoding.merge(encodings)
-    return Encoding.merge(process_encodings(cfg, encodings, add_special_tokens))
+        if len(encodings) == 1:
+            return encodings[0]
+        out = Encoding()
+        for i, e in enumerate(encodings):
+            e.set_sequence_id(i)
+            out.merge_with(e, False)
+        return out
+    for i, e in enumerate(encodings):
+        e.set_sequence_id(i)
+        for o in e.overflowing:
+            o.set_sequence_id(i)
+        e.type_ids = [i] * len(e.ids)
+    return Encoding.merge(process_encodings(cfg, encodings, add_special_tokens), False)

@@ -136,6 +136,52 @@ for _b in BEHAVIOURS:
         CASES.append(("0003-split-behaviours", small(pre_tokenizer=f"SplitString-{_b}-{_inv}"),
                       ["the final  countdown", " a ", "   "]))
 
+# 0029: truncation and padding (settings as the reference's enable_truncation / enable_padding
+# take them); each case is one encode_batch, with and without special tokens
+_LONG = "the hello word a b x <|x|> the hello a b x é 12 hello the"
+BATCH_CASES = [
+    # the early stop: overflowing holds what the tokenized pieces held past the window
+    ("0029-truncation-padding", small(pre_tokenizer="WhitespaceSplit"), {"max_length": 3}, None,
+     ["a b c d e f g h", "hello the", ""]),
+    ("0029-truncation-padding", small(pre_tokenizer="WhitespaceSplit"), {"max_length": 4, "stride": 2}, None,
+     ["hello hello hello", "a b c d e f g h"]),
+    # left: the kept pieces' word ids start at 0
+    ("0029-truncation-padding", small(pre_tokenizer="WhitespaceSplit", post_processor="Template"),
+     {"max_length": 8, "direction": "left", "stride": 1}, {"direction": "left", "length": 9},
+     ["a b c d e f g h", ("x y", _LONG), (_LONG, "a")]),
+    # max_length under the post-processor's tokens: the subtraction wraps, only the early stop cuts
+    ("0029-truncation-padding", small(pre_tokenizer="WhitespaceSplit", post_processor="Template"), {"max_length": 2},
+     None, [_LONG, "a"]),
+    # the strategies on pairs; only_second does not stop the first sequence early
+    ("0029-truncation-padding", small(pre_tokenizer="ByteLevelRegex", post_processor="Bert"),
+     {"max_length": 9, "strategy": "longest_first"}, {"pad_to_multiple_of": 4}, [(_LONG, _LONG[:20]), (_LONG[:9], _LONG)]),
+    ("0029-truncation-padding", small(pre_tokenizer="ByteLevelRegex", post_processor="Roberta"),
+     {"max_length": 12, "strategy": "only_second", "stride": 2}, None, [("a b", _LONG)]),
+    ("0029-truncation-padding", small(pre_tokenizer="ByteLevelRegex", post_processor="Sequence"),
+     {"max_length": 10, "strategy": "only_first"}, {"pad_id": 5, "pad_type_id": 1, "pad_token": "<pad>"},
+     [(_LONG, "x"), ("a", "b c")]),
+    # errors: a single input with only_second, a sequence too short to cut
+    ("0029-truncation-padding", small(pre_tokenizer="ByteLevelRegex"), {"max_length": 4, "strategy": "only_second"},
+     None, [_LONG]),
+    ("0029-truncation-padding", small(pre_tokenizer="ByteLevelRegex"), {"max_length": 4, "strategy": "only_first"},
+     None, [("a", _LONG)]),
+    # padding alone; no post-processor: the pads are sequence 0 too
+    ("0029-truncation-padding", small(pre_tokenizer="WhitespaceSplit"), None, {"direction": "left"},
+     ["a b c", "a", ""]),
+    ("0029-truncation-padding", {"model": "bert-base-uncased"}, {"max_length": 16, "stride": 4},
+     {"length": 20}, ["The quick brown fox jumps over the lazy dog, again and again and again.",
+                      ("Who jumps?", "The quick brown fox jumps over the lazy dog, again and again.")]),
+]
+
+
+def encoding_record(enc) -> dict:
+    rec = {f: ([list(o) for o in getattr(enc, f)] if f == "offsets" else list(getattr(enc, f)))
+           for f in FIELDS + ("sequence_ids",)}
+    rec["n_sequences"] = enc.n_sequences
+    rec["overflowing"] = [encoding_record(o) for o in enc.overflowing]
+    return rec
+
+
 # 0006: texts the reference refuses (lone surrogates)
 REFUSED = [("0006-invalid-text", {"model": "gpt2"}, ["a\ud800b", "\udfff", "ok\udbff\udc00"])]
 
@@ -170,6 +216,31 @@ def main():
                 rec["decode_skip_special"] = tok.decode(enc.ids, skip_special_tokens=True)
                 rec["decode_keep_special"] = tok.decode(enc.ids, skip_special_tokens=False)
                 records.append(rec)
+    for rule, spec, trunc, pad, inputs in BATCH_CASES:
+        key = json.dumps(spec, sort_keys=True)
+        if key not in cache:
+            cache[key] = tokenizers.Tokenizer.from_str(build_json(spec))
+            if "model" in spec:
+                models[spec["model"]] = sha256_file(model_file(spec["model"]))
+        tok = cache[key]
+        tok.no_truncation()
+        tok.no_padding()
+        if trunc is not None:
+            tok.enable_truncation(**trunc)
+        if pad is not None:
+            tok.enable_padding(**pad)
+        for add in (True, False):
+            rec = {"rule": rule, "tokenizer": spec, "truncation": trunc, "padding": pad,
+                   "inputs": [list(x) if isinstance(x, tuple) else x for x in inputs], "add_special_tokens": add}
+            try:
+                rec["encodings"] = [encoding_record(e) for e in tok.encode_batch(inputs, add_special_tokens=add)]
+            except BaseException as e:  # noqa: BLE001 - the reference refuses (or panics): its message
+                if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                    raise
+                rec["error"] = str(e)
+            records.append(rec)
+        tok.no_truncation()
+        tok.no_padding()
     header = {"kind": "header", "reference": "tokenizers", "reference_version": tokenizers.__version__,
               "generated": datetime.date.today().isoformat(), "generator": "tests/oracles/generate_rules.py",
               "model_sha256": models}

@@ -1,0 +1,310 @@
+"""Truncation and padding against the installed reference (decision 0029).
+
+Every field of every ``Encoding`` is compared, ``sequence_ids``, ``n_sequences`` and the
+``overflowing`` windows (recursively) included, for ``encode`` (single and pair),
+``encode_batch`` on the reference path and the compiled engine, and
+``encode_batch_ids``. Settings, texts, pairs and ``add_special_tokens`` are drawn by
+hypothesis (derandomized) over the small byte-level BPE behind every post-processor the
+loader accepts; the real models run fixed settings on corpus text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+tokenizers = pytest.importorskip("tokenizers")
+if tokenizers.__version__ != "0.23.1":  # pragma: no cover
+    pytest.skip(f"reference tokenizers==0.23.1 required, found {tokenizers.__version__}", allow_module_level=True)
+
+import gpu_tok  # noqa: E402
+from gpu_tok.errors import TruncationError  # noqa: E402
+
+from _paths import model_path, parity_files, read_text_exact  # noqa: E402
+from _small_bpe import POST_PROCESSORS, PRE_TOKENIZERS, tokenizer_json  # noqa: E402
+
+os.environ.setdefault("RUST_BACKTRACE", "0")
+
+FIELDS = ("ids", "type_ids", "tokens", "offsets", "attention_mask", "special_tokens_mask", "word_ids",
+          "sequence_ids")
+
+# a template whose sequences carry other type ids than their position, and B before A
+ODD_TEMPLATE = {"type": "TemplateProcessing",
+                "single": [{"Sequence": {"id": "A", "type_id": 1}}, {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+                "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 2}}, {"Sequence": {"id": "B", "type_id": 0}},
+                         {"Sequence": {"id": "A", "type_id": 1}}, {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
+                "special_tokens": {"[CLS]": {"id": "[CLS]", "ids": [101], "tokens": ["[CLS]"]},
+                                   "[SEP]": {"id": "[SEP]", "ids": [261, 262], "tokens": ["[SEP]", "[SEP2]"]}}}
+PROCESSORS = dict(POST_PROCESSORS, odd=ODD_TEMPLATE)
+
+_cache = {}
+
+
+def corpus_texts(n: int):
+    """``n`` texts of the parity corpus (spread over its files), cut to 3,000 characters."""
+    files = parity_files()
+    if not files:
+        pytest.skip("parity corpus not available (set GPU_TOK_CORPORA)")
+    step = max(1, len(files) // n)
+    return [read_text_exact(p)[:3000] for p in files[::step][:n]]
+
+
+def pair_of(post: str, pre: str = "ByteLevelRegex"):
+    key = (post, pre)
+    if key not in _cache:
+        js = tokenizer_json(pre_tokenizer=PRE_TOKENIZERS[pre], post_processor=PROCESSORS[post])
+        _cache[key] = (gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js))
+    return _cache[key]
+
+
+def diff(a, b, where="encoding"):
+    """The first field where two encodings differ (overflowing windows included), or None."""
+    for f in FIELDS:
+        x, y = getattr(a, f), getattr(b, f)
+        if f == "offsets":
+            x, y = [tuple(o) for o in x], [tuple(o) for o in y]
+        if list(x) != list(y):
+            return f"{where}.{f}: {x} != {y}"
+    if a.n_sequences != b.n_sequences:
+        return f"{where}.n_sequences: {a.n_sequences} != {b.n_sequences}"
+    if len(a.overflowing) != len(b.overflowing):
+        return f"{where}: {len(a.overflowing)} overflowing != {len(b.overflowing)}"
+    for i, (x, y) in enumerate(zip(a.overflowing, b.overflowing)):
+        d = diff(x, y, f"{where}.overflowing[{i}]")
+        if d:
+            return d
+    return None
+
+
+def outcome(f):
+    try:
+        return f(), None
+    except BaseException as e:  # noqa: BLE001 - the reference panics (PanicException is a BaseException)
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        return None, e
+
+
+def configure(obj, trunc, pad):
+    obj.no_truncation()
+    obj.no_padding()
+    if trunc is not None:
+        obj.enable_truncation(**trunc)
+    if pad is not None:
+        obj.enable_padding(**pad)
+
+
+def check_same(ours, ref, inputs, add: bool, ids_too: bool = True):
+    """encode of each input, encode_batch (ref and cpu) and encode_batch_ids, compared."""
+    for item in inputs:
+        args = item if isinstance(item, tuple) else (item,)
+        want, err = outcome(lambda: ref.encode(*args, add_special_tokens=add))
+        if err is not None:
+            with pytest.raises(TruncationError) as got:
+                ours.encode(*args, add_special_tokens=add)
+            assert str(got.value) in str(err) or str(err).startswith(str(got.value)[:60]), (str(got.value), str(err))
+            continue
+        d = diff(ours.encode(*args, add_special_tokens=add), want)
+        assert d is None, (item, d)
+    want, err = outcome(lambda: ref.encode_batch(inputs, add_special_tokens=add))
+    for device in ("ref", "cpu"):
+        if err is not None:
+            # which failing input's error the reference raises depends on its threads
+            with pytest.raises(TruncationError):
+                ours.encode_batch(inputs, add_special_tokens=add, device=device)
+            continue
+        got = ours.encode_batch(inputs, add_special_tokens=add, device=device)
+        assert len(got) == len(want)
+        for i, (g, w) in enumerate(zip(got, want)):
+            d = diff(g, w)
+            assert d is None, (device, inputs[i], d)
+    if ids_too and all(isinstance(t, str) for t in inputs):
+        for device in ("ref", "cpu"):
+            if err is not None:
+                with pytest.raises(TruncationError):
+                    ours.encode_batch_ids(inputs, add_special_tokens=add, device=device)
+                continue
+            got = ours.encode_batch_ids(inputs, add_special_tokens=add, device=device).to_list()
+            assert got == [w.ids for w in want], device
+
+
+# ------------------------------------------------------------- hypothesis
+_WORDS = ["a", "b", "the", "hello", "word", "x", "<|x|>", "[MASK]", "<r>", "  sp", "é", "12", "Hé!", "", " "]
+texts = st.lists(st.sampled_from(_WORDS), max_size=9).map(" ".join)
+inputs = st.lists(st.one_of(texts, st.tuples(texts, texts)), min_size=1, max_size=4)
+truncations = st.one_of(st.none(), st.fixed_dictionaries(
+    {"max_length": st.integers(0, 12), "stride": st.integers(0, 4),
+     "strategy": st.sampled_from(["longest_first", "only_first", "only_second"]),
+     "direction": st.sampled_from(["right", "left"])}))
+paddings = st.one_of(st.none(), st.fixed_dictionaries(
+    {"direction": st.sampled_from(["right", "left"]), "pad_id": st.integers(0, 300),
+     "pad_type_id": st.integers(0, 3), "pad_token": st.sampled_from(["[PAD]", "<pad>"]),
+     "length": st.one_of(st.none(), st.integers(0, 16)),
+     "pad_to_multiple_of": st.one_of(st.none(), st.integers(0, 5))}))
+
+_SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
+                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+@pytest.mark.parametrize("post", sorted(PROCESSORS))
+@_SETTINGS
+@given(trunc=truncations, pad=paddings, batch=inputs, add=st.booleans())
+def test_against_reference(post, trunc, pad, batch, add):
+    ours, ref = pair_of(post)
+    _, err = outcome(lambda: configure(ref, trunc, pad))
+    if err is not None:  # the stride does not fit: both refuse, with the same words
+        with pytest.raises(ValueError) as got:
+            configure(ours, trunc, pad)
+        assert str(got.value) == str(err)
+        return
+    configure(ours, trunc, pad)
+    assert ours.truncation == ref.truncation and ours.padding == ref.padding
+    check_same(ours, ref, batch, add)
+
+
+@pytest.mark.parametrize("pre", ["none", "WhitespaceSplit", "Sequence"])
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(trunc=truncations, pad=paddings, batch=inputs, add=st.booleans())
+def test_other_pieces(pre, trunc, pad, batch, add):
+    """The early stop counts pieces: other pre-tokenizers cut the text otherwise."""
+    ours, ref = pair_of("Template", pre)
+    if outcome(lambda: configure(ref, trunc, pad))[1] is not None:
+        return
+    configure(ours, trunc, pad)
+    check_same(ours, ref, batch, add)
+
+
+# ------------------------------------------------------------- fixed cases
+def test_early_stop_shapes_overflowing_and_word_ids():
+    """What the reference (0.23) does and a whole-text truncation would not: overflowing
+    holds only what the pieces tokenized before the stop held; left truncation numbers
+    the kept pieces from 0."""
+    ours, ref = pair_of("none", "WhitespaceSplit")
+    text = "a b c d e f g h"
+    for o in (ours, ref):
+        configure(o, {"max_length": 3}, None)
+    e = ref.encode(text)
+    assert diff(ours.encode(text), e) is None
+    assert e.ids and sum(len(x.ids) for x in e.overflowing) < 5  # not the rest of the text
+    for o in (ours, ref):
+        configure(o, {"max_length": 2, "direction": "left"}, None)
+    assert ours.encode(text).word_ids == ref.encode(text).word_ids == [0, 1]
+    check_same(ours, ref, [text, "a", ""], True)
+
+
+def test_max_length_below_the_special_tokens():
+    """max_length under the post-processor's count: the reference's unsigned subtraction
+    wraps, so only the early stop cuts (whole pieces). encode_batch_ids takes the
+    reference path there."""
+    ours, ref = pair_of("Template", "WhitespaceSplit")
+    for o in (ours, ref):
+        configure(o, {"max_length": 2}, None)  # [CLS] and two [SEP] ids: 3
+    batch = ["hello the word x", "a b", ""]
+    check_same(ours, ref, batch, True)
+    assert [len(e.ids) for e in ref.encode_batch(batch)][0] > 2
+
+
+def test_stride_refusals_match():
+    ours, ref = pair_of("Template")
+    for kw in ({"max_length": 5, "stride": 2}, {"max_length": 6, "stride": 2}):
+        _, err = outcome(lambda: ref.enable_truncation(**kw))
+        if err is None:
+            ours.enable_truncation(**kw)
+            assert ours.truncation == ref.truncation
+        else:
+            with pytest.raises(ValueError, match="greater than or equal to its effective max length"):
+                ours.enable_truncation(**kw)
+    for kw, exc in (({"max_length": 5, "strategy": "x"}, ValueError), ({"max_length": 5, "direction": "up"}, ValueError),
+                    ({"max_length": -1}, OverflowError), ({"max_length": 1.5}, TypeError)):
+        with pytest.raises(exc):
+            ref.enable_truncation(**kw)
+        with pytest.raises(exc):
+            ours.enable_truncation(**kw)
+    for kw, exc in (({"direction": "up"}, ValueError), ({"length": -1}, OverflowError),
+                    ({"pad_id": 1 << 32}, OverflowError), ({"pad_token": None}, TypeError)):
+        with pytest.raises(exc):
+            ref.enable_padding(**kw)
+        with pytest.raises(exc):
+            ours.enable_padding(**kw)
+
+
+def test_stride_not_fitting_when_set_from_the_file():
+    """A file may store a stride the post-processor leaves no room for: the reference
+    panics when it truncates; we raise TruncationError with its message."""
+    ours, ref = pair_of("Template")
+    js = json.loads(ref.to_str())
+    js["truncation"] = {"max_length": 5, "stride": 3, "strategy": "LongestFirst", "direction": "Right"}
+    ref2 = tokenizers.Tokenizer.from_str(json.dumps(js))
+    ours2 = gpu_tok.Tokenizer.from_str(json.dumps(js))
+    assert ours2.truncation == ref2.truncation
+    check_same(ours2, ref2, ["a b the hello x x x", "a"], True)
+    with pytest.raises(TruncationError, match="strictly less than"):
+        ours2.encode("a b the hello x x x")
+
+
+def test_encoding_methods():
+    """Encoding.pad / truncate / merge called directly, as on the reference's Encoding."""
+    ours, ref = pair_of("Template", "WhitespaceSplit")
+    configure(ours, None, None)
+    configure(ref, None, None)
+    text, pair = "a b the hello x word", "x y"
+    for call in (lambda e: e.pad(12), lambda e: e.pad(12, direction="left", pad_id=3, pad_type_id=1, pad_token="P"),
+                 lambda e: e.truncate(4), lambda e: e.truncate(4, stride=1), lambda e: e.truncate(3, 2, "left"),
+                 lambda e: e.truncate(0), lambda e: (e.truncate(4, 1), e.pad(6, direction="left"))):
+        a, b = ours.encode(text, pair), ref.encode(text, pair)
+        call(a)
+        call(b)
+        assert diff(a, b) is None
+    for growing in (True, False):
+        a = gpu_tok.Encoding.merge([ours.encode(text), ours.encode(pair, text)], growing)
+        b = tokenizers.Encoding.merge([ref.encode(text), ref.encode(pair, text)], growing)
+        assert diff(a, b) is None
+    a, b = ours.encode(text), ref.encode(text)
+    a.truncate(2, 1)
+    b.truncate(2, 1)
+    m = gpu_tok.Encoding.merge([a, ours.encode(pair)])
+    n = tokenizers.Encoding.merge([b, ref.encode(pair)])
+    assert diff(m, n) is None and len(m.overflowing) > 1
+
+
+def test_no_post_processor_sequence_ids():
+    """Without a post-processor a single sequence keeps no ranges: every token is
+    sequence 0, padding included."""
+    ours, ref = pair_of("none", "WhitespaceSplit")
+    for o in (ours, ref):
+        configure(o, None, {"length": 6, "direction": "left"})
+    assert ours.encode("a b").sequence_ids == ref.encode("a b").sequence_ids == [0] * 6
+    assert ours.encode("a b", "x").sequence_ids == ref.encode("a b", "x").sequence_ids
+
+
+# ------------------------------------------------------------- real models
+@pytest.mark.parametrize("model", ["bert-base-uncased", "gpt2", "llama3", "roberta-base", "t5-small"])
+def test_models_on_corpus_text(model):
+    path = model_path(model)
+    ours, ref = gpu_tok.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))
+    texts = corpus_texts(12) + ["", "x", "hello world " * 40]
+    for trunc, pad in (({"max_length": 16}, None), ({"max_length": 40, "stride": 8, "direction": "left"}, {}),
+                       (None, {"length": 64, "direction": "left", "pad_to_multiple_of": 8}),
+                       ({"max_length": 9, "strategy": "only_first"}, {"pad_to_multiple_of": 16, "pad_id": 5})):
+        configure(ours, trunc, pad)
+        configure(ref, trunc, pad)
+        check_same(ours, ref, texts, True)
+        pairs = [(texts[i], texts[i + 1]) for i in range(0, 8, 2)]
+        check_same(ours, ref, pairs, True)
+
+
+def test_minilm_applies_its_stored_settings():
+    """all-MiniLM-L6-v2 stores truncation 128 and padding Fixed 128: applied, as there."""
+    path = model_path("all-MiniLM-L6-v2")
+    ours, ref = gpu_tok.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))
+    assert ours.truncation == ref.truncation and ours.padding == ref.padding
+    texts = corpus_texts(10) + ["short"]
+    got = ours.encode_batch_ids(texts, device="cpu")
+    want = [e.ids for e in ref.encode_batch(texts)]
+    assert got.to_list() == want and set(np.diff(got.row_splits).tolist()) == {128}
+    check_same(ours, ref, texts[:4], True)
