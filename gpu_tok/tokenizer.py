@@ -196,10 +196,10 @@ class Tokenizer:
     # --------------------------------------------------------------- encoding
     def encode(self, sequence: str, pair: Optional[str] = None, is_pretokenized: bool = False,
                add_special_tokens: bool = True) -> Encoding:
-        """Encode one text (and optionally its pair), as ``tokenizers.Tokenizer.encode``."""
-        if is_pretokenized:
-            raise NotImplementedError("is_pretokenized=True (lists of words) is not supported yet")
-        return self._ref.encode(sequence, pair, add_special_tokens)
+        """Encode one text (and optionally its pair), as ``tokenizers.Tokenizer.encode``;
+        ``is_pretokenized``: lists of words, each encoded on its own (its word index, offsets
+        within it), as the reference does."""
+        return self._ref.encode(sequence, pair, add_special_tokens, True, is_pretokenized)
 
     def encode_batch(self, inputs: Sequence[InputText], is_pretokenized: bool = False,
                      add_special_tokens: bool = True, device: str = "auto",
@@ -214,11 +214,12 @@ class Tokenizer:
         objects need offsets, which the GPU engine does not compute (``encode_batch_ids``
         is the GPU's form). With truncation set, the reference path builds the
         encodings (their ``overflowing`` windows and word ids follow its early stop);
-        padding alone is applied to the engine's encodings.
+        padding alone is applied to the engine's encodings. ``is_pretokenized``: each
+        input a list of words (or a pair of such lists), on the reference path.
         """
         _check_device(device)
-        if is_pretokenized:
-            raise NotImplementedError("is_pretokenized=True (lists of words) is not supported yet")
+        if is_pretokenized:  # lists of words: the reference path
+            return self._ref.encode_batch(inputs, add_special_tokens, True, True)
         if device != "ref" and self._ref.truncation is None:
             eng = self._cpu_engine()
             if eng is not None:

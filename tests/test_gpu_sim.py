@@ -344,6 +344,26 @@ def test_device_return_types():
 
 
 @on_device
+def test_device_truncation_and_padding():
+    """``enable_truncation`` / ``enable_padding`` on the GPU engine's ids give the
+    reference's ids (decision 0029); without ``return_numpy`` the arrays stay CuPy's on a
+    real device with CuPy."""
+    tokenizers = pytest.importorskip("tokenizers")
+    path = model_path("llama3")
+    t, ref = gpu_tok.Tokenizer.from_file(str(path)), tokenizers.Tokenizer.from_file(str(path))
+    texts = ["hello world " * 30, "a", "", "The quick brown fox. " * 3]
+    for o in (t, ref):
+        o.enable_truncation(12, stride=2, direction="left")
+        o.enable_padding(pad_id=7, pad_to_multiple_of=8, direction="left")
+    want = [e.ids for e in ref.encode_batch(texts)]
+    assert t.encode_batch_ids(texts, device="cuda", return_numpy=True).to_list() == want
+    got = t.encode_batch_ids(texts, device="cuda")
+    if hasattr(got.ids, "get"):
+        got = gpu_tok.TokenBatch(got.ids.get(), got.row_splits.get())
+    assert got.to_list() == want
+
+
+@on_device
 def test_device_auto_on_this_machine():
     """Under the simulator "auto" is the CPU engine (the simulator is only ever used when asked
     for explicitly); on a real GPU it is the GPU engine."""

@@ -5,7 +5,8 @@ Every field of every ``Encoding`` is compared, ``sequence_ids``, ``n_sequences``
 ``encode_batch`` on the reference path and the compiled engine, and
 ``encode_batch_ids``. Settings, texts, pairs and ``add_special_tokens`` are drawn by
 hypothesis (derandomized) over the small byte-level BPE behind every post-processor the
-loader accepts; the real models run fixed settings on corpus text.
+loader accepts; the real models run fixed settings on corpus text. Pre-tokenized input
+(decision 0030) is tested here too, with the same settings.
 """
 
 from __future__ import annotations
@@ -308,3 +309,69 @@ def test_minilm_applies_its_stored_settings():
     want = [e.ids for e in ref.encode_batch(texts)]
     assert got.to_list() == want and set(np.diff(got.row_splits).tolist()) == {128}
     check_same(ours, ref, texts[:4], True)
+
+
+# ------------------------------------------------------------- pre-tokenized input
+words = st.lists(st.sampled_from(_WORDS + ["a b", " x", "HeLLo", "<|x|>y", "\u00e9\u0301"]), max_size=6)
+word_inputs = st.lists(st.one_of(words, st.tuples(words, words)), min_size=1, max_size=3)
+
+
+@pytest.mark.parametrize("post", ["none", "Template", "Roberta", "ByteLevelTrim", "odd"])
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(trunc=truncations, pad=paddings, batch=word_inputs, add=st.booleans())
+def test_pretokenized_against_reference(post, trunc, pad, batch, add):
+    """``is_pretokenized=True``: each word encoded on its own (its own early stop, word
+    index, offsets within the word), then merged, truncated, post-processed and padded."""
+    ours, ref = pair_of(post)
+    if outcome(lambda: configure(ref, trunc, pad))[1] is not None:
+        return
+    configure(ours, trunc, pad)
+    for item in batch:
+        args = item if isinstance(item, tuple) else (item,)
+        want, err = outcome(lambda: ref.encode(*args, is_pretokenized=True, add_special_tokens=add))
+        if err is not None:
+            with pytest.raises(TruncationError):
+                ours.encode(*args, is_pretokenized=True, add_special_tokens=add)
+            continue
+        d = diff(ours.encode(*args, is_pretokenized=True, add_special_tokens=add), want)
+        assert d is None, (item, d)
+    want, err = outcome(lambda: ref.encode_batch(batch, is_pretokenized=True, add_special_tokens=add))
+    if err is not None:
+        with pytest.raises(TruncationError):
+            ours.encode_batch(batch, is_pretokenized=True, add_special_tokens=add, device="cpu")
+        return
+    got = ours.encode_batch(batch, is_pretokenized=True, add_special_tokens=add, device="cpu")
+    for g, w in zip(got, want):
+        assert diff(g, w) is None
+
+
+def test_pretokenized_input_forms():
+    """Lists, tuples and NumPy arrays of str are words; a list of two lists is a pair;
+    anything else is refused with the reference's TypeError."""
+    ours, ref = pair_of("Template")
+    configure(ours, None, None)
+    configure(ref, None, None)
+    for item in (["a", "b"], ("a", "b"), np.array(["hello", "the"], dtype=object), [["a"], ["b", "c"]],
+                 (["a"], ("x",))):
+        want = ref.encode_batch([item], is_pretokenized=True)[0]
+        assert diff(ours.encode_batch([item], is_pretokenized=True)[0], want) is None, item
+    assert diff(ours.encode(["a", "b"], ["x"], is_pretokenized=True),
+                ref.encode(["a", "b"], ["x"], is_pretokenized=True)) is None
+    for bad in ("a b", ["a", 1], [["a"], ["b"], ["c"]]):
+        with pytest.raises(TypeError):
+            ref.encode_batch([bad], is_pretokenized=True)
+        with pytest.raises(TypeError):
+            ours.encode_batch([bad], is_pretokenized=True)
+    with pytest.raises(TypeError):
+        ref.encode("a b", is_pretokenized=True)
+    with pytest.raises(TypeError):
+        ours.encode("a b", is_pretokenized=True)
+    # NumPy str arrays: the reference reads the UCS-4 buffer as text (NULs inside ASCII
+    # words, a refusal otherwise); refused by name here
+    assert ref.encode(np.array(["hello", "the"]), is_pretokenized=True).ids != want_list(ref)
+    with pytest.raises(TypeError, match="NumPy str array"):
+        ours.encode(np.array(["hello", "the"]), is_pretokenized=True)
+
+
+def want_list(ref):
+    return ref.encode(["hello", "the"], is_pretokenized=True).ids

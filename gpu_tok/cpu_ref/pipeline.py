@@ -34,6 +34,27 @@ def check_text(text, what: str = "text") -> str:
     return text
 
 
+def check_words(words, what: str = "text") -> List[str]:
+    """A pre-tokenized input: a list or tuple of ``str`` (or a NumPy object array of
+    them), each valid Unicode; anything else ``TypeError`` as the reference's binding
+    says it. NumPy ``str`` arrays (dtype ``<U``) are refused by name: the reference reads
+    their UCS-4 buffer as if it were text (ASCII words come out with NULs between their
+    characters, others are refused)."""
+    import numpy as np
+
+    if isinstance(words, np.ndarray):
+        if words.dtype.kind == "U":
+            raise TypeError("a NumPy str array (dtype <U) of words is not accepted: the reference reads its UCS-4 "
+                            "buffer as text; pass a list of str (or an object array)")
+        if words.ndim == 1 and words.dtype.kind == "O":
+            words = words.tolist()
+    if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
+        raise TypeError("PreTokenizedInputSequence must be Union[List[str], Tuple[str]]")
+    for w in words:
+        check_text(w, what)
+    return list(words)
+
+
 def _byte_to_char(text: str) -> List[int]:
     out: List[int] = []
     for i, ch in enumerate(text):
@@ -62,9 +83,10 @@ class RefPipeline:
         self.padding = cfg.padding  # likewise
 
     # ----------------------------------------------------------------- encode
-    def _encode_single(self, text: str, type_id: int, limited: bool = False) -> Encoding:
+    def _encode_single(self, text: str, type_id: int, limited: bool = False, word: Optional[int] = None) -> Encoding:
         """One sequence, before post-processing; ``limited``: with the truncation's early
-        stop (``truncation.tokenize_with_limit``)."""
+        stop (``truncation.tokenize_with_limit``); ``word``: the word index every token
+        gets (one word of a pre-tokenized input) instead of its piece's."""
         pts = self.added.extract_and_normalize(text, self._normalize)
         if self.cfg.pre_tokenizer is not None:
             pre_tokenize(self.cfg.pre_tokenizer, pts)
@@ -100,7 +122,7 @@ class RefPipeline:
                     # byte offsets when the start lies at the very end of the text.
                     s = e = len(text.encode("utf-8"))
                 offsets.append((s, e))
-                words.append(w)
+                words.append(w if word is None else word)
         n = len(ids)
         return Encoding(ids, [type_id] * n, tokens, offsets, [0] * n, words)
 
@@ -122,24 +144,51 @@ class RefPipeline:
             truncation.pad_encodings([out], self.padding)
         return out
 
-    def encode(self, text: str, pair: Optional[str] = None, add_special_tokens: bool = True,
-               truncate_pad: bool = True) -> Encoding:
+    def _encode_words(self, words, type_id: int, limited: bool) -> Encoding:
+        """A pre-tokenized sequence: each word encoded on its own (offsets within the word,
+        word index its position), merged without growing offsets, as the reference does."""
+        encs = [self._encode_single(w, type_id, limited, i) for i, w in enumerate(words)]
+        return Encoding.merge(encs, False)
+
+    def encode(self, text, pair=None, add_special_tokens: bool = True, truncate_pad: bool = True,
+               is_pretokenized: bool = False) -> Encoding:
         """``tokenizers.Tokenizer.encode``; ``truncate_pad=False`` leaves out the truncation
-        and padding set on this pipeline."""
-        check_text(text)
-        enc = self._encode_single(text, 0, truncate_pad)
+        and padding set on this pipeline; ``is_pretokenized``: ``text`` (and ``pair``) are
+        sequences of words."""
+        if is_pretokenized:
+            text = check_words(text)
+            enc = self._encode_words(text, 0, truncate_pad)
+        else:
+            check_text(text)
+            enc = self._encode_single(text, 0, truncate_pad)
         pair_enc = None
         if pair is not None:
-            check_text(pair, "pair")
-            pair_enc = self._encode_single(pair, 1, truncate_pad)
+            if is_pretokenized:
+                pair_enc = self._encode_words(check_words(pair, "pair"), 1, truncate_pad)
+            else:
+                check_text(pair, "pair")
+                pair_enc = self._encode_single(pair, 1, truncate_pad)
         return self.post_process(enc, pair_enc, add_special_tokens, truncate_pad)
 
-    def encode_batch(self, inputs, add_special_tokens: bool = True, truncate_pad: bool = True) -> List[Encoding]:
+    def encode_batch(self, inputs, add_special_tokens: bool = True, truncate_pad: bool = True,
+                     is_pretokenized: bool = False) -> List[Encoding]:
         """``encode`` of each input: a text, or a ``(text, pair)`` tuple or list; padded
-        together when padding is set (and ``truncate_pad``)."""
+        together when padding is set (and ``truncate_pad``). ``is_pretokenized``: each
+        input is a sequence of words, or a pair of such sequences (the reference's order
+        of reading: words first)."""
         out = []
         for item in inputs:
-            if isinstance(item, (tuple, list)):
+            if is_pretokenized:
+                try:
+                    words = check_words(item)
+                except TypeError:
+                    if not (isinstance(item, (tuple, list)) and len(item) == 2):
+                        raise TypeError("PreTokenizedEncodeInput must be Union[PreTokenizedInputSequence, "
+                                        "Tuple[PreTokenizedInputSequence, PreTokenizedInputSequence]]") from None
+                    out.append(self.encode(item[0], item[1], add_special_tokens, truncate_pad, True))
+                else:
+                    out.append(self.encode(words, None, add_special_tokens, truncate_pad, True))
+            elif isinstance(item, (tuple, list)):
                 if len(item) != 2:
                     raise ValueError("a pair input must have exactly two texts")
                 out.append(self.encode(item[0], item[1], add_special_tokens, truncate_pad))
