@@ -84,6 +84,60 @@ class Encoding:
     def set_sequence_id(self, seq: int) -> None:
         self.sequence_ranges[seq] = (0, len(self.ids))
 
+    # ------------------------------------------------------------ alignment
+    # (as the reference's Encoding: positions outside a sequence, or past the end, are None)
+    def token_to_sequence(self, token_index: int) -> Optional[int]:
+        if token_index > len(self.ids):
+            return None
+        if not self.sequence_ranges:
+            return 0
+        for seq, (a, b) in self.sequence_ranges.items():
+            if a <= token_index < b:
+                return seq
+        return None
+
+    def token_to_chars(self, token_index: int) -> Optional[Tuple[int, int]]:
+        if self.token_to_sequence(token_index) is None or token_index >= len(self.offsets):
+            return None
+        return self.offsets[token_index]
+
+    def token_to_word(self, token_index: int) -> Optional[int]:
+        if self.token_to_sequence(token_index) is None or token_index >= len(self.word_ids):
+            return None
+        return self.word_ids[token_index]
+
+    def word_to_tokens(self, word_index: int, sequence_index: int = 0) -> Optional[Tuple[int, int]]:
+        a, b = self.sequence_range(sequence_index)
+        if b > len(self.word_ids) or a > b:
+            return None
+        start = end = None
+        for i, w in enumerate(self.word_ids[a:b]):
+            if w is not None and w > word_index:  # None sorts first, as in the reference
+                break
+            if w == word_index:
+                start = i if start is None else start
+                end = i + 1
+        return None if start is None else (a + start, a + end)
+
+    def word_to_chars(self, word_index: int, sequence_index: int = 0) -> Optional[Tuple[int, int]]:
+        span = self.word_to_tokens(word_index, sequence_index)
+        if span is None or span[1] == 0:
+            return None
+        return self.offsets[span[0]][0], self.offsets[span[1] - 1][1]
+
+    def char_to_token(self, char_pos: int, sequence_index: int = 0) -> Optional[int]:
+        a, b = self.sequence_range(sequence_index)
+        if b > len(self.offsets) or a > b:
+            return None
+        for i, (s, e) in enumerate(self.offsets[a:b]):
+            if s <= char_pos < e:
+                return a + i
+        return None
+
+    def char_to_word(self, char_pos: int, sequence_index: int = 0) -> Optional[int]:
+        t = self.char_to_token(char_pos, sequence_index)
+        return None if t is None else self.token_to_word(t)
+
     # ------------------------------------------------------------ merging
     def merge_with(self, pair: "Encoding", growing_offsets: bool) -> None:
         """Append ``pair``; the overflowing windows combine as in the reference (each of

@@ -375,3 +375,35 @@ def test_pretokenized_input_forms():
 
 def want_list(ref):
     return ref.encode(["hello", "the"], is_pretokenized=True).ids
+
+
+# ------------------------------------------------------------- alignment
+@pytest.mark.parametrize("post", ["none", "Template", "Roberta", "Bert", "odd"])
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(trunc=truncations, pad=paddings, item=st.one_of(texts, st.tuples(texts, texts)), add=st.booleans())
+def test_alignment_methods(post, trunc, pad, item, add):
+    """char_to_token, char_to_word, token_to_chars / _sequence / _word, word_to_tokens,
+    word_to_chars on every position (and past the end), both sequences."""
+    ours, ref = pair_of(post, "WhitespaceSplit")
+    if outcome(lambda: configure(ref, trunc, pad))[1] is not None:
+        return
+    configure(ours, trunc, pad)
+    args = item if isinstance(item, tuple) else (item,)
+    want, err = outcome(lambda: ref.encode(*args, add_special_tokens=add))
+    if err is not None:
+        return
+    got = ours.encode(*args, add_special_tokens=add)
+    n = len(want.ids)
+    for e in [(got, want)] + list(zip(got.overflowing, want.overflowing)):
+        a, b = e
+        for t in range(n + 2):
+            assert a.token_to_sequence(t) == b.token_to_sequence(t), t
+            assert a.token_to_chars(t) == b.token_to_chars(t), t
+            assert a.token_to_word(t) == b.token_to_word(t), t
+        for seq in (0, 1):
+            for w in range(8):
+                assert a.word_to_tokens(w, seq) == b.word_to_tokens(w, seq), (w, seq)
+                assert a.word_to_chars(w, seq) == b.word_to_chars(w, seq), (w, seq)
+            for c in range(max(len(x) for x in args) + 2):
+                assert a.char_to_token(c, seq) == b.char_to_token(c, seq), (c, seq)
+                assert a.char_to_word(c, seq) == b.char_to_word(c, seq), (c, seq)
