@@ -232,6 +232,46 @@ class Tokenizer:
                 return out
         return self._ref.encode_batch(inputs, add_special_tokens)
 
+    def encode_batch_fast(self, inputs: Sequence[InputText], is_pretokenized: bool = False,
+                          add_special_tokens: bool = True, device: str = "auto",
+                          num_threads: Optional[int] = None) -> List[Encoding]:
+        """``tokenizers.Tokenizer.encode_batch_fast``: ``encode_batch`` without offsets (tokens
+        empty but the post-processor's, offsets (0, 0), no word ids), from the compiled
+        engines' ids where they serve the tokenizer and truncation is not set."""
+        from .cpu_ref.pipeline import without_offsets
+        from .cpu_ref.truncation import pad_encodings
+
+        _check_device(device)
+        if is_pretokenized or device == "ref" or self._ref.truncation is not None or self._cpu_engine() is None:
+            return self._ref.encode_batch(inputs, add_special_tokens, True, is_pretokenized, False)
+        inputs = inputs if isinstance(inputs, list) else list(inputs)
+        firsts, seconds, pair_at = [], [], []
+        for item in inputs:
+            if isinstance(item, (tuple, list)):
+                if len(item) != 2:
+                    raise ValueError("a pair input must have exactly two texts")
+                firsts.append(item[0])
+                pair_at.append(len(seconds))
+                seconds.append(item[1])
+            else:
+                firsts.append(item)
+                pair_at.append(-1)
+        eng = self._cpu_engine()
+
+        def rows(texts):
+            if not texts:
+                return []
+            ids, rs = eng.encode_ids(texts, False, num_threads)
+            return [ids[a:b].tolist() for a, b in zip(rs[:-1].tolist(), rs[1:].tolist())]
+
+        a, b = rows(firsts), rows(seconds)
+        out = [self._ref.post_process(without_offsets(Encoding(a[i])),
+                                      None if j < 0 else without_offsets(Encoding(b[j])), add_special_tokens, False)
+               for i, j in enumerate(pair_at)]
+        if self._ref.padding is not None:
+            pad_encodings(out, self._ref.padding)
+        return out
+
     def encode_batch_ids(self, texts: Iterable[str], add_special_tokens: bool = True,
                          device: str = "auto", num_threads: Optional[int] = None,
                          return_numpy: bool = False) -> TokenBatch:
@@ -296,6 +336,13 @@ class Tokenizer:
             np.cumsum([len(r) for r in rows], out=splits[1:])
         ids = np.fromiter((i for r in rows for i in r), dtype=np.int32, count=int(splits[-1]))
         return TokenBatch(ids, splits)
+
+    def post_process(self, encoding: Encoding, pair: Optional[Encoding] = None,
+                     add_special_tokens: bool = True) -> Encoding:
+        """``tokenizers.Tokenizer.post_process``: truncation, the post-processor and padding
+        applied to encodings made without special tokens (new objects; the arguments are
+        left as they are)."""
+        return self._ref.post_process(encoding.copy(), None if pair is None else pair.copy(), add_special_tokens)
 
     def num_special_tokens_to_add(self, is_pair: bool) -> int:
         """How many tokens the post-processor adds (``tokenizers.Tokenizer.num_special_tokens_to_add``)."""

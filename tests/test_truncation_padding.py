@@ -407,3 +407,66 @@ def test_alignment_methods(post, trunc, pad, item, add):
             for c in range(max(len(x) for x in args) + 2):
                 assert a.char_to_token(c, seq) == b.char_to_token(c, seq), (c, seq)
                 assert a.char_to_word(c, seq) == b.char_to_word(c, seq), (c, seq)
+
+
+# ------------------------------------------------------------- encode_batch_fast, post_process
+@pytest.mark.parametrize("post", ["none", "Template", "Roberta", "Bert", "ByteLevelTrim", "odd"])
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(trunc=truncations, pad=paddings, batch=inputs, add=st.booleans())
+def test_encode_batch_fast(post, trunc, pad, batch, add):
+    """No offsets, tokens or words; the pair's type id 0 before the post-processor; on the
+    reference path and from the engine's ids."""
+    ours, ref = pair_of(post)
+    if outcome(lambda: configure(ref, trunc, pad))[1] is not None:
+        return
+    configure(ours, trunc, pad)
+    want, err = outcome(lambda: ref.encode_batch_fast(batch, add_special_tokens=add))
+    for device in ("ref", "cpu"):
+        if err is not None:
+            with pytest.raises(TruncationError):
+                ours.encode_batch_fast(batch, add_special_tokens=add, device=device)
+            continue
+        got = ours.encode_batch_fast(batch, add_special_tokens=add, device=device)
+        for g, w in zip(got, want):
+            assert diff(g, w) is None, device
+
+
+def test_encode_batch_fast_on_models():
+    for model in ("gpt2", "bert-base-uncased", "t5-small"):
+        path = model_path(model)
+        ours, ref = gpu_tok.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))
+        texts = corpus_texts(6) + [""]
+        batch = texts + [(texts[0], texts[1])]
+        for pad in (None, {"pad_to_multiple_of": 8}):
+            configure(ours, None, pad)
+            configure(ref, None, pad)
+            want = ref.encode_batch_fast(batch)
+            got = ours.encode_batch_fast(batch, device="cpu")
+            assert ours.cpu_engine_reason is None
+            for g, w in zip(got, want):
+                assert diff(g, w) is None, model
+
+
+@pytest.mark.parametrize("post", ["none", "Template", "Roberta", "ByteLevelTrim"])
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(trunc=truncations, pad=paddings, item=st.one_of(texts, st.tuples(texts, texts)), add=st.booleans())
+def test_post_process(post, trunc, pad, item, add):
+    """Tokenizer.post_process on encodings made without special tokens (and without
+    truncation or padding), with the settings then set."""
+    ours, ref = pair_of(post)
+    configure(ours, None, None)
+    configure(ref, None, None)
+    args = item if isinstance(item, tuple) else (item,)
+    mine = [ours.encode(x, add_special_tokens=False) for x in args]
+    theirs = [ref.encode(x, add_special_tokens=False) for x in args]
+    if outcome(lambda: configure(ref, trunc, pad))[1] is not None:
+        return
+    configure(ours, trunc, pad)
+    want, err = outcome(lambda: ref.post_process(*theirs, add_special_tokens=add))
+    if err is not None:
+        with pytest.raises(TruncationError):
+            ours.post_process(*mine, add_special_tokens=add)
+        return
+    before = [m.ids[:] for m in mine]
+    assert diff(ours.post_process(*mine, add_special_tokens=add), want) is None
+    assert [m.ids for m in mine] == before

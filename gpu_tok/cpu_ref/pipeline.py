@@ -55,6 +55,13 @@ def check_words(words, what: str = "text") -> List[str]:
     return list(words)
 
 
+def without_offsets(enc: Encoding) -> Encoding:
+    """A sequence as the reference's ``encode_fast`` builds it (``OffsetType::None``): the
+    ids only; tokens empty, offsets (0, 0), no words, type id 0 (the pair's too)."""
+    n = len(enc.ids)
+    return Encoding(enc.ids, [0] * n, [""] * n, [(0, 0)] * n, [0] * n, [None] * n)
+
+
 def _byte_to_char(text: str) -> List[int]:
     out: List[int] = []
     for i, ch in enumerate(text):
@@ -151,10 +158,10 @@ class RefPipeline:
         return Encoding.merge(encs, False)
 
     def encode(self, text, pair=None, add_special_tokens: bool = True, truncate_pad: bool = True,
-               is_pretokenized: bool = False) -> Encoding:
+               is_pretokenized: bool = False, offsets: bool = True) -> Encoding:
         """``tokenizers.Tokenizer.encode``; ``truncate_pad=False`` leaves out the truncation
         and padding set on this pipeline; ``is_pretokenized``: ``text`` (and ``pair``) are
-        sequences of words."""
+        sequences of words; ``offsets=False``: as ``encode_batch_fast`` (``without_offsets``)."""
         if is_pretokenized:
             text = check_words(text)
             enc = self._encode_words(text, 0, truncate_pad)
@@ -168,10 +175,13 @@ class RefPipeline:
             else:
                 check_text(pair, "pair")
                 pair_enc = self._encode_single(pair, 1, truncate_pad)
+        if not offsets:
+            enc = without_offsets(enc)
+            pair_enc = None if pair_enc is None else without_offsets(pair_enc)
         return self.post_process(enc, pair_enc, add_special_tokens, truncate_pad)
 
     def encode_batch(self, inputs, add_special_tokens: bool = True, truncate_pad: bool = True,
-                     is_pretokenized: bool = False) -> List[Encoding]:
+                     is_pretokenized: bool = False, offsets: bool = True) -> List[Encoding]:
         """``encode`` of each input: a text, or a ``(text, pair)`` tuple or list; padded
         together when padding is set (and ``truncate_pad``). ``is_pretokenized``: each
         input is a sequence of words, or a pair of such sequences (the reference's order
@@ -185,15 +195,15 @@ class RefPipeline:
                     if not (isinstance(item, (tuple, list)) and len(item) == 2):
                         raise TypeError("PreTokenizedEncodeInput must be Union[PreTokenizedInputSequence, "
                                         "Tuple[PreTokenizedInputSequence, PreTokenizedInputSequence]]") from None
-                    out.append(self.encode(item[0], item[1], add_special_tokens, truncate_pad, True))
+                    out.append(self.encode(item[0], item[1], add_special_tokens, truncate_pad, True, offsets))
                 else:
-                    out.append(self.encode(words, None, add_special_tokens, truncate_pad, True))
+                    out.append(self.encode(words, None, add_special_tokens, truncate_pad, True, offsets))
             elif isinstance(item, (tuple, list)):
                 if len(item) != 2:
                     raise ValueError("a pair input must have exactly two texts")
-                out.append(self.encode(item[0], item[1], add_special_tokens, truncate_pad))
+                out.append(self.encode(item[0], item[1], add_special_tokens, truncate_pad, False, offsets))
             else:
-                out.append(self.encode(item, None, add_special_tokens, truncate_pad))
+                out.append(self.encode(item, None, add_special_tokens, truncate_pad, False, offsets))
         if truncate_pad and self.padding is not None:
             truncation.pad_encodings(out, self.padding)
         return out
