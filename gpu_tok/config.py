@@ -285,14 +285,19 @@ class DecoderSequence:
 # --------------------------------------------------------------- added tokens
 @dataclass(frozen=True)
 class AddedToken:
-    """An entry of ``added_tokens`` (HF's ``AddedToken`` field names)."""
+    """An entry of ``added_tokens`` (HF's ``AddedToken`` field names and defaults:
+    ``normalized`` defaults to ``not special``)."""
 
     content: str
     single_word: bool = False
     lstrip: bool = False
     rstrip: bool = False
-    normalized: bool = True
+    normalized: Optional[bool] = None
     special: bool = False
+
+    def __post_init__(self):
+        if self.normalized is None:
+            object.__setattr__(self, "normalized", not self.special)
 
 
 @dataclass(frozen=True)

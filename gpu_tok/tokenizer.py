@@ -75,6 +75,23 @@ def _unsigned(n, bits: int = 64) -> int:
     return n
 
 
+def _token_list(tokens) -> list:
+    if not isinstance(tokens, list):
+        raise TypeError(f"argument 'tokens': '{type(tokens).__name__}' object cannot be converted to 'PyList'")
+    return tokens
+
+
+def _added_token(t, special: bool) -> AddedToken:
+    """A ``str`` or an ``AddedToken`` (ours or the reference's) as ours; ``special``:
+    from ``add_special_tokens`` (always special; a ``str`` is then not normalized)."""
+    if isinstance(t, str):
+        return AddedToken(t, special=special, normalized=not special)
+    if all(hasattr(t, k) for k in ("content", "single_word", "lstrip", "rstrip", "normalized", "special")):
+        return AddedToken(str(t.content), bool(t.single_word), bool(t.lstrip), bool(t.rstrip), bool(t.normalized),
+                          True if special else bool(t.special))
+    raise TypeError("Input must be a List[Union[str, AddedToken]]")
+
+
 def _check_device(device: str) -> str:
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
@@ -358,6 +375,24 @@ class Tokenizer:
         return [self._ref.decode(ids, skip_special_tokens) for ids in sequences]
 
     # ------------------------------------------------------------------ vocab
+    def add_tokens(self, tokens) -> int:
+        """Add tokens (``str``, normalized and not special, or ``AddedToken``) to the added
+        vocabulary, as ``tokenizers.Tokenizer.add_tokens``; returns how many were added."""
+        return self._add([_added_token(t, False) for t in _token_list(tokens)])
+
+    def add_special_tokens(self, tokens) -> int:
+        """``tokenizers.Tokenizer.add_special_tokens``: as ``add_tokens``, every token
+        special (a ``str`` is also not normalized)."""
+        return self._add([_added_token(t, True) for t in _token_list(tokens)])
+
+    def _add(self, tokens) -> int:
+        n = self._ref.added.add_tokens(tokens)
+        # the compiled engines were built from the added vocabulary: built again on next use
+        self._cpu = None
+        self._cpu_reason = None
+        self.__dict__.pop("_gpu_engines", None)
+        return n
+
     def token_to_id(self, token: str) -> Optional[int]:
         return self._ref.token_to_id(token)
 

@@ -470,3 +470,72 @@ def test_post_process(post, trunc, pad, item, add):
     before = [m.ids[:] for m in mine]
     assert diff(ours.post_process(*mine, add_special_tokens=add), want) is None
     assert [m.ids for m in mine] == before
+
+
+# ------------------------------------------------------------- add_tokens
+_NEW = st.sampled_from(["hello", "the", "zz", "[NEW]", "a b", "Hé", "<|x|>", "x", "  sp", "HELLO", ""])
+new_tokens = st.lists(st.one_of(_NEW, st.builds(
+    lambda c, sw, ls, rs, nm, sp: (c, dict(single_word=sw, lstrip=ls, rstrip=rs, normalized=nm, special=sp)),
+    _NEW, st.booleans(), st.booleans(), st.booleans(), st.booleans(), st.booleans())), max_size=4)
+
+
+@pytest.mark.parametrize("normalizer", ["none", "Lowercase", "NFKC"])
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(calls=st.lists(st.tuples(st.booleans(), new_tokens), min_size=1, max_size=3), batch=st.lists(texts, max_size=3))
+def test_add_tokens(normalizer, calls, batch):
+    """add_tokens / add_special_tokens, called in turn: the counts, ids, vocabulary and
+    every encoding (reference path and compiled engine) as the reference's."""
+    from _small_bpe import NORMALIZERS
+
+    js = tokenizer_json(normalizer=NORMALIZERS[normalizer], pre_tokenizer=PRE_TOKENIZERS["ByteLevelRegex"],
+                        post_processor=POST_PROCESSORS["Template"])
+    ours, ref = gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js)
+    ours.encode_batch(["warm the engine"], device="cpu")  # built before, so it must be rebuilt
+    for special, toks in calls:
+        a = [t if isinstance(t, str) else gpu_tok.AddedToken(t[0], **t[1]) for t in toks]
+        b = [t if isinstance(t, str) else tokenizers.AddedToken(t[0], **t[1]) for t in toks]
+        want, err = outcome(lambda: (ref.add_special_tokens if special else ref.add_tokens)(b))
+        if err is not None:  # two tokens would match the same text: refused, the entries kept
+            with pytest.raises(ValueError) as got:
+                (ours.add_special_tokens if special else ours.add_tokens)(a)
+            assert str(got.value) == str(err)
+        else:
+            assert (ours.add_special_tokens if special else ours.add_tokens)(a) == want
+    assert ours.get_vocab() == ref.get_vocab() and ours.get_vocab_size() == ref.get_vocab_size()
+    assert {i: t.content for i, t in ours.get_added_tokens_decoder().items()} == {
+        i: t.content for i, t in ref.get_added_tokens_decoder().items()}
+    batch = batch + ["hello the zz [NEW] a b Hé HELLO x  sp"]
+    check_same(ours, ref, batch, True)
+    check_same(ours, ref, batch, False)
+    for e in ref.encode_batch(batch):
+        assert ours.decode(e.ids) == ref.decode(e.ids)
+        assert ours.decode(e.ids, skip_special_tokens=False) == ref.decode(e.ids, skip_special_tokens=False)
+
+
+def test_add_tokens_defaults_and_refusals():
+    ours, ref = pair_of("none")
+    assert gpu_tok.AddedToken("x", special=True).normalized is False
+    assert gpu_tok.AddedToken("x").normalized is True
+    for bad in ([1], "abc"):
+        with pytest.raises(TypeError):
+            ref.add_tokens(bad)
+        with pytest.raises(TypeError):
+            ours.add_tokens(bad)
+
+
+def test_duplicate_added_patterns_refused_at_load():
+    """Two normalized added tokens with one normalized form: the reference cannot build
+    its matcher and refuses the file; so do we, naming the field."""
+    from _small_bpe import NORMALIZERS
+
+    js = json.loads(tokenizer_json(normalizer=NORMALIZERS["Lowercase"], pre_tokenizer=PRE_TOKENIZERS["ByteLevelRegex"]))
+    js["added_tokens"].append({"id": 300, "content": "hello", "single_word": False, "lstrip": False, "rstrip": False,
+                               "normalized": True, "special": False})
+    with pytest.raises(Exception, match="DuplicatePatternError"):
+        tokenizers.Tokenizer.from_str(json.dumps(js))
+    with pytest.raises(gpu_tok.TokenizerFileError, match="DuplicatePatternError") as info:
+        gpu_tok.Tokenizer.from_str(json.dumps(js))
+    assert info.value.json_path == "added_tokens"
+    js["added_tokens"][-1]["normalized"] = False  # raw "hello" and normalized "HeLLo": two matchers
+    ours, ref = gpu_tok.Tokenizer.from_str(json.dumps(js)), tokenizers.Tokenizer.from_str(json.dumps(js))
+    check_same(ours, ref, ["hello HeLLo HELLO", "xhellox"], True)

@@ -31,6 +31,11 @@ _WORD_CHAR = RUST_WORD
 _WS_CHAR = RUST_SPACE
 
 
+class DuplicatePattern(ValueError):
+    """Two added tokens match the same text (normalized ones after normalization): the
+    reference's matcher cannot be built, and it raises ``DuplicatePatternError``."""
+
+
 class _Trie:
     """Leftmost-longest multi-pattern matcher over a dict trie."""
 
@@ -40,7 +45,9 @@ class _Trie:
             node = self.root
             for ch in pat:
                 node = node.setdefault(ch, {})
-            node.setdefault(None, value)  # first pattern wins on identical content
+            if None in node:  # the reference's trie builder refuses a pattern twice
+                raise DuplicatePattern(f"DuplicatePatternError: {list(pat.encode('utf-8'))}")
+            node[None] = value
         self.first = frozenset(self.root)
 
     def find_iter(self, text: str):
@@ -73,30 +80,47 @@ class _Trie:
 class AddedVocabulary:
     def __init__(self, entries, model, normalizer_cfg):
         self.normalizer_cfg = normalizer_cfg
+        self.model = model
         self.map: Dict[str, int] = {}
         self.map_r: Dict[int, C.AddedToken] = {}
         self.special: Set[str] = set()
         self.normalized_form: Dict[int, str] = {}
-        vsize = model.get_vocab_size()
-        next_id = vsize
-        for _file_id, tok in entries:
+        self.raw_trie = self.norm_trie = None
+        # loading a file adds its tokens in one call, as the reference's deserializer does
+        try:
+            self.add_tokens([tok for _file_id, tok in entries])
+        except DuplicatePattern as e:
+            from ..errors import TokenizerFileError
+
+            raise TokenizerFileError("added_tokens", f"{e} (two added tokens would match the same text; the "
+                                     "reference refuses such a file)") from None
+
+    def add_tokens(self, tokens) -> int:
+        """The reference's ``AddedVocabulary::add_tokens``: new contents get ids from past
+        the model's vocabulary (or past the largest added id), contents the model (or this
+        vocabulary) knows keep that id; an identical entry is ignored. Returns how many
+        were added."""
+        vsize = self.model.get_vocab_size()
+        top = max(self.map_r, default=None)
+        next_id = vsize if top is None else (top + 1 if top >= vsize or vsize == 0 else vsize)
+        added = 0
+        for tok in tokens:
             if not tok.content:
                 continue
             old = self.map.get(tok.content)
             if old is not None and self.map_r.get(old) == tok:
                 continue
+            added += 1
             new_id = self.map.get(tok.content)
             if new_id is None:
-                new_id = model.token_to_id(tok.content)
+                new_id = self.model.token_to_id(tok.content)
             if new_id is None:
                 new_id = next_id
                 next_id += 1
-            if tok.normalized and normalizer_cfg is not None:
-                normed = normalize_str(normalizer_cfg, tok.content)
+            if tok.normalized and self.normalizer_cfg is not None:
+                normed = normalize_str(self.normalizer_cfg, tok.content)
                 if normed != tok.content:
                     self.normalized_form[new_id] = normed
-                else:
-                    self.normalized_form.pop(new_id, None)
             self.map[tok.content] = new_id
             if tok.special:
                 self.special.add(tok.content)
@@ -107,8 +131,11 @@ class AddedVocabulary:
                 norm.append((self.normalized_form.get(i, tok.content), i))
             else:
                 raw.append((tok.content, i))
+        # as the reference: on a duplicate the entries above stay and the matcher that
+        # failed (and, for the raw one, the normalized one after it) keeps its old patterns
         self.raw_trie = _Trie(raw) if raw else None
         self.norm_trie = _Trie(norm) if norm else None
+        return added
 
     # --------------------------------------------------------------- lookups
     def token_to_id(self, token: str) -> Optional[int]:
