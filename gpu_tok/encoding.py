@@ -163,7 +163,7 @@ class Encoding:
         self.tokens += pair.tokens
         self.word_ids += pair.word_ids
         start = self.offsets[-1][1] if growing_offsets and self.offsets else 0
-        self.offsets += [(s + start, e + start) for s, e in pair.offsets]
+        self.offsets += [(s + start, e + start) for s, e in pair.offsets] if start else pair.offsets
         self.special_tokens_mask += pair.special_tokens_mask
         self.attention_mask += pair.attention_mask
         self.overflowing = overflowings

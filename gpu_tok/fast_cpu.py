@@ -1062,24 +1062,37 @@ class CpuTokenizerEngine:
         return out
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
-        from .cpu_ref import post_processors
+        return batch_of_singles(self, inputs, add_special_tokens, num_threads)
 
-        firsts, seconds, pair_at = [], [], []
-        for item in inputs:
-            if isinstance(item, (tuple, list)):
-                if len(item) != 2:
-                    raise ValueError("a pair input must have exactly two texts")
-                firsts.append(item[0])
-                pair_at.append(len(seconds))
-                seconds.append(item[1])
-            else:
-                firsts.append(item)
-                pair_at.append(-1)
-        a = self.encode_single_encodings(firsts, 0, num_threads)
-        b = self.encode_single_encodings(seconds, 1, num_threads) if seconds else []
-        pp = self.cfg.post_processor
-        return [post_processors.process(pp, [a[i]] if j < 0 else [a[i], b[j]], add_special_tokens)
-                for i, j in enumerate(pair_at)]
+
+def split_pairs(inputs):
+    """``(firsts, seconds, pair_at)``: each input's first text, the pairs' second texts, and
+    per input the index of its second text in ``seconds`` (-1 for a single text)."""
+    firsts, seconds, pair_at = [], [], []
+    for item in inputs:
+        if isinstance(item, (tuple, list)):
+            if len(item) != 2:
+                raise ValueError("a pair input must have exactly two texts")
+            firsts.append(item[0])
+            pair_at.append(len(seconds))
+            seconds.append(item[1])
+        else:
+            firsts.append(item)
+            pair_at.append(-1)
+    return firsts, seconds, pair_at
+
+
+def batch_of_singles(engine, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
+    """``encode_batch`` from an engine's ``encode_single_encodings`` (the first texts, then
+    the pairs' second texts) and the post-processor."""
+    from .cpu_ref import post_processors
+
+    firsts, seconds, pair_at = split_pairs(inputs)
+    a = engine.encode_single_encodings(firsts, 0, num_threads)
+    b = engine.encode_single_encodings(seconds, 1, num_threads) if seconds else []
+    pp = engine.cfg.post_processor
+    return [post_processors.process(pp, [a[i]] if j < 0 else [a[i], b[j]], add_special_tokens)
+            for i, j in enumerate(pair_at)]
 
 
 # ------------------------------------------------------- SentencePiece-style BPE

@@ -19,7 +19,8 @@ Texts where that is not the reference's pipeline run the reference path whole:
 - a text with a piece that needs the unk token when the vocabulary has none (the
   reference path raises the reference's error).
 
-``encode_batch`` (``Encoding`` objects with offsets) runs the reference path.
+``encode_batch`` (``Encoding`` objects) gets its tokens' offsets and pieces from the same
+kernels run without the word cache (``wp_sources``, ``wp_encode_spans``).
 """
 
 from __future__ import annotations
@@ -104,6 +105,20 @@ class PieceEngine:
             self._wc = np.zeros((max(workers, default_threads()), _CACHE_SLOTS, 4), np.uint64)
         return self._wc
 
+    def _status(self, texts: List[str], data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """``uint8[n]``: 1 for each text the reference path encodes (it holds an added
+        token's content), else 0."""
+        from .kernels import engine_cpu as K
+
+        raw_trie, any_norm = self._special
+        if raw_trie is not None:
+            status = K.any_match(data, offsets[:-1].copy(), offsets[1:].copy(), *raw_trie)
+        else:
+            status = np.zeros(len(texts), np.uint8)
+        if any_norm:
+            self._normalized_contents(texts, status)
+        return status
+
     def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
         """``(ids, row_splits)``: the texts packed and encoded by the kernels (documents in
         parallel); those the reference path encodes spliced in."""
@@ -114,13 +129,7 @@ class PieceEngine:
         texts = texts if isinstance(texts, list) else list(texts)
         data, offsets = pack(texts, check_text, num_threads)
         n = len(texts)
-        raw_trie, any_norm = self._special
-        if raw_trie is not None:
-            status = K.any_match(data, offsets[:-1].copy(), offsets[1:].copy(), *raw_trie)
-        else:
-            status = np.zeros(n, np.uint8)
-        if any_norm:
-            self._normalized_contents(texts, status)
+        status = self._status(texts, data, offsets)
         threads, parallel = plan_threads(num_threads, data.shape[0])
         locked = self._lock.acquire(blocking=False)
         try:
@@ -296,26 +305,103 @@ class CpuWordPieceEngine(PieceEngine):
         return self._tables
 
     # ------------------------------------------------------------ encoding
+    def _model_args(self):
+        model = self.ref.model
+        wordpiece = isinstance(model.cfg, C.WordPiece)
+        max_chars = np.int64(model.cfg.max_input_chars_per_word if wordpiece else 0)
+        return wordpiece, max_chars, np.int64(model.vocab.get(model.cfg.unk_token, -1))
+
+    def _normalize(self, data, offsets, status):
+        """``(noff, norm)``: each document rewritten (``kernels.wordpiece_cpu``'s layout)."""
+        from .kernels import wordpiece_cpu as W
+
+        kind, rep_idx, rep_off, rep_bytes = self._compiled()[:4]
+        n = offsets.shape[0] - 1
+        nlen = np.zeros(n, np.int64)
+        W.wp_norm_lengths(data, offsets, kind, rep_idx, rep_off, status, nlen)
+        noff = np.zeros(n + 1, np.int64)
+        np.cumsum(nlen, out=noff[1:])
+        norm = np.zeros(int(noff[-1]) + 8, np.uint8)  # 8 spare bytes past the end (the kernels read whole words)
+        W.wp_normalize(data, offsets, kind, rep_idx, rep_off, rep_bytes, status, noff, norm)
+        return noff, norm
+
     def _run(self, data, offsets, status, parallel: bool, threads: int, wc):
         """The kernels: ``(noff, out, counts)`` (``kernels.wordpiece_cpu``'s layout)."""
         from .fast_cpu import numba_threads
         from .kernels import wordpiece_cpu as W
 
-        kind, rep_idx, rep_off, rep_bytes, punct, (ftab, fterm), (ntab, nterm) = self._compiled()
-        model = self.ref.model
-        wordpiece = isinstance(model.cfg, C.WordPiece)
-        max_chars = np.int64(model.cfg.max_input_chars_per_word if wordpiece else 0)
-        unk = np.int64(model.vocab.get(model.cfg.unk_token, -1))
-        n = offsets.shape[0] - 1
+        punct, (ftab, fterm), (ntab, nterm) = self._compiled()[4:]
+        wordpiece, max_chars, unk = self._model_args()
         with numba_threads(threads if parallel else 1):
-            nlen = np.zeros(n, np.int64)
-            W.wp_norm_lengths(data, offsets, kind, rep_idx, rep_off, status, nlen)
-            noff = np.zeros(n + 1, np.int64)
-            np.cumsum(nlen, out=noff[1:])
-            norm = np.zeros(int(noff[-1]) + 8, np.uint8)  # 8 spare bytes past the end (the kernels read whole words)
-            W.wp_normalize(data, offsets, kind, rep_idx, rep_off, rep_bytes, status, noff, norm)
+            noff, norm = self._normalize(data, offsets, status)
             out = np.empty(max(int(noff[-1]), 1), np.int32)
-            counts = np.zeros(n, np.int64)
+            counts = np.zeros(offsets.shape[0] - 1, np.int64)
             W.wp_encode(norm, noff, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm,
                         wc, status, out, counts)
         return noff, out, counts
+
+    def _tokens_of(self) -> list:
+        """Token strings by id (the model's vocabulary)."""
+        if getattr(self, "_vocab_r", None) is None:
+            vocab = self.ref.model.vocab
+            vr = [None] * (max(vocab.values()) + 1 if vocab else 0)
+            for t, i in vocab.items():
+                vr[i] = t
+            self._vocab_r = vr
+        return self._vocab_r
+
+    def encode_single_encodings(self, texts: List[str], type_id: int, num_threads: Optional[int]) -> List[Encoding]:
+        """Per text, the ``Encoding`` before post-processing (the reference's
+        ``_encode_single``): tokens, offsets and word ids from the kernels
+        (``wp_sources``, ``wp_encode_spans``); the texts ``_status`` sends there, from the
+        reference path."""
+        from .cpu_ref.pipeline import check_text
+        from .fast_cpu import numba_threads, pack, plan_threads
+        from .kernels import wordpiece_cpu as W
+
+        texts = texts if isinstance(texts, list) else list(texts)
+        data, offsets = pack(texts, check_text, num_threads)
+        n = len(texts)
+        status = self._status(texts, data, offsets)
+        kind, rep_idx, rep_off, _rep_bytes, punct, (ftab, fterm), (ntab, nterm) = self._compiled()
+        wordpiece, max_chars, unk = self._model_args()
+        threads, parallel = plan_threads(num_threads, data.shape[0])
+        with numba_threads(threads if parallel else 1):
+            noff, norm = self._normalize(data, offsets, status)
+            m = max(int(noff[-1]), 1)
+            src = np.zeros(m, np.int64)
+            W.wp_sources(data, offsets, kind, rep_idx, rep_off, status, noff, src)
+            out = np.empty(m, np.int32)
+            tb = np.empty(m, np.int64)
+            te = np.empty(m, np.int64)
+            word = np.empty(m, np.int64)
+            counts = np.zeros(n, np.int64)
+            W.wp_encode_spans(norm, noff, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, status,
+                              out, counts, tb, te, word)
+        # every document's tokens, gathered: positions noff[d] .. noff[d] + counts[d]
+        total = int(counts.sum())
+        first = np.zeros(n + 1, np.int64)
+        np.cumsum(counts, out=first[1:])
+        idx = np.repeat(noff[:-1] - first[:-1], counts) + np.arange(total)
+        ids = out[idx].tolist()
+        starts = src[tb[idx]].tolist()
+        ends = (src[te[idx] - 1] + 1).tolist()
+        words = word[idx].tolist()
+        vr = self._tokens_of()
+        fl = first.tolist()
+        st = status.tolist()
+        res: List[Encoding] = []
+        for d in range(n):
+            if st[d]:
+                res.append(self.ref._encode_single(texts[d], type_id))
+                continue
+            a, b = fl[d], fl[d + 1]
+            k = b - a
+            res.append(Encoding(ids[a:b], [type_id] * k, [vr[i] for i in ids[a:b]], list(zip(starts[a:b], ends[a:b])),
+                                [0] * k, words[a:b]))
+        return res
+
+    def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
+        from .fast_cpu import batch_of_singles
+
+        return batch_of_singles(self, inputs, add_special_tokens, num_threads)

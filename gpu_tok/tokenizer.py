@@ -261,18 +261,9 @@ class Tokenizer:
         _check_device(device)
         if is_pretokenized or device == "ref" or self._ref.truncation is not None or self._cpu_engine() is None:
             return self._ref.encode_batch(inputs, add_special_tokens, True, is_pretokenized, False)
-        inputs = inputs if isinstance(inputs, list) else list(inputs)
-        firsts, seconds, pair_at = [], [], []
-        for item in inputs:
-            if isinstance(item, (tuple, list)):
-                if len(item) != 2:
-                    raise ValueError("a pair input must have exactly two texts")
-                firsts.append(item[0])
-                pair_at.append(len(seconds))
-                seconds.append(item[1])
-            else:
-                firsts.append(item)
-                pair_at.append(-1)
+        from .fast_cpu import split_pairs
+
+        firsts, seconds, pair_at = split_pairs(inputs)
         eng = self._cpu_engine()
 
         def rows(texts):

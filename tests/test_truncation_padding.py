@@ -26,13 +26,11 @@ if tokenizers.__version__ != "0.23.1":  # pragma: no cover
 import gpu_tok  # noqa: E402
 from gpu_tok.errors import TruncationError  # noqa: E402
 
+from _encodings import diff  # noqa: E402
 from _paths import model_path, parity_files, read_text_exact  # noqa: E402
 from _small_bpe import POST_PROCESSORS, PRE_TOKENIZERS, tokenizer_json  # noqa: E402
 
 os.environ.setdefault("RUST_BACKTRACE", "0")
-
-FIELDS = ("ids", "type_ids", "tokens", "offsets", "attention_mask", "special_tokens_mask", "word_ids",
-          "sequence_ids")
 
 # a template whose sequences carry other type ids than their position, and B before A
 ODD_TEMPLATE = {"type": "TemplateProcessing",
@@ -61,25 +59,6 @@ def pair_of(post: str, pre: str = "ByteLevelRegex"):
         js = tokenizer_json(pre_tokenizer=PRE_TOKENIZERS[pre], post_processor=PROCESSORS[post])
         _cache[key] = (gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js))
     return _cache[key]
-
-
-def diff(a, b, where="encoding"):
-    """The first field where two encodings differ (overflowing windows included), or None."""
-    for f in FIELDS:
-        x, y = getattr(a, f), getattr(b, f)
-        if f == "offsets":
-            x, y = [tuple(o) for o in x], [tuple(o) for o in y]
-        if list(x) != list(y):
-            return f"{where}.{f}: {x} != {y}"
-    if a.n_sequences != b.n_sequences:
-        return f"{where}.n_sequences: {a.n_sequences} != {b.n_sequences}"
-    if len(a.overflowing) != len(b.overflowing):
-        return f"{where}: {len(a.overflowing)} overflowing != {len(b.overflowing)}"
-    for i, (x, y) in enumerate(zip(a.overflowing, b.overflowing)):
-        d = diff(x, y, f"{where}.overflowing[{i}]")
-        if d:
-            return d
-    return None
 
 
 def outcome(f):

@@ -1,5 +1,6 @@
 """``device="cpu"`` for WordPiece and WordLevel files (``gpu_tok/fast_wordpiece.py``), against
-the installed reference: ids with and without special tokens on random text through every
+the installed reference: ids, and every field of ``encode_batch`` (pairs too), with and
+without special tokens on random text through every
 setting the engine serves, on the texts it sends to the reference path (added tokens,
 non-starters the normalizer keeps) and on the cases of its split and its word cache.
 The real bert-base-uncased goldens go through it in ``tests/test_cpu_engine.py``."""
@@ -18,6 +19,7 @@ if tokenizers.__version__ != "0.23.1":  # pragma: no cover
 import gpu_tok  # noqa: E402
 from gpu_tok.fast_wordpiece import CpuWordPieceEngine  # noqa: E402
 
+from _encodings import diff  # noqa: E402
 from _small_bpe import NORMALIZERS, WP_ADDED, wordpiece_model, wordpiece_tokenizer_json  # noqa: E402
 from test_components_vs_reference import _SETTINGS, _WP_CHARS, wp_texts  # noqa: E402
 
@@ -38,10 +40,16 @@ def _pair(key, js, engine=CpuWordPieceEngine):
 
 
 def _same_ids(ours, ref, texts):
+    """encode_batch_ids, and every field of encode_batch (pairs too), on device="cpu"."""
+    batch = texts + [(texts[i], texts[-1 - i]) for i in range(len(texts))]
     for add in (False, True):
         got = ours.encode_batch_ids(texts, add_special_tokens=add, device="cpu").to_list()
         want = [e.ids for e in ref.encode_batch(texts, add_special_tokens=add)]
         assert got == want, [t for t, a, b in zip(texts, got, want) if a != b][:3]
+        for item, a, b in zip(batch, ours.encode_batch(batch, add_special_tokens=add, device="cpu"),
+                              ref.encode_batch(batch, add_special_tokens=add)):
+            d = diff(a, b)
+            assert d is None, (item, d)
 
 
 _SERVED = [

@@ -115,9 +115,10 @@ def wp_normalize(data, doc_offsets, kind, rep_idx, rep_off, rep_bytes, status, n
 
 
 @njit_noalloc
-def _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o):
+def _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o, tb, te, rec):
     """The ids of the piece ``norm[s:e]`` to ``out[o:]``; returns the new ``o``, or -1 when
-    the piece needs the unk token and there is none (``unk`` < 0)."""
+    the piece needs the unk token and there is none (``unk`` < 0). ``rec``: each token's
+    bytes ``norm[tb[k]:te[k]]`` recorded too (the unk token: the whole piece)."""
     if not wordpiece:  # WordLevel: the whole piece, else the unk token
         node = np.uint64(0)
         for p in range(s, e):
@@ -130,6 +131,9 @@ def _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out,
                 return -1
             v = unk
         out[o] = v
+        if rec:
+            tb[o] = s
+            te[o] = e
         return o + 1
     chars = 0
     for p in range(s, e):
@@ -160,6 +164,9 @@ def _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out,
                 o = o0  # the whole piece is the unk token
                 break
             out[o] = best
+            if rec:
+                tb[o] = q
+                te[o] = bend
             o += 1
             q = bend
             first = False
@@ -168,6 +175,9 @@ def _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out,
     if unk < 0:
         return -1
     out[o0] = unk
+    if rec:
+        tb[o0] = s
+        te[o0] = e
     return o0 + 1
 
 
@@ -217,13 +227,13 @@ def _cached_piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nter
     """``_piece`` through worker ``w``'s word cache (``cache_get``)."""
     n = e - s
     if n > 15:
-        return _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o)
+        return _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o, out, out, False)
     w0, w1, h = short_key(norm, s, n)
     slot = np.int64(h & np.uint64(wc.shape[1] - 1))
     k = cache_get(wc, w, slot, w0, w1, out, o)
     if k >= 0:
         return o + k
-    o2 = _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o)
+    o2 = _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o, out, out, False)
     if o2 > o:
         cache_put(wc, w, slot, w0, w1, out, o, o2 - o)
     return o2
@@ -259,6 +269,89 @@ def wp_encode(norm, noff, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, n
                 p += n
             if p > s and o >= 0:
                 o = _cached_piece(norm, s, p, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, wc, w, out, o)
+        if o < 0:
+            status[d] = 2
+        else:
+            counts[d] = o - a
+
+
+# ------------------------------------------------------------ with offsets (encode_batch)
+@njit_cached(parallel=True, nogil=True)
+def wp_sources(data, doc_offsets, kind, rep_idx, rep_off, status, noff, src):
+    """``src[i]``: the character (its index in its document's text) normalized byte ``i``
+    came from (``wp_normalize``'s layout; every byte of a rewrite from that character)."""
+    for d in prange(doc_offsets.shape[0] - 1):
+        if status[d] != 0:
+            continue
+        o = noff[d]
+        p = doc_offsets[d]
+        b = doc_offsets[d + 1]
+        ci = 0
+        while p < b:
+            c, n = _dec(data, p)
+            k = kind[c]
+            m = n
+            if k == 1:
+                m = 0
+            elif k == 2:
+                m = 1
+            elif k == 4:
+                r = rep_idx[c]
+                m = rep_off[r + 1] - rep_off[r]
+            elif k == 5:
+                m = n + 2
+            for j in range(m):
+                src[o + j] = ci
+            o += m
+            p += n
+            ci += 1
+
+
+@njit_noalloc(inline="always")
+def _spans_piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o, tb, te, word, w):
+    """``_piece`` recording its tokens' bytes, and ``w`` as their piece."""
+    o2 = _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o, tb, te, True)
+    for k in range(o, max(o2, o)):
+        word[k] = w
+    return o2
+
+
+@njit_cached(parallel=True, nogil=True)
+def wp_encode_spans(norm, noff, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, status,
+                    out, counts, tb, te, word):
+    """``wp_encode`` without the word cache, each token's bytes ``norm[tb[k]:te[k]]`` and
+    piece (``word[k]``, counted from 0 in its document) recorded too."""
+    for d in prange(noff.shape[0] - 1):
+        counts[d] = 0
+        if status[d] != 0:
+            continue
+        a = noff[d]
+        b = noff[d + 1]
+        o = a
+        p = a
+        w = 0
+        while p < b and o >= 0:
+            if norm[p] == 32:
+                p += 1
+                continue
+            s = p
+            while p < b and norm[p] != 32 and o >= 0:
+                c, n = _dec(norm, p)
+                if punct[c]:
+                    if p > s:
+                        o = _spans_piece(norm, s, p, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o,
+                                         tb, te, word, w)
+                        w += 1
+                    if o >= 0:
+                        o = _spans_piece(norm, p, p + n, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o,
+                                         tb, te, word, w)
+                        w += 1
+                    s = p + n
+                p += n
+            if p > s and o >= 0:
+                o = _spans_piece(norm, s, p, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o,
+                                 tb, te, word, w)
+                w += 1
         if o < 0:
             status[d] = 2
         else:
