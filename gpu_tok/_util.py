@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 from pathlib import Path
 from typing import Union
@@ -14,3 +16,17 @@ def sha256_file(path: Union[str, Path]) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """The cyclic garbage collector paused while a block builds many acyclic objects
+    (``Encoding`` lists: each allocation would otherwise count toward a collection that
+    walks them all again); restored as it was, whatever the block raises."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

@@ -43,11 +43,12 @@ RESULTS_MD = (REPO_ROOT / "benchmarks" / "RESULTS.md" if (REPO_ROOT / "benchmark
 BENCH_FILES = ("code", "english_prose", "multilingual")
 # tokenizer.json models, each followed by the tiktoken encoding of its family
 DEFAULT_MODELS = ("gpt2", "r50k_base", "llama3", "cl100k_base", "gpt-4o", "o200k_base")
-ENGINES = ("ours", "hf", "hf-fast", "tiktoken", "fastokens", "fastokens-list", "gigatoken", "gigatoken-list")
+ENGINES = ("ours", "ours-encoding", "ours-fast", "hf", "hf-fast", "tiktoken", "fastokens", "fastokens-list", "gigatoken",
+           "gigatoken-list")
 DEFAULT_ENGINES = ("ours", "hf", "hf-fast", "tiktoken", "fastokens", "gigatoken", "gigatoken-list")
 SCALING_ENGINES = ("ours", "hf", "tiktoken", "gigatoken")
 REFERENCE = {"hf": "hf", "tiktoken": "tiktoken"}  # model kind -> reference engine
-PACKAGES = {"ours": "gpu_tok", "hf": "tokenizers", "hf-fast": "tokenizers", "tiktoken": "tiktoken",
+PACKAGES = {"ours": "gpu_tok", "ours-encoding": "gpu_tok", "ours-fast": "gpu_tok", "hf": "tokenizers", "hf-fast": "tokenizers", "tiktoken": "tiktoken",
             "fastokens": "fastokens", "fastokens-list": "fastokens",
             "gigatoken": "gigatoken", "gigatoken-list": "gigatoken"}
 MB = 1e6
@@ -239,6 +240,21 @@ def make_ours(model: Model, threads: int, module=None) -> Runner:
     return _splits_runner(api, lambda texts: fn(texts, **kw), lambda out: (out.ids, out.row_splits))
 
 
+def make_ours_encodings(model: Model, threads: int, fast: bool = False) -> Runner:
+    """Our ``encode_batch`` (``fast``: ``encode_batch_fast``): ``Encoding`` objects, as HF's
+    ``encode_batch`` gives them (the ``hf`` / ``hf-fast`` engines' counterparts)."""
+    if model.kind != "hf":
+        raise NotApplicable
+    import gpu_tok
+
+    tok = gpu_tok.Tokenizer.from_file(str(model.path))
+    name = "encode_batch_fast" if fast else "encode_batch"
+    fn = getattr(tok, name)
+    api = (f"gpu_tok.Tokenizer.from_file(...).{name}(texts, add_special_tokens=False, device='cpu', "
+           f"num_threads={threads}) -> list[Encoding]")
+    return _encoding_runner(api, lambda texts: fn(texts, add_special_tokens=False, device="cpu", num_threads=threads))
+
+
 def make_hf(model: Model, threads: int, fast: bool = False) -> Runner:
     if model.kind != "hf":
         raise NotApplicable
@@ -322,6 +338,8 @@ def make_gigatoken(model: Model, threads: int, as_list: bool = False) -> Runner:
 
 FACTORIES: Dict[str, Callable[[Model, int], Runner]] = {
     "ours": make_ours,
+    "ours-encoding": make_ours_encodings,
+    "ours-fast": lambda m, t: make_ours_encodings(m, t, fast=True),
     "hf": make_hf,
     "hf-fast": lambda m, t: make_hf(m, t, fast=True),
     "tiktoken": make_tiktoken,

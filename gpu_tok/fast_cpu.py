@@ -1000,11 +1000,14 @@ class CpuTokenizerEngine:
 
         return engine_cpu
 
-    def _tokens_of(self):
+    def _tokens_of(self) -> np.ndarray:
+        """The model's token strings by id (an object array; None where no token has the id)."""
         if self._vocab_r is None:
             vr = self.ref.model.vocab_r
             size = max(vr) + 1 if vr else 0
-            self._vocab_r = [vr.get(i) for i in range(size)]
+            arr = np.empty(max(size, 1), dtype=object)
+            arr[:size] = [vr.get(i) for i in range(size)]
+            self._vocab_r = arr
         return self._vocab_r
 
     def encode_single_encodings(self, texts: List[str], type_id: int, num_threads: Optional[int]) -> List[Encoding]:
@@ -1039,25 +1042,19 @@ class CpuTokenizerEngine:
         word = (tok_piece - first_piece[doc_of_tok]).tolist()
         vr = self._tokens_of()
         id_list = ids.tolist()
-        sp_list = is_sp.tolist()
+        toks = vr[np.where(is_sp, 0, ids)].tolist()  # (an added token's id is past the model's vocabulary)
+        for k in np.flatnonzero(is_sp).tolist():  # an added token: its text
+            toks[k] = data[tok_start[k]:tok_end[k]].tobytes().decode("utf-8")
         out: List[Encoding] = []
         rsl = rs.tolist()
-        bstart = tok_start.tolist()
-        bend = tok_end.tolist()
         skipped = set(np.flatnonzero(skip).tolist()) if skip is not None else set()
         for d in range(n):
             if d in skipped:
                 out.append(self.ref._encode_single(texts[d], type_id))
                 continue
             a, b = rsl[d], rsl[d + 1]
-            toks = []
-            for k in range(a, b):
-                if sp_list[k]:
-                    toks.append(data[bstart[k]:bend[k]].tobytes().decode("utf-8"))
-                else:
-                    toks.append(vr[id_list[k]])
             m = b - a
-            out.append(Encoding(id_list[a:b], [type_id] * m, toks, list(zip(c_start[a:b], c_end[a:b])), [0] * m,
+            out.append(Encoding(id_list[a:b], [type_id] * m, toks[a:b], list(zip(c_start[a:b], c_end[a:b])), [0] * m,
                                 word[a:b]))
         return out
 

@@ -340,11 +340,11 @@ class CpuWordPieceEngine(PieceEngine):
                         wc, status, out, counts)
         return noff, out, counts
 
-    def _tokens_of(self) -> list:
-        """Token strings by id (the model's vocabulary)."""
+    def _tokens_of(self) -> np.ndarray:
+        """Token strings by id (the model's vocabulary; an object array)."""
         if getattr(self, "_vocab_r", None) is None:
             vocab = self.ref.model.vocab
-            vr = [None] * (max(vocab.values()) + 1 if vocab else 0)
+            vr = np.empty(max(vocab.values()) + 1 if vocab else 1, dtype=object)
             for t, i in vocab.items():
                 vr[i] = t
             self._vocab_r = vr
@@ -383,11 +383,12 @@ class CpuWordPieceEngine(PieceEngine):
         first = np.zeros(n + 1, np.int64)
         np.cumsum(counts, out=first[1:])
         idx = np.repeat(noff[:-1] - first[:-1], counts) + np.arange(total)
-        ids = out[idx].tolist()
+        ids_a = out[idx]
+        ids = ids_a.tolist()
+        toks = self._tokens_of()[ids_a].tolist()
         starts = src[tb[idx]].tolist()
         ends = (src[te[idx] - 1] + 1).tolist()
         words = word[idx].tolist()
-        vr = self._tokens_of()
         fl = first.tolist()
         st = status.tolist()
         res: List[Encoding] = []
@@ -397,7 +398,7 @@ class CpuWordPieceEngine(PieceEngine):
                 continue
             a, b = fl[d], fl[d + 1]
             k = b - a
-            res.append(Encoding(ids[a:b], [type_id] * k, [vr[i] for i in ids[a:b]], list(zip(starts[a:b], ends[a:b])),
+            res.append(Encoding(ids[a:b], [type_id] * k, toks[a:b], list(zip(starts[a:b], ends[a:b])),
                                 [0] * k, words[a:b]))
         return res
 

@@ -9,6 +9,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Union
 import numpy as np
 
 from . import loader
+from ._util import gc_paused
 from .config import AddedToken, PaddingParams, TokenizerConfig, TruncationParams
 from .cpu_ref import RefPipeline
 from .encoding import Encoding
@@ -234,6 +235,11 @@ class Tokenizer:
         padding alone is applied to the engine's encodings. ``is_pretokenized``: each
         input a list of words (or a pair of such lists), on the reference path.
         """
+        with gc_paused():
+            return self._encode_batch(inputs, is_pretokenized, add_special_tokens, device, num_threads)
+
+    def _encode_batch(self, inputs, is_pretokenized: bool, add_special_tokens: bool, device: str,
+                      num_threads: Optional[int]) -> List[Encoding]:
         _check_device(device)
         if is_pretokenized:  # lists of words: the reference path
             return self._ref.encode_batch(inputs, add_special_tokens, True, True)
@@ -255,6 +261,11 @@ class Tokenizer:
         """``tokenizers.Tokenizer.encode_batch_fast``: ``encode_batch`` without offsets (tokens
         empty but the post-processor's, offsets (0, 0), no word ids), from the compiled
         engines' ids where they serve the tokenizer and truncation is not set."""
+        with gc_paused():
+            return self._encode_batch_fast(inputs, is_pretokenized, add_special_tokens, device, num_threads)
+
+    def _encode_batch_fast(self, inputs, is_pretokenized: bool, add_special_tokens: bool, device: str,
+                           num_threads: Optional[int]) -> List[Encoding]:
         from .cpu_ref.pipeline import without_offsets
         from .cpu_ref.truncation import pad_encodings
 

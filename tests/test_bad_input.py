@@ -131,3 +131,26 @@ def test_unknown_but_valid_ids_are_skipped(pair):
     ours, ref = pair
     ids = [2**32 - 1, 15496, 10**9]
     assert ours.decode(ids) == ref.decode(ids)
+
+
+def test_encode_batch_pauses_the_collector_and_restores_it():
+    """encode_batch builds its Encodings with the cyclic collector paused (decision 0025's
+    addendum); the collector's state afterwards is what it was, even when the call raises."""
+    from _small_bpe import tokenizer_json
+    from gpu_tok._util import gc_paused
+
+    tok = gpu_tok.Tokenizer.from_str(tokenizer_json())
+    seen = []
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            tok.encode_batch(["a b", "c"], device="cpu")
+            seen.append(gc.isenabled())
+            with pytest.raises(TypeError):
+                tok.encode_batch([3], device="cpu")
+            seen.append(gc.isenabled())
+            with gc_paused():
+                seen.append(gc.isenabled())
+        finally:
+            gc.enable()
+    assert seen == [True, True, False, False, False, False]
