@@ -404,3 +404,25 @@ def test_precompiled_base64_without_padding_is_read():
         data["normalizer"] = {"type": "Precompiled", "precompiled_charsmap": text}
         js = json.dumps(data)
         assert gpu_tok.Tokenizer.from_str(js).encode("a \u00e9").ids == tokenizers.Tokenizer.from_str(js).encode("a \u00e9").ids
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_precompiled_charsmap_with_json_escapes_is_read(nested):
+    """Measured: a charsmap string written with JSON escapes (``\\/``, ``\\u0041``) is read as
+    its text by the reference, alone or inside a Sequence; so here."""
+    from _charsmap import charsmap_b64
+
+    tokenizers = pytest.importorskip("tokenizers")
+    b64 = ""
+    k = 0
+    while "/" not in b64 or "A" not in b64:  # a map whose base64 holds both characters
+        k += 1
+        b64 = charsmap_b64({"a": "b", "\u00e9": "e", "x" * k: "y"})
+    norm = {"type": "Precompiled", "precompiled_charsmap": "@CHARSMAP@"}
+    data = copy.deepcopy(BASE)
+    data["normalizer"] = {"type": "Sequence", "normalizers": [norm]} if nested else norm
+    escaped = b64.replace("/", "\\/").replace("A", "\\u0041")
+    js = json.dumps(data).replace("@CHARSMAP@", escaped)
+    assert "\\/" in js
+    text = "a \u00e9 " + "x" * k
+    assert gpu_tok.Tokenizer.from_str(js).encode(text).ids == tokenizers.Tokenizer.from_str(js).encode(text).ids
