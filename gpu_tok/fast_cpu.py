@@ -1139,11 +1139,14 @@ def _added_token_lists(ref):
     return raw, norm
 
 
+_NO_RECORD = (np.empty(0, np.int64),) * 4  # kernels.engine_cpu._sp_doc's rec when only ids are wanted
+
+
 class CpuSentencePieceEngine:
-    """``device="cpu"`` ids for SentencePiece-style BPE files (llama2, mistral-v0.1, phi-3,
+    """``device="cpu"`` for SentencePiece-style BPE files (llama2, mistral-v0.1, phi-3,
     gemma3, mistral-v0.3 with ``Metaspace``): byte_fallback BPE over whole normalized
-    pieces (``kernels.engine_cpu.sp_*``).
-    ``encode_batch`` (``Encoding`` objects with offsets) runs the reference path."""
+    pieces (``kernels.engine_cpu.sp_*``); ``encode_batch`` from the same kernels recording
+    each token's text bytes and piece (``encode_single_encodings``)."""
 
     def __init__(self, cfg: C.TokenizerConfig, ref):
         from .cpu_ref.unicode_props import _np_flags
@@ -1231,7 +1234,7 @@ class CpuSentencePieceEngine:
             out = self._scratch_out(int(dst[-1])) if locked else np.empty(max(int(dst[-1]), 1), np.int32)
             cache = self._word_cache(locked, threads if par else 1)
             args = (self.rt, self.nt, self.cls, self.prepend, self.char_id, self.byte_id, self.mtab,
-                    *self.bt, self.whole_first, self.nocut, *cache, out, counts)
+                    *self.bt, self.whole_first, self.nocut, *cache, out, counts, _NO_RECORD)
             if par:
                 blocks = np.unique(np.searchsorted(offsets, np.linspace(0, data.shape[0], 8 * threads + 1)))
                 blocks = np.unique(np.concatenate(([0], blocks.clip(0, n), [n]))).astype(np.int64)
@@ -1260,8 +1263,96 @@ class CpuSentencePieceEngine:
             ids, rs = add_template(K, ids, rs, self.prefix, self.suffix, num_threads)
         return ids, rs
 
+    def _token_lengths(self) -> np.ndarray:
+        """Bytes of normalized text each id stands for (a byte-fallback token: 1)."""
+        if getattr(self, "_nlen", None) is None:
+            vocab = self.ref.model.vocab
+            nlen = np.zeros(max(vocab.values()) + 1, np.int64)
+            for t, i in vocab.items():
+                nlen[i] = len(t.encode("utf-8"))
+            nlen[self.byte_id] = 1
+            self._nlen = nlen
+            vr = np.empty(nlen.shape[0], dtype=object)
+            for t, i in vocab.items():
+                vr[i] = t
+            self._vocab_r = vr
+        return self._nlen
+
+    def encode_single_encodings(self, texts: List[str], type_id: int, num_threads: Optional[int]) -> List[Encoding]:
+        """Per text, the ``Encoding`` before post-processing (the reference's
+        ``_encode_single``): the kernels record each token's first and last text bytes and
+        its piece (``_sp_doc``'s ``rec``); a text holding a normalized added token takes the
+        reference path."""
+        from .cpu_ref.pipeline import check_text
+
+        K = self.K
+        texts = texts if isinstance(texts, list) else list(texts)
+        data, offsets = pack(texts, check_text, num_threads)
+        n = len(texts)
+        dst = np.zeros(n + 1, np.int64)
+        np.cumsum(3 * np.diff(offsets) + 3, out=dst[1:])
+        m = max(int(dst[-1]), 1)
+        counts = np.zeros(n, np.int64)
+        out = np.empty(m, np.int32)
+        tb = np.empty(m, np.int64)
+        te = np.empty(m, np.int64)
+        word = np.empty(m, np.int64)
+        rec = (self._token_lengths(), tb, te, word)
+        threads, parallel = plan_threads(num_threads, data.shape[0])
+        par = parallel and n > 1
+        locked = self._lock.acquire(blocking=False)
+        try:
+            cache = self._word_cache(locked, threads if par else 1)
+            args = (self.rt, self.nt, self.cls, self.prepend, self.char_id, self.byte_id, self.mtab,
+                    *self.bt, self.whole_first, self.nocut, *cache, out, counts, rec)
+            if par:
+                blocks = np.unique(np.searchsorted(offsets, np.linspace(0, data.shape[0], 8 * threads + 1)))
+                blocks = np.unique(np.concatenate(([0], blocks.clip(0, n), [n]))).astype(np.int64)
+                with numba_threads(threads), numba_chunksize(1):
+                    K.sp_encode_parallel(data, offsets, dst, blocks, *args)
+            else:
+                K.sp_encode_serial(data, offsets, dst, *args)
+        finally:
+            if locked:
+                self._lock.release()
+        total = int(counts.sum())
+        first = np.zeros(n + 1, np.int64)
+        np.cumsum(counts, out=first[1:])
+        idx = np.repeat(dst[:-1] - first[:-1], counts) + np.arange(total)
+        ids_a = out[idx]
+        tb, te, word = tb[idx], te[idx], word[idx]
+        bad = te < 0  # a normalized added token: the document takes the reference path
+        lead = (data & 0xC0) != 0x80
+        cidx = np.zeros(data.shape[0] + 1, np.int64)
+        np.cumsum(lead, out=cidx[1:])
+        doc = np.repeat(np.arange(n), counts)
+        base = cidx[offsets[:-1]][doc]
+        te_ok = np.where(bad, tb, te)
+        starts = (cidx[tb + 1] - 1 - base).tolist()  # the character of byte b: cidx[b + 1] - 1
+        ends = (cidx[te_ok + 1] - base).tolist()
+        vr = self._vocab_r
+        added = word < 0  # a raw added token (its piece recorded as -1 - piece)
+        toks = vr[np.where(added | bad, 0, ids_a)].tolist()
+        ids = ids_a.tolist()
+        tbl, tel = tb.tolist(), te.tolist()
+        for k in np.flatnonzero(added).tolist():  # its token is the text it matched
+            toks[k] = data[tbl[k]:tel[k] + 1].tobytes().decode("utf-8")
+        words = np.where(added, -1 - word, word).tolist()
+        fl = first.tolist()
+        slow = set(np.unique(doc[bad]).tolist())
+        res: List[Encoding] = []
+        for d in range(n):
+            if d in slow:
+                res.append(self.ref._encode_single(texts[d], type_id))
+                continue
+            a, b = fl[d], fl[d + 1]
+            k = b - a
+            res.append(Encoding(ids[a:b], [type_id] * k, toks[a:b], list(zip(starts[a:b], ends[a:b])), [0] * k,
+                                words[a:b]))
+        return res
+
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
-        return self.ref.encode_batch(inputs, add_special_tokens, False)
+        return batch_of_singles(self, inputs, add_special_tokens, num_threads)
 
 
 def cpu_engine_for(cfg: C.TokenizerConfig, ref):

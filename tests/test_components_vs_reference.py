@@ -167,6 +167,31 @@ def test_sentencepiece_pipeline(pipeline, text):
     _assert_same(ours, ref, text)
 
 
+@pytest.mark.parametrize("pipeline", sorted(SP_PIPELINES))
+@_SETTINGS
+@given(texts=st.lists(sp_texts, min_size=1, max_size=4))
+def test_sentencepiece_engine_encodings(pipeline, texts):
+    """encode_batch on device="cpu" (the compiled engine where it serves the pipeline):
+    every field of every encoding, pairs too, as the reference's."""
+    from _encodings import diff
+
+    ours, ref = _pair_of_tokenizers(("sp", pipeline), _json=sp_tokenizer_json(pipeline=pipeline))
+    batch = texts + [(texts[0], texts[-1])]
+    for add in (False, True):
+        for item, a, b in zip(batch, ours.encode_batch(batch, add_special_tokens=add, device="cpu"),
+                              ref.encode_batch(batch, add_special_tokens=add)):
+            d = diff(a, b)
+            assert d is None, (item, d)
+
+
+def test_sentencepiece_engine_serves_the_pipelines():
+    from gpu_tok.fast_cpu import CpuSentencePieceEngine
+
+    served = [p for p in sorted(SP_PIPELINES) if isinstance(gpu_tok.Tokenizer.from_str(
+        sp_tokenizer_json(pipeline=p))._cpu_engine(), CpuSentencePieceEngine)]
+    assert {"llama-normalizer", "metaspace-first-False", "metaspace-always-False"} <= set(served), served
+
+
 @pytest.mark.parametrize("decoder", sorted(SP_DECODERS))
 @_SETTINGS
 @given(text=sp_texts)

@@ -87,8 +87,9 @@ def test_oracles_ids_and_fields(family):
         recs = [(r, x) for r, x in records if r["add_special_tokens"] == flag]
         texts = [x for _r, x in recs]
         rows = t.encode_batch_ids(texts, add_special_tokens=flag, device="cpu").to_list()
-        # SentencePiece and Unigram files: encode_batch is the reference path (test_parity_oracles covers it)
-        encs = t.encode_batch(texts, add_special_tokens=flag, device="cpu") if family in BYTE_LEVEL + WORDPIECE else None
+        # Unigram files: encode_batch is the reference path (test_parity_oracles covers it)
+        encs = (t.encode_batch(texts, add_special_tokens=flag, device="cpu")
+                if family in BYTE_LEVEL + WORDPIECE + SENTENCEPIECE else None)
         for k, ((rec, text), row) in enumerate(zip(recs, rows)):
             # decode is not a device matter (test_parity_oracles covers it): the golden's own values
             if encs is not None:

@@ -2177,15 +2177,37 @@ def _split_added(buf, a, b, trie, cls, gs, ge, ms, me, mi):
 
 
 @njit_cached
+def _sp_record(src, pos, out, o, c, rec, wd):
+    """Tokens ``out[o:o + c]`` made from a buffer whose byte ``i`` came from text byte
+    ``src[i]``, starting at buffer byte ``pos``: each token's first and last text bytes to
+    ``rec``'s ``tb``/``te`` (``nlen[id]``: the buffer bytes of a token), ``wd`` its piece."""
+    nlen, tb, te, word = rec
+    for t in range(o, o + c):
+        k = nlen[_U(out[_U(t)])]
+        tb[_U(t)] = src[_U(pos)]
+        te[_U(t)] = src[_U(pos + k - 1)]
+        word[_U(t)] = wd
+        pos += k
+
+
+@njit_cached
 def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-            whole_first, nocut, cache, wide, w, nbuf, pbuf, out, o):
+            whole_first, nocut, cache, wide, w, nbuf, pbuf, out, o, rec, nsrc, psrc):
     """Encode ``data[a:b]`` into ``out[o:]``; returns the new ``o``. ``rt``/``nt``: the raw and
     normalized tries ``(tkeys, tvals, term, first, flags, base)`` (empty ``term`` = none).
 
     ``prepend``: 0/1 the normalizer form (``Replace(' ', '▁')``, with ``Prepend('▁')`` when 1);
     2/3: no normalizer and a ``Metaspace`` pre-tokenizer (``split: false``) with
     ``prepend_scheme`` "first"/"always": each piece gets its spaces replaced and "▁" in front
-    unless it starts with one, "first" only for the piece at the start of the text."""
+    unless it starts with one, "first" only for the piece at the start of the text.
+
+    ``rec = (nlen, tb, te, word)``, non-empty: each token's first and last text bytes and its
+    piece recorded too (``encode_batch``): ``nsrc``/``psrc`` map the normalized buffers' bytes
+    to the text's (a "▁" put in front: the piece's first byte). A raw added token's piece is
+    recorded as ``-1 - piece``; a normalized added token gets ``te = -1`` (its token is the
+    normalized text: the caller takes the reference path)."""
+    recording = rec[1].shape[0] > 0
+    wd = 0
     L = b - a
     cap = L + 2
     gs = np.empty(cap, np.int64)
@@ -2207,6 +2229,11 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
     while gi < ng or mk < nm:
         if mk < nm and (gi >= ng or ms[_U(mk)] < gs[_U(gi)]):
             out[_U(o)] = mi[_U(mk)]
+            if recording:  # a raw added token: its piece as -1 - piece (its text is the token)
+                rec[1][_U(o)] = ms[_U(mk)]
+                rec[2][_U(o)] = me[_U(mk)] - 1
+                rec[3][_U(o)] = -1 - wd
+                wd += 1
             o += 1
             mk += 1
             continue
@@ -2218,15 +2245,23 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
         if prepend == 1 and y > x:
             for k in range(3):
                 nbuf[_U(n + k)] = _SP_CHAR[_U(k)]
+                if recording:
+                    nsrc[_U(n + k)] = x
             n += 3
         for k in range(x, y):
             if data[_U(k)] == 32 and prepend < 2:
                 nbuf[_U(n)] = 0xE2
                 nbuf[_U(n + 1)] = 0x96
                 nbuf[_U(n + 2)] = 0x81
+                if recording:
+                    nsrc[_U(n)] = k
+                    nsrc[_U(n + 1)] = k
+                    nsrc[_U(n + 2)] = k
                 n += 3
             else:
                 nbuf[_U(n)] = data[_U(k)]
+                if recording:
+                    nsrc[_U(n)] = k
                 n += 1
         n2, nm2 = _split_added(nbuf, 0, n, nt, cls, s2, e2, ms2, me2, mi2)
         g2 = 0
@@ -2234,12 +2269,21 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
         while g2 < n2 or k2 < nm2:
             if k2 < nm2 and (g2 >= n2 or ms2[_U(k2)] < s2[_U(g2)]):
                 out[_U(o)] = mi2[_U(k2)]
+                if recording:
+                    rec[1][_U(o)] = nsrc[_U(ms2[_U(k2)])]
+                    rec[2][_U(o)] = -1
+                    rec[3][_U(o)] = wd
+                    wd += 1
                 o += 1
                 k2 += 1
                 continue
             if prepend < 2:
-                o += _sp_piece(nbuf, s2[_U(g2)], e2[_U(g2)], char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-                               whole_first, nocut, hs, rank, cache, wide, w, out, o)
+                c = _sp_piece(nbuf, s2[_U(g2)], e2[_U(g2)], char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
+                              whole_first, nocut, hs, rank, cache, wide, w, out, o)
+                if recording:
+                    _sp_record(nsrc, s2[_U(g2)], out, o, c, rec, wd)
+                    wd += 1
+                o += c
             else:  # Metaspace on this piece
                 p0 = s2[_U(g2)]
                 p1 = e2[_U(g2)]
@@ -2249,25 +2293,37 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                 if not starts_sp and (prepend == 3 or x + p0 == a):
                     for k in range(3):
                         pbuf[_U(k)] = _SP_CHAR[_U(k)]
+                        if recording:
+                            psrc[_U(k)] = nsrc[_U(p0)]
                     q = 3
                 for k in range(p0, p1):
                     if nbuf[_U(k)] == 32:
                         pbuf[_U(q)] = 0xE2
                         pbuf[_U(q + 1)] = 0x96
                         pbuf[_U(q + 2)] = 0x81
+                        if recording:
+                            psrc[_U(q)] = nsrc[_U(k)]
+                            psrc[_U(q + 1)] = nsrc[_U(k)]
+                            psrc[_U(q + 2)] = nsrc[_U(k)]
                         q += 3
                     else:
                         pbuf[_U(q)] = nbuf[_U(k)]
+                        if recording:
+                            psrc[_U(q)] = nsrc[_U(k)]
                         q += 1
-                o += _sp_piece(pbuf, 0, q, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-                               whole_first, nocut, hs, rank, cache, wide, w, out, o)
+                c = _sp_piece(pbuf, 0, q, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
+                              whole_first, nocut, hs, rank, cache, wide, w, out, o)
+                if recording:
+                    _sp_record(psrc, 0, out, o, c, rec, wd)
+                    wd += 1
+                o += c
             g2 += 1
     return o
 
 
 @njit_cached
 def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
-              bkeys, bvals, whole_first, nocut, cache, wide, w, out, counts):
+              bkeys, bvals, whole_first, nocut, cache, wide, w, out, counts, rec):
     big = 1
     for d in range(d0, d1):
         ln = doc_offsets[_U(d + 1)] - doc_offsets[_U(d)]
@@ -2275,25 +2331,28 @@ def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byt
             big = ln
     nbuf = np.empty(3 * big + 8, np.uint8)
     pbuf = np.empty(3 * big + 8, np.uint8)
+    m = 3 * big + 8 if rec[1].shape[0] > 0 else 0
+    nsrc = np.empty(m, np.int64)
+    psrc = np.empty(m, np.int64)
     pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
     for d in range(d0, d1):
         counts[_U(d)] = _sp_doc(data, doc_offsets[_U(d)], doc_offsets[_U(d + 1)], rt, nt, cls, prepend, char_id, byte_id,
                             mtab, pc, arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, w, nbuf,
-                            pbuf, out, dst[_U(d)]) - dst[_U(d)]
+                            pbuf, out, dst[_U(d)], rec, nsrc, psrc) - dst[_U(d)]
 
 
 @njit_cached(parallel=True, nogil=True)
 def sp_encode_parallel(data, doc_offsets, dst, blocks, rt, nt, cls, prepend, char_id, byte_id, mtab, arena,
-                       tok_off, bkeys, bvals, whole_first, nocut, cache, wide, out, counts):
+                       tok_off, bkeys, bvals, whole_first, nocut, cache, wide, out, counts, rec):
     """``prange`` over ``blocks`` of documents (bounds into the document list); each worker
-    uses its own row of the word caches (``get_thread_id()``)."""
+    uses its own row of the word caches (``get_thread_id()``). ``rec``: ``_sp_doc``'s."""
     for k in prange(blocks.shape[0] - 1):
         _sp_block(data, doc_offsets, dst, blocks[_U(k)], blocks[_U(k + 1)], rt, nt, cls, prepend, char_id, byte_id, mtab,
-                  arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, get_thread_id(), out, counts)
+                  arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, get_thread_id(), out, counts, rec)
 
 
 @njit_cached(nogil=True)
 def sp_encode_serial(data, doc_offsets, dst, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
-                     bkeys, bvals, whole_first, nocut, cache, wide, out, counts):
+                     bkeys, bvals, whole_first, nocut, cache, wide, out, counts, rec):
     _sp_block(data, doc_offsets, dst, _I0, doc_offsets.shape[0] - 1, rt, nt, cls, prepend, char_id, byte_id, mtab,
-              arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, _I0, out, counts)
+              arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, _I0, out, counts, rec)
