@@ -1232,16 +1232,7 @@ class CpuSentencePieceEngine:
         locked = self._lock.acquire(blocking=False)
         try:
             out = self._scratch_out(int(dst[-1])) if locked else np.empty(max(int(dst[-1]), 1), np.int32)
-            cache = self._word_cache(locked, threads if par else 1)
-            args = (self.rt, self.nt, self.cls, self.prepend, self.char_id, self.byte_id, self.mtab,
-                    *self.bt, self.whole_first, self.nocut, *cache, out, counts, _NO_RECORD)
-            if par:
-                blocks = np.unique(np.searchsorted(offsets, np.linspace(0, data.shape[0], 8 * threads + 1)))
-                blocks = np.unique(np.concatenate(([0], blocks.clip(0, n), [n]))).astype(np.int64)
-                with numba_threads(threads), numba_chunksize(1):
-                    K.sp_encode_parallel(data, offsets, dst, blocks, *args)
-            else:
-                K.sp_encode_serial(data, offsets, dst, *args)
+            self._kernel(data, offsets, dst, out, counts, _NO_RECORD, locked, threads, par)
             rs = np.zeros(n + 1, np.int64)
             np.cumsum(counts, out=rs[1:])
             templated = add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0])
@@ -1262,6 +1253,22 @@ class CpuSentencePieceEngine:
         if templated:
             ids, rs = add_template(K, ids, rs, self.prefix, self.suffix, num_threads)
         return ids, rs
+
+    def _kernel(self, data, offsets, dst, out, counts, rec, locked: bool, threads: int, par: bool) -> None:
+        """``sp_encode_parallel`` (blocks of documents) or ``sp_encode_serial`` into ``out`` at
+        ``dst``; the kept word caches when ``locked`` (the caller holds ``_lock``)."""
+        K = self.K
+        n = offsets.shape[0] - 1
+        cache = self._word_cache(locked, threads if par else 1)
+        args = (self.rt, self.nt, self.cls, self.prepend, self.char_id, self.byte_id, self.mtab,
+                *self.bt, self.whole_first, self.nocut, *cache, out, counts, rec)
+        if par:
+            blocks = np.unique(np.searchsorted(offsets, np.linspace(0, data.shape[0], 8 * threads + 1)))
+            blocks = np.unique(np.concatenate(([0], blocks.clip(0, n), [n]))).astype(np.int64)
+            with numba_threads(threads), numba_chunksize(1):
+                K.sp_encode_parallel(data, offsets, dst, blocks, *args)
+        else:
+            K.sp_encode_serial(data, offsets, dst, *args)
 
     def _token_lengths(self) -> np.ndarray:
         """Bytes of normalized text each id stands for (a byte-fallback token: 1)."""
@@ -1285,7 +1292,6 @@ class CpuSentencePieceEngine:
         reference path."""
         from .cpu_ref.pipeline import check_text
 
-        K = self.K
         texts = texts if isinstance(texts, list) else list(texts)
         data, offsets = pack(texts, check_text, num_threads)
         n = len(texts)
@@ -1302,16 +1308,7 @@ class CpuSentencePieceEngine:
         par = parallel and n > 1
         locked = self._lock.acquire(blocking=False)
         try:
-            cache = self._word_cache(locked, threads if par else 1)
-            args = (self.rt, self.nt, self.cls, self.prepend, self.char_id, self.byte_id, self.mtab,
-                    *self.bt, self.whole_first, self.nocut, *cache, out, counts, rec)
-            if par:
-                blocks = np.unique(np.searchsorted(offsets, np.linspace(0, data.shape[0], 8 * threads + 1)))
-                blocks = np.unique(np.concatenate(([0], blocks.clip(0, n), [n]))).astype(np.int64)
-                with numba_threads(threads), numba_chunksize(1):
-                    K.sp_encode_parallel(data, offsets, dst, blocks, *args)
-            else:
-                K.sp_encode_serial(data, offsets, dst, *args)
+            self._kernel(data, offsets, dst, out, counts, rec, locked, threads, par)
         finally:
             if locked:
                 self._lock.release()

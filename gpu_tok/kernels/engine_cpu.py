@@ -2248,20 +2248,21 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                 if recording:
                     nsrc[_U(n + k)] = x
             n += 3
+        if recording:  # each byte's source (a loop of its own: the ids path has no branch per byte)
+            m = n
+            for k in range(x, y):
+                r = 3 if data[_U(k)] == 32 and prepend < 2 else 1
+                for j in range(r):
+                    nsrc[_U(m + j)] = k
+                m += r
         for k in range(x, y):
             if data[_U(k)] == 32 and prepend < 2:
                 nbuf[_U(n)] = 0xE2
                 nbuf[_U(n + 1)] = 0x96
                 nbuf[_U(n + 2)] = 0x81
-                if recording:
-                    nsrc[_U(n)] = k
-                    nsrc[_U(n + 1)] = k
-                    nsrc[_U(n + 2)] = k
                 n += 3
             else:
                 nbuf[_U(n)] = data[_U(k)]
-                if recording:
-                    nsrc[_U(n)] = k
                 n += 1
         n2, nm2 = _split_added(nbuf, 0, n, nt, cls, s2, e2, ms2, me2, mi2)
         g2 = 0
@@ -2296,20 +2297,21 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                         if recording:
                             psrc[_U(k)] = nsrc[_U(p0)]
                     q = 3
+                if recording:
+                    m = q
+                    for k in range(p0, p1):
+                        r = 3 if nbuf[_U(k)] == 32 else 1
+                        for j in range(r):
+                            psrc[_U(m + j)] = nsrc[_U(k)]
+                        m += r
                 for k in range(p0, p1):
                     if nbuf[_U(k)] == 32:
                         pbuf[_U(q)] = 0xE2
                         pbuf[_U(q + 1)] = 0x96
                         pbuf[_U(q + 2)] = 0x81
-                        if recording:
-                            psrc[_U(q)] = nsrc[_U(k)]
-                            psrc[_U(q + 1)] = nsrc[_U(k)]
-                            psrc[_U(q + 2)] = nsrc[_U(k)]
                         q += 3
                     else:
                         pbuf[_U(q)] = nbuf[_U(k)]
-                        if recording:
-                            psrc[_U(q)] = nsrc[_U(k)]
                         q += 1
                 c = _sp_piece(pbuf, 0, q, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
                               whole_first, nocut, hs, rank, cache, wide, w, out, o)

@@ -190,13 +190,16 @@ def main():
     cache = {}
     records = []
     models = {}
-    for rule, spec, texts in CASES + REFUSED:
+    def tokenizer_for(spec):
         key = json.dumps(spec, sort_keys=True)
         if key not in cache:
             cache[key] = tokenizers.Tokenizer.from_str(build_json(spec))
             if "model" in spec:
                 models[spec["model"]] = sha256_file(model_file(spec["model"]))
-        tok = cache[key]
+        return cache[key]
+
+    for rule, spec, texts in CASES + REFUSED:
+        tok = tokenizer_for(spec)
         for text in texts:
             for add in (True, False):
                 rec = {"rule": rule, "tokenizer": spec, "text": text, "add_special_tokens": add}
@@ -217,12 +220,7 @@ def main():
                 rec["decode_keep_special"] = tok.decode(enc.ids, skip_special_tokens=False)
                 records.append(rec)
     for rule, spec, trunc, pad, inputs in BATCH_CASES:
-        key = json.dumps(spec, sort_keys=True)
-        if key not in cache:
-            cache[key] = tokenizers.Tokenizer.from_str(build_json(spec))
-            if "model" in spec:
-                models[spec["model"]] = sha256_file(model_file(spec["model"]))
-        tok = cache[key]
+        tok = tokenizer_for(spec)
         tok.no_truncation()
         tok.no_padding()
         if trunc is not None:
