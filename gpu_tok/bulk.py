@@ -113,9 +113,10 @@ def tiktoken_rank_file(name: str) -> Tuple[Optional[Path], List[str]]:
     return None, tried
 
 
-def load_encoder(spec: Optional[str], log=None) -> Encoder:
+def load_encoder(spec: Optional[str], log=None, clear_stored: bool = False) -> Encoder:
     """``spec``: a tokenizer.json, a folder, a ``.tiktoken`` file named after its encoding, a
-    tiktoken encoding name, or a model name (``gpu_tok.resolve``); None: the embedded default."""
+    tiktoken encoding name, or a model name (``gpu_tok.resolve``); None: the embedded default.
+    ``clear_stored``: a tokenizer.json's stored truncation / padding cleared (else refused)."""
     from .tiktoken_encoding import named_encodings
 
     if spec is None:
@@ -123,7 +124,7 @@ def load_encoder(spec: Optional[str], log=None) -> Encoder:
         if log:
             log(f"gpu-tok: no --tokenizer given; using the embedded default tokenizer {path} "
                 "(a small byte-level BPE trained on gpu_tok's own source)")
-        return _load_hf(None, path)
+        return _load_hf(None, path, clear_stored)
     p = Path(spec).expanduser()
     if p.is_file() and p.suffix == ".tiktoken":
         if p.stem not in named_encodings():
@@ -138,20 +139,24 @@ def load_encoder(spec: Optional[str], log=None) -> Encoder:
             path = resolve_tokenizer(spec)
         except TokenizerNotFound as e:
             raise TokenizerNotFound(str(e) + "\n" + "\n".join(f"  - {t}" for t in tried)) from None
-        return _load_hf(spec, path)
-    return _load_hf(spec, resolve_tokenizer(spec))
+        return _load_hf(spec, path, clear_stored)
+    return _load_hf(spec, resolve_tokenizer(spec), clear_stored)
 
 
-def _load_hf(spec, path: Path) -> Encoder:
+def _load_hf(spec, path: Path, clear_stored: bool = False) -> Encoder:
     import gpu_tok
 
     try:
         tok = gpu_tok.Tokenizer.from_file(str(path))
+        if clear_stored:
+            tok.no_truncation()
+            tok.no_padding()
         for key in ("truncation", "padding"):
             if getattr(tok, key) is not None:  # the job writes whole documents, unpadded
-                raise UnsupportedComponent(key, getattr(tok, key), f"the file stores {key}, which the encode job "
-                                           "does not apply (it writes whole documents, unpadded); the API applies "
-                                           f"it (Tokenizer.enable_{key} / no_{key})")
+                raise UnsupportedComponent(key, getattr(tok, key), f"the file stores {key}, which the job does not "
+                                           "apply (it writes whole documents, unpadded); pass "
+                                           "--no-truncation-padding to encode without it (the API applies it: "
+                                           f"Tokenizer.enable_{key} / no_{key})")
     except Exception as e:  # noqa: BLE001
         raise BadInput(f"cannot load tokenizer {path}: {type(e).__name__}: {e}") from None
     vocab = tok.get_vocab(with_added_tokens=True)
@@ -371,6 +376,7 @@ class Options:
     resume: bool = False
     overwrite: bool = False
     quiet: bool = False
+    no_truncation_padding: bool = False  # a file's stored truncation / padding cleared (never applied)
 
 
 @dataclass
@@ -507,7 +513,7 @@ class EncodeJob:
         t_setup = time.perf_counter()
         paths = expand_inputs(o.inputs)
         sources = self._sources(paths)
-        enc = load_encoder(o.tokenizer, self.log)
+        enc = load_encoder(o.tokenizer, self.log, o.no_truncation_padding)
         if enc.kind == "tiktoken" and o.add_special_tokens:
             raise BadInput("--add-special-tokens: a tiktoken encoding has no post-processor; use --append-eos / "
                            "--prepend-bos")

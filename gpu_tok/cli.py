@@ -91,6 +91,10 @@ def _add_input_args(p: argparse.ArgumentParser) -> None:
                    help="auto: cuda when usable, else cpu (the compiled engine); ref: the plain-Python reference")
     p.add_argument("--add-special-tokens", action="store_true",
                    help="apply the post-processor's special tokens (default: off, the text's own ids)")
+    p.add_argument("--no-truncation-padding", action="store_true",
+                   help="accept a tokenizer.json that stores truncation or padding (all-MiniLM-L6-v2) and encode "
+                        "whole documents without them, as after Tokenizer.no_truncation() / no_padding() "
+                        "(default: such a file is refused)")
     p.add_argument("--num-threads", type=_positive_int, metavar="N", help="CPU threads (default: all cores)")
     p.add_argument("--on-error", choices=["stop", "skip"], default="stop",
                    help="a bad record (malformed JSON, missing field, invalid UTF-8): stop with file:line "
@@ -151,7 +155,8 @@ def cmd_encode(args: argparse.Namespace) -> int:
         prepend_bos=args.prepend_bos, eos_token=args.eos_token, bos_token=args.bos_token,
         batch_bytes=args.batch_bytes, batch_size=args.batch_size, shard_bytes=args.shard_bytes,
         shard_docs=args.shard_docs, num_threads=args.num_threads, on_error=args.on_error,
-        resume=args.resume, overwrite=args.overwrite, quiet=args.quiet)
+        resume=args.resume, overwrite=args.overwrite, quiet=args.quiet,
+        no_truncation_padding=args.no_truncation_padding)
     return run_encode(opts)
 
 
@@ -161,7 +166,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return run_verify(VerifyOptions(
         inputs=args.input, tokenizer=args.tokenizer, sample=args.sample, seed=args.seed, device=args.device,
         input_format=args.input_format, field=args.field, lines=args.lines,
-        add_special_tokens=args.add_special_tokens, on_error=args.on_error, num_threads=args.num_threads))
+        add_special_tokens=args.add_special_tokens, on_error=args.on_error, num_threads=args.num_threads,
+        no_truncation_padding=args.no_truncation_padding))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,7 @@ class VerifyOptions:
     add_special_tokens: bool = False
     on_error: str = "stop"
     num_threads: Optional[int] = None
+    no_truncation_padding: bool = False  # as the encode job's: the reference without them too
 
 
 def sample_documents(sources: List[Source], n: int, seed: int, on_error: str, log) -> tuple:
@@ -56,7 +57,8 @@ def sample_documents(sources: List[Source], n: int, seed: int, on_error: str, lo
     return reservoir, seen
 
 
-def reference_ids(enc: Encoder, texts: List[str], add_special_tokens: bool) -> List[List[int]]:
+def reference_ids(enc: Encoder, texts: List[str], add_special_tokens: bool,
+                  clear_stored: bool = False) -> List[List[int]]:
     if enc.kind == "tiktoken":
         try:
             import tiktoken
@@ -75,6 +77,9 @@ def reference_ids(enc: Encoder, texts: List[str], add_special_tokens: bool) -> L
         raise BadInput("gpu-tok verify needs the reference library 'tokenizers' for a tokenizer.json "
                        "(pip install tokenizers==0.23.1)") from None
     ref = tokenizers.Tokenizer.from_file(str(enc.path))
+    if clear_stored:
+        ref.no_truncation()
+        ref.no_padding()
     return [e.ids for e in ref.encode_batch(texts, add_special_tokens=add_special_tokens)]
 
 
@@ -89,13 +94,13 @@ def run_verify(o: VerifyOptions, out=None, err=None) -> int:
     stdin = Stdin()
     sources = [Source(p, input_format(p, o.input_format), o.field, o.lines, stdin=stdin if p == "-" else None)
                for p in paths]
-    enc = load_encoder(o.tokenizer, log)
+    enc = load_encoder(o.tokenizer, log, o.no_truncation_padding)
     if enc.kind == "tiktoken" and o.add_special_tokens:
         raise BadInput("--add-special-tokens: a tiktoken encoding has no post-processor")
     device, _ = resolve_device(enc, o.device)
     sample, seen = sample_documents(sources, o.sample, o.seed, o.on_error, log)
     texts = [t for _, _, t in sample]
-    ref = reference_ids(enc, texts, o.add_special_tokens)  # first: a missing reference fails early
+    ref = reference_ids(enc, texts, o.add_special_tokens, o.no_truncation_padding)  # first: a missing reference fails early
     ids, rs = enc.encode(texts, o.add_special_tokens, device, o.num_threads)
     bad = 0
     for k, (index, where, _) in enumerate(sample):

@@ -1069,7 +1069,9 @@ def test_memory_is_bounded_full(tmp_path):
 
 def test_wordpiece_model_and_a_file_with_truncation(tmp_path, capsys):
     """bert-base-uncased (WordPiece engine) writes the reference's ids; all-MiniLM-L6-v2
-    stores truncation and padding, which the job does not apply: it stops, naming them."""
+    stores truncation and padding, which the job does not apply: it stops, naming them and
+    the flag; with --no-truncation-padding it writes the reference's ids after
+    no_truncation() / no_padding() (and verify compares with those)."""
     bert = need_model("bert-base-uncased")
     tokenizers = pytest.importorskip("tokenizers")
     texts = corpus_texts(60)
@@ -1084,7 +1086,21 @@ def test_wordpiece_model_and_a_file_with_truncation(tmp_path, capsys):
     assert [list(r) for r in got] == [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
     minilm = need_model("all-MiniLM-L6-v2")
     rc, _, err = run(["encode", "--tokenizer", str(minilm), "--input", str(src), "--quiet"], capsys)
-    assert rc == 2 and "truncation" in err and "does not apply" in err
+    assert rc == 2 and "truncation" in err and "does not apply" in err and "--no-truncation-padding" in err
+    texts2 = texts + [" ".join(texts)]  # one document past the stored 128 tokens
+    src2 = write_jsonl(tmp_path / "in2.jsonl", texts2)
+    rc, _, err = run(["encode", "--tokenizer", str(minilm), "--input", str(src2), "--output", str(tmp_path / "m"),
+                      "--no-truncation-padding", "--quiet"], capsys)
+    assert rc == 0, err
+    ref = tokenizers.Tokenizer.from_file(str(minilm))
+    ref.no_truncation()
+    ref.no_padding()
+    got, _ = read_bin_output(tmp_path / "m")
+    assert [list(r) for r in got] == [e.ids for e in ref.encode_batch(texts2, add_special_tokens=False)]
+    assert max(len(r) for r in got) > 128  # whole documents
+    rc, out, err = run(["verify", "--tokenizer", str(minilm), "--input", str(src2), "--no-truncation-padding",
+                        "--sample", "20"], capsys)
+    assert rc == 0, err + out
 
 
 def test_unigram_job_writes_the_references_ids(tmp_path, capsys):
