@@ -59,11 +59,6 @@ class TokenBatch:
         return ids, mask
 
 
-def _snake(name: str) -> str:
-    """``LongestFirst`` -> ``longest_first`` (the reference's Python spelling)."""
-    return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
-
-
 def _unsigned(n, bits: int = 64) -> int:
     """An unsigned integer argument, refused as the reference's binding refuses it."""
     if isinstance(n, bool) or not hasattr(n, "__index__"):
