@@ -1139,7 +1139,7 @@ def _added_token_lists(ref):
     return raw, norm
 
 
-_NO_RECORD = (np.empty(0, np.int64),) * 4  # kernels.engine_cpu._sp_doc's rec when only ids are wanted
+_NO_RECORD = None  # kernels.engine_cpu._sp_doc's rec when only ids are wanted (its checks compiled away)
 
 
 class CpuSentencePieceEngine:

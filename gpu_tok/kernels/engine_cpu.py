@@ -2201,12 +2201,12 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
     ``prepend_scheme`` "first"/"always": each piece gets its spaces replaced and "▁" in front
     unless it starts with one, "first" only for the piece at the start of the text.
 
-    ``rec = (nlen, tb, te, word)``, non-empty: each token's first and last text bytes and its
+    ``rec = (nlen, tb, te, word)`` (not None: a specialization of its own, the checks below
+    pruned when compiled for None): each token's first and last text bytes and its
     piece recorded too (``encode_batch``): ``nsrc``/``psrc`` map the normalized buffers' bytes
     to the text's (a "▁" put in front: the piece's first byte). A raw added token's piece is
     recorded as ``-1 - piece``; a normalized added token gets ``te = -1`` (its token is the
     normalized text: the caller takes the reference path)."""
-    recording = rec[1].shape[0] > 0
     wd = 0
     L = b - a
     cap = L + 2
@@ -2229,7 +2229,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
     while gi < ng or mk < nm:
         if mk < nm and (gi >= ng or ms[_U(mk)] < gs[_U(gi)]):
             out[_U(o)] = mi[_U(mk)]
-            if recording:  # a raw added token: its piece as -1 - piece (its text is the token)
+            if rec is not None:  # a raw added token: its piece as -1 - piece (its text is the token)
                 rec[1][_U(o)] = ms[_U(mk)]
                 rec[2][_U(o)] = me[_U(mk)] - 1
                 rec[3][_U(o)] = -1 - wd
@@ -2245,10 +2245,10 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
         if prepend == 1 and y > x:
             for k in range(3):
                 nbuf[_U(n + k)] = _SP_CHAR[_U(k)]
-                if recording:
+                if rec is not None:
                     nsrc[_U(n + k)] = x
             n += 3
-        if recording:  # each byte's source (a loop of its own: the ids path has no branch per byte)
+        if rec is not None:  # each byte's source (a loop of its own: the ids path has no branch per byte)
             m = n
             for k in range(x, y):
                 r = 3 if data[_U(k)] == 32 and prepend < 2 else 1
@@ -2270,7 +2270,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
         while g2 < n2 or k2 < nm2:
             if k2 < nm2 and (g2 >= n2 or ms2[_U(k2)] < s2[_U(g2)]):
                 out[_U(o)] = mi2[_U(k2)]
-                if recording:
+                if rec is not None:
                     rec[1][_U(o)] = nsrc[_U(ms2[_U(k2)])]
                     rec[2][_U(o)] = -1
                     rec[3][_U(o)] = wd
@@ -2281,7 +2281,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
             if prepend < 2:
                 c = _sp_piece(nbuf, s2[_U(g2)], e2[_U(g2)], char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
                               whole_first, nocut, hs, rank, cache, wide, w, out, o)
-                if recording:
+                if rec is not None:
                     _sp_record(nsrc, s2[_U(g2)], out, o, c, rec, wd)
                     wd += 1
                 o += c
@@ -2294,10 +2294,10 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                 if not starts_sp and (prepend == 3 or x + p0 == a):
                     for k in range(3):
                         pbuf[_U(k)] = _SP_CHAR[_U(k)]
-                        if recording:
+                        if rec is not None:
                             psrc[_U(k)] = nsrc[_U(p0)]
                     q = 3
-                if recording:
+                if rec is not None:
                     m = q
                     for k in range(p0, p1):
                         r = 3 if nbuf[_U(k)] == 32 else 1
@@ -2315,7 +2315,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                         q += 1
                 c = _sp_piece(pbuf, 0, q, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
                               whole_first, nocut, hs, rank, cache, wide, w, out, o)
-                if recording:
+                if rec is not None:
                     _sp_record(psrc, 0, out, o, c, rec, wd)
                     wd += 1
                 o += c
@@ -2333,7 +2333,7 @@ def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byt
             big = ln
     nbuf = np.empty(3 * big + 8, np.uint8)
     pbuf = np.empty(3 * big + 8, np.uint8)
-    m = 3 * big + 8 if rec[1].shape[0] > 0 else 0
+    m = 3 * big + 8 if rec is not None else 0
     nsrc = np.empty(m, np.int64)
     psrc = np.empty(m, np.int64)
     pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
