@@ -1017,7 +1017,6 @@ class CpuTokenizerEngine:
         data, offsets = pack(texts, check_text, num_threads)
         ids, rs, skip, (starts, ends, special, pts) = self.engine.run(data, offsets, num_threads=num_threads,
                                                                        want_pieces=True)
-        n = len(texts)
         P = starts.shape[0]
         counts = np.diff(pts)
         tok_piece = np.repeat(np.arange(P, dtype=np.int64), counts)
@@ -1045,18 +1044,8 @@ class CpuTokenizerEngine:
         toks = vr[np.where(is_sp, 0, ids)].tolist()  # (an added token's id is past the model's vocabulary)
         for k in np.flatnonzero(is_sp).tolist():  # an added token: its text
             toks[k] = data[tok_start[k]:tok_end[k]].tobytes().decode("utf-8")
-        out: List[Encoding] = []
-        rsl = rs.tolist()
         skipped = set(np.flatnonzero(skip).tolist()) if skip is not None else set()
-        for d in range(n):
-            if d in skipped:
-                out.append(self.ref._encode_single(texts[d], type_id))
-                continue
-            a, b = rsl[d], rsl[d + 1]
-            m = b - a
-            out.append(Encoding(id_list[a:b], [type_id] * m, toks[a:b], list(zip(c_start[a:b], c_end[a:b])), [0] * m,
-                                word[a:b]))
-        return out
+        return assemble(self.ref, texts, type_id, rs.tolist(), id_list, toks, c_start, c_end, word, skipped)
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
         return batch_of_singles(self, inputs, add_special_tokens, num_threads)
@@ -1077,6 +1066,23 @@ def split_pairs(inputs):
             firsts.append(item)
             pair_at.append(-1)
     return firsts, seconds, pair_at
+
+
+def assemble(ref, texts: List[str], type_id: int, bounds: List[int], ids: list, toks: list, starts: list,
+             ends: list, words: list, slow) -> List[Encoding]:
+    """Per text, the ``Encoding`` before post-processing from an engine's flat lists (text
+    ``d``'s tokens at ``bounds[d]:bounds[d + 1]``; ``starts``/``ends`` its characters);
+    the texts in ``slow`` from the reference path."""
+    out: List[Encoding] = []
+    for d in range(len(texts)):
+        if d in slow:
+            out.append(ref._encode_single(texts[d], type_id))
+            continue
+        a, b = bounds[d], bounds[d + 1]
+        k = b - a
+        out.append(Encoding(ids[a:b], [type_id] * k, toks[a:b], list(zip(starts[a:b], ends[a:b])), [0] * k,
+                            words[a:b]))
+    return out
 
 
 def batch_of_singles(engine, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
@@ -1335,18 +1341,8 @@ class CpuSentencePieceEngine:
         for k in np.flatnonzero(added).tolist():  # its token is the text it matched
             toks[k] = data[tbl[k]:tel[k] + 1].tobytes().decode("utf-8")
         words = np.where(added, -1 - word, word).tolist()
-        fl = first.tolist()
         slow = set(np.unique(doc[bad]).tolist())
-        res: List[Encoding] = []
-        for d in range(n):
-            if d in slow:
-                res.append(self.ref._encode_single(texts[d], type_id))
-                continue
-            a, b = fl[d], fl[d + 1]
-            k = b - a
-            res.append(Encoding(ids[a:b], [type_id] * k, toks[a:b], list(zip(starts[a:b], ends[a:b])), [0] * k,
-                                words[a:b]))
-        return res
+        return assemble(self.ref, texts, type_id, first.tolist(), ids, toks, starts, ends, words, slow)
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
         return batch_of_singles(self, inputs, add_special_tokens, num_threads)

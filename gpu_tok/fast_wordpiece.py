@@ -356,7 +356,7 @@ class CpuWordPieceEngine(PieceEngine):
         (``wp_sources``, ``wp_encode_spans``); the texts ``_status`` sends there, from the
         reference path."""
         from .cpu_ref.pipeline import check_text
-        from .fast_cpu import numba_threads, pack, plan_threads
+        from .fast_cpu import assemble, numba_threads, pack, plan_threads
         from .kernels import wordpiece_cpu as W
 
         texts = texts if isinstance(texts, list) else list(texts)
@@ -389,18 +389,8 @@ class CpuWordPieceEngine(PieceEngine):
         starts = src[tb[idx]].tolist()
         ends = (src[te[idx] - 1] + 1).tolist()
         words = word[idx].tolist()
-        fl = first.tolist()
-        st = status.tolist()
-        res: List[Encoding] = []
-        for d in range(n):
-            if st[d]:
-                res.append(self.ref._encode_single(texts[d], type_id))
-                continue
-            a, b = fl[d], fl[d + 1]
-            k = b - a
-            res.append(Encoding(ids[a:b], [type_id] * k, toks[a:b], list(zip(starts[a:b], ends[a:b])),
-                                [0] * k, words[a:b]))
-        return res
+        slow = set(np.flatnonzero(status).tolist())
+        return assemble(self.ref, texts, type_id, first.tolist(), ids, toks, starts, ends, words, slow)
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
         from .fast_cpu import batch_of_singles
