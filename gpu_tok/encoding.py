@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from .errors import TruncationError
 
 _DIRECTIONS = ("left", "right")
 
@@ -201,10 +200,9 @@ class Encoding:
             self.__init__(overflowing=[whole])
             return
         if stride >= max_length:
-            # the reference panics here (PanicException): we raise, with its words
-            raise TruncationError(f"`stride` must be strictly less than `max_len={max_length}` (note that `max_len` "
-                             "may be shorter than the max length of the original model, as it subtracts the "
-                             "number of special characters")
+            from .cpu_ref.truncation import stride_error
+
+            raise stride_error(max_length)  # the reference panics here (PanicException): its words
         step = max_length - stride
         parts: List[Tuple[int, int]] = []
         if direction == "right":

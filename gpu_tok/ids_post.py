@@ -21,15 +21,8 @@ from typing import Optional
 import numpy as np
 
 from .config import PaddingParams, TruncationParams
-from .cpu_ref.truncation import effective_max_length, pad_length
+from .cpu_ref.truncation import budget as kept_length, pad_length, stride_error
 from .errors import TruncationError
-
-
-def kept_length(trunc: TruncationParams, n_added: int, add_special_tokens: bool) -> int:
-    """How many of a row's ids truncation can keep (the effective ``max_length``)."""
-    if add_special_tokens and n_added > 0:
-        return effective_max_length(trunc, n_added)
-    return trunc.max_length
 
 
 def wraps(trunc: Optional[TruncationParams], n_added: int, add_special_tokens: bool) -> bool:
@@ -52,9 +45,7 @@ def apply(ids: np.ndarray, rs: np.ndarray, prefix: np.ndarray, suffix: np.ndarra
             if trunc.strategy == "only_second":
                 raise TruncationError("Truncation error: Second sequence not provided")
             if trunc.stride >= k:
-                raise TruncationError(
-                    f"`stride` must be strictly less than `max_len={k}` (note that `max_len` may be shorter than "
-                    "the max length of the original model, as it subtracts the number of special characters")
+                raise stride_error(k)
         keep = np.minimum(lens, k)
     skip = lens - keep if trunc is not None and trunc.direction == "left" else np.zeros(n, np.int64)
     if not add_special_tokens:

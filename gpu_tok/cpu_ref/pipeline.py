@@ -141,9 +141,7 @@ class RefPipeline:
         trunc = self.truncation if truncate_pad else None
         if trunc is not None:
             n_added = post_processors.added_tokens(self.cfg.post_processor, pair is not None)
-            max_length = trunc.max_length
-            if add_special_tokens and n_added > 0:
-                max_length = truncation.effective_max_length(trunc, n_added)
+            max_length = truncation.budget(trunc, n_added, add_special_tokens)
             enc, pair = truncation.truncate_encodings(enc, pair, max_length, trunc)
         out = post_processors.process(self.cfg.post_processor, [enc] if pair is None else [enc, pair],
                                       add_special_tokens)

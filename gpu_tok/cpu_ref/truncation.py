@@ -55,6 +55,21 @@ def effective_max_length(trunc: TruncationParams, n_added: int) -> int:
     return (trunc.max_length - n_added) % _USIZE
 
 
+def budget(trunc: TruncationParams, n_added: int, add_special_tokens: bool) -> int:
+    """The ``max_length`` truncation cuts to: less the post-processor's ``n_added`` tokens
+    when they are added (``effective_max_length``), else the setting itself."""
+    if add_special_tokens and n_added > 0:
+        return effective_max_length(trunc, n_added)
+    return trunc.max_length
+
+
+def stride_error(max_len: int) -> TruncationError:
+    """The reference's panic when a window's stride does not fit (``Encoding::truncate``)."""
+    return TruncationError(f"`stride` must be strictly less than `max_len={max_len}` (note that `max_len` may be "
+                           "shorter than the max length of the original model, as it subtracts the number of "
+                           "special characters")
+
+
 def check_stride(trunc: TruncationParams, n_added_single: int) -> None:
     """``enable_truncation``'s check, in the reference's words."""
     eff = effective_max_length(trunc, n_added_single)
