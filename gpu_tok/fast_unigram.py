@@ -16,16 +16,19 @@ encodes whole: those holding an added token's content (the reference splits ther
 first), and those needing the unknown token when the model has none (the reference path
 raises the reference's error).
 
-``encode_batch`` (``Encoding`` objects with offsets) runs the reference path.
+``encode_batch`` (``Encoding`` objects): the same kernels record each token's original
+characters (the ``Precompiled`` alignment rule of ``cpu_ref.precompiled``, then the
+pre-tokenizer's), its piece and, for an unknown token, its text.
 """
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 
 from . import config as C
+from .encoding import Encoding
 from .fast_wordpiece import PieceEngine
 
 
@@ -122,31 +125,99 @@ class CpuUnigramEngine(PieceEngine):
                         np.float64(model.min_score - 10.0), byte_ids)
         return self._tables
 
-    def _run(self, data, offsets, status, parallel: bool, threads: int, wc):
+    def _run(self, data, offsets, status, parallel: bool, threads: int, wc, record: bool = False):
         """The kernel: ``(starts, out, counts)``, document ``d``'s ids at
         ``out[starts[d]:starts[d] + counts[d]]`` (``kernels.unigram_cpu.uni_ids``). Each
         document gets a slot of its bytes + 4 ids; the few that need more (rules that
-        expand) run again into slots of the size they reported."""
+        expand) run again into slots of the size they reported. ``record``: a fourth item,
+        ``uni_ids``'s ``rec`` arrays (in the slots of ``out``)."""
         from .fast_cpu import numba_threads
         from .kernels import unigram_cpu as U
 
         da, crep, blob, use_pc, gprops, ws, trie, scores, unk, unk_score, byte_ids = self._compiled()
         n = offsets.shape[0] - 1
         tables = (da, crep, blob, use_pc, gprops, ws, self.mode, trie, scores, unk, unk_score, byte_ids, wc)
+
+        def rec_arrays(m):
+            if not record:
+                return None
+            return (np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64),
+                    np.empty(m, np.int64), np.empty(m, np.uint8))
+
         with numba_threads(threads if parallel else 1):
             starts = np.zeros(n + 1, np.int64)
             starts[:n] = offsets[:-1] + 4 * np.arange(n, dtype=np.int64)
-            out = np.empty(int(offsets[-1]) + 4 * n + 1, np.int32)
+            m = int(offsets[-1]) + 4 * n + 1
+            out = np.empty(m, np.int32)
+            rec = rec_arrays(m)
             counts = np.zeros(n, np.int64)
-            U.uni_ids(data, offsets, *tables, status, starts, np.diff(offsets) + 4, out, counts)
+            U.uni_ids(data, offsets, *tables, status, starts, np.diff(offsets) + 4, out, counts, rec)
             big = np.flatnonzero(status == 3)
             if big.shape[0]:
                 need = np.zeros(n, np.int64)
                 need[big] = counts[big]
                 starts[big] = out.shape[0] + (np.cumsum(need[big]) - need[big])
-                out = np.concatenate([out, np.empty(int(need.sum()), np.int32)])
+                more = int(need.sum())
+                out = np.concatenate([out, np.empty(more, np.int32)])
+                if record:
+                    rec = tuple(np.concatenate([r, np.empty(more, r.dtype)]) for r in rec)
                 sub = np.ones(n, np.uint8)
                 sub[big] = 0
-                U.uni_ids(data, offsets, *tables, sub, starts, need, out, counts)
+                U.uni_ids(data, offsets, *tables, sub, starts, need, out, counts, rec)
                 status[big] = sub[big]  # 0, or 2 (the unknown token needed and missing)
+        if record:
+            return starts, out, counts, rec
         return starts, out, counts
+
+    def _tokens_of(self) -> np.ndarray:
+        """Token strings by id (the model's vocabulary; an object array)."""
+        if getattr(self, "_vocab_r", None) is None:
+            vocab = self.ref.model.vocab
+            vr = np.empty(max(vocab.values()) + 1 if vocab else 1, dtype=object)
+            for t, i in vocab.items():
+                vr[i] = t
+            self._vocab_r = vr
+        return self._vocab_r
+
+    def encode_single_encodings(self, texts: List[str], type_id: int, num_threads: Optional[int]) -> List[Encoding]:
+        """Per text, the ``Encoding`` before post-processing (the reference's
+        ``_encode_single``): ids, offsets, word ids and unknown tokens' strings from the
+        kernels (``uni_ids`` with ``rec``); the texts ``_status`` sends there, and those
+        needing a missing unknown token, from the reference path."""
+        from .cpu_ref.pipeline import check_text
+        from .fast_cpu import assemble, pack, plan_threads
+
+        texts = texts if isinstance(texts, list) else list(texts)
+        data, offsets = pack(texts, check_text, num_threads)
+        n = len(texts)
+        status = self._status(texts, data, offsets)
+        threads, parallel = plan_threads(num_threads, data.shape[0])
+        locked = self._lock.acquire(blocking=False)
+        try:
+            wc = self._word_cache(locked, threads if parallel else 1)
+            noff, out, counts, (cs, ce, word, ua, ul, ubuf) = self._run(data, offsets, status, parallel, threads,
+                                                                        wc, record=True)
+        finally:
+            if locked:
+                self._lock.release()
+        total = int(counts.sum())
+        first = np.zeros(n + 1, np.int64)
+        np.cumsum(counts, out=first[1:])
+        idx = np.repeat(noff[:-1] - first[:-1], counts) + np.arange(total)
+        ids_a = out[idx]
+        ids = ids_a.tolist()
+        toks = self._tokens_of()[ids_a].tolist()
+        ua = ua[idx]
+        own = np.flatnonzero(ua >= 0)
+        if own.shape[0]:  # an unknown token: its string is the text it stands for
+            ul = ul[idx]
+            for k, a, m in zip(own.tolist(), ua[own].tolist(), ul[own].tolist()):
+                toks[k] = ubuf[a:a + m].tobytes().decode("utf-8")
+        slow = set(np.flatnonzero(status).tolist())
+        return assemble(self.ref, texts, type_id, first.tolist(), ids, toks, cs[idx].tolist(), ce[idx].tolist(),
+                        word[idx].tolist(), slow)
+
+    def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
+        from .fast_cpu import batch_of_singles
+
+        return batch_of_singles(self, inputs, add_special_tokens, num_threads)

@@ -23,16 +23,16 @@ from hypothesis import strategies as st
 
 import gpu_tok
 from gpu_tok import fast_cpu
-from _oracle_io import DECODE_FIELDS, ENCODING_FIELDS, compare_fields, encoding_fields, is_long
+from _oracle_io import DECODE_FIELDS, compare_fields, encoding_fields, is_long
 from _samples import bench_texts, golden_records
 from _paths import model_path, models_dir
 
 BYTE_LEVEL = ["gpt2", "roberta-base", "llama3", "qwen3", "gpt-4o", "gpt-oss"]
-# ids compiled; Encodings: reference path
+# ids and Encodings compiled
 SENTENCEPIECE = ["llama2", "mistral-v0.1", "phi-3-mini", "gemma3", "mistral-v0.3-metaspace"]
-# ids by fast_wordpiece; Encodings: reference path
+# ids and Encodings by fast_wordpiece
 WORDPIECE = ["bert-base-uncased"]
-# ids by fast_unigram; Encodings: reference path
+# ids and Encodings by fast_unigram
 UNIGRAM = ["t5-small"]
 SERVED = BYTE_LEVEL + SENTENCEPIECE + WORDPIECE + UNIGRAM
 
@@ -87,17 +87,12 @@ def test_oracles_ids_and_fields(family):
         recs = [(r, x) for r, x in records if r["add_special_tokens"] == flag]
         texts = [x for _r, x in recs]
         rows = t.encode_batch_ids(texts, add_special_tokens=flag, device="cpu").to_list()
-        # Unigram files: encode_batch is the reference path (test_parity_oracles covers it)
-        encs = (t.encode_batch(texts, add_special_tokens=flag, device="cpu")
-                if family in BYTE_LEVEL + WORDPIECE + SENTENCEPIECE else None)
+        encs = t.encode_batch(texts, add_special_tokens=flag, device="cpu")
         for k, ((rec, text), row) in enumerate(zip(recs, rows)):
             # decode is not a device matter (test_parity_oracles covers it): the golden's own values
-            if encs is not None:
-                actual = dict(encoding_fields(encs[k]), **{f: rec[f] for f in DECODE_FIELDS})
-            else:
-                actual = {f: rec[f] for f in rec if f in DECODE_FIELDS or f in ENCODING_FIELDS}
+            actual = dict(encoding_fields(encs[k]), **{f: rec[f] for f in DECODE_FIELDS})
             shown = None if is_long(rec) else text
-            msgs = compare_fields(rec, actual, shown) if encs is not None else []
+            msgs = compare_fields(rec, actual, shown)
             msgs += ["encode_batch_ids " + m for m in compare_fields(rec, dict(actual, ids=row), shown)]
             if msgs:
                 problems.append(f"record #{rec['i']} flag={flag}: " + "; ".join(m[:300] for m in msgs))

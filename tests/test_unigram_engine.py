@@ -173,6 +173,21 @@ def test_expanding_rules_past_the_fused_kernels_slots():
     _same_ids_under_rules(rules, "abcdefghijklxyz\u00e9\u2460\u2461\u2581", ("t5", "metaspace", "metaspace-never"), texts)
 
 
+def test_encodings_follow_the_alignment_rule():
+    """``encode_batch``'s offsets through the Precompiled alignment rule (decision 0027),
+    every field equal to the reference's: a removal at the very start (it removes nothing:
+    the next character takes the dropped one's span and every later one stays shifted), a
+    removal after an expansion (the expansion's last inserted character becomes a
+    replacement), clusters replaced whole, expansions into pieces, unknown characters
+    (their token string is their normalized text)."""
+    rules = {"\u00e9": "", "\u2460": "abc", "e\u0301": "z", "\uff76\uff9e": "\u30ac", "\u2461": "x y",
+             "\u2462": "q\u2603"}
+    texts = ["\u00e9ab", "\u00e9\u00e9x y", "\u2460\u00e9", "x\u2460\u00e9 b", "\u2460\u00e9\u00e9 y", "\u00e9\u2460",
+             "e\u0301\u00e9 b", "\uff76\uff9e\u00e9", "\u2461\u00e9 z", "\u00e9", "\u00e9 \u00e9", "a \u2461 \u00e9",
+             "\u2603x \u2603\u2603 y\u2603", "\u2462\u00e9\u2603", " \u00e9 a", "\u00e9\u2460\u2461 e\u0301e\u0301"]
+    _same_ids_under_rules(rules, "abcxyzq\u30ac\u2581", ("t5", "metaspace", "metaspace-never"), texts)
+
+
 def test_edge_input_as_the_reference():
     """NUL bytes (they end a rule lookup), controls, empty text; a lone surrogate is refused
     by name, as the reference refuses it."""

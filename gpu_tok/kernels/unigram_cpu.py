@@ -135,48 +135,115 @@ def _put_meta(pt, o, write):
 
 
 @njit_noalloc
-def _emit_blob(blob, v, ws, mode, st, pt, o, write):
-    """The replacement string at ``blob[v:]`` (to its NUL), character by character."""
+def _settle(sr, write):
+    """The pending normalized character of ``sr`` (see ``_entry``) gets its span: the
+    reference's ``transform`` rule (``cpu_ref.normalized.NormalizedString.transform_range``)
+    for a change ``ch``: an insertion (``ch > 0``) copies the span of the original character
+    before the position reached (none at the start: the empty span, written -1), any
+    other takes the original character at the position, which then moves on ``1 - ch``."""
+    span, stt = sr
+    pos = stt[0]
+    if stt[1] > 0:
+        p = pos - 1 if pos >= 1 else -1
+    else:
+        p = pos
+        stt[0] = pos + 1 - stt[1]
+    if write:
+        for q in range(stt[2], min(stt[3], span.shape[0])):
+            span[q] = p
+    stt[4] = 0
+
+
+@njit_noalloc(inline="always")
+def _entry(sr, ch, a, b, write):
+    """A normalized character enters with the change ``ch`` (0: it replaces the next original
+    character; 1: inserted; below 0: it replaces one and removes ``-ch`` more), its
+    pre-tokenized bytes at ``pt[a:b]``; the one before it is settled now, as a later
+    replacement can still change the last character's change (``cpu_ref.precompiled._replace``).
+    ``sr = (span, stt)``: ``span: int64[len(pt)]`` each pre-tokenized byte's original
+    character (-1: the empty span at 0), ``stt: int64[5]`` the original characters consumed,
+    and the pending character's change, bytes and presence."""
+    stt = sr[1]
+    if stt[4]:
+        _settle(sr, write)
+    stt[1] = ch
+    stt[2] = a
+    stt[3] = b
+    stt[4] = 1
+
+
+@njit_noalloc
+def _emit_blob(blob, v, k_old, ws, mode, st, pt, o, write, sr):
+    """The replacement string at ``blob[v:]`` (to its NUL), character by character, for
+    ``k_old`` original characters; with ``sr``, each character's change as
+    ``cpu_ref.precompiled._replace`` gives it."""
+    if sr is not None:
+        n_new = 0
+        p = v
+        while p < blob.shape[0] and blob[p] != 0:
+            n_new += 1
+            p += _dec(blob, p)[1]
+        if n_new == 0 and sr[1][4]:  # nothing written: the last character removes the rest
+            sr[1][1] -= k_old
     p = v
+    j = 0
     while p < blob.shape[0] and blob[p] != 0:
         c, n = _dec(blob, p)
+        o0 = o
         o, st = _emit_char(c, n, blob, p, ws, mode, st, pt, o, write)
+        if sr is not None:
+            ch = 0 if j < k_old else 1
+            if j == n_new - 1 and n_new < k_old:
+                ch = n_new - k_old
+            _entry(sr, ch, o0, o, write)
+        j += 1
         p += n
     return o, st
 
 
 @njit_noalloc(inline="always")
-def _single(c, n, data, p, crep, blob, ws, mode, st, pt, o, write):
+def _plain(c, n, data, p, ws, mode, st, pt, o, write, sr):
+    """A character kept as it is."""
+    o0 = o
+    o, st = _emit_char(c, n, data, p, ws, mode, st, pt, o, write)
+    if sr is not None:
+        _entry(sr, 0, o0, o, write)
+    return o, st
+
+
+@njit_noalloc(inline="always")
+def _single(c, n, data, p, crep, blob, ws, mode, st, pt, o, write, sr):
     """One character alone (its own cluster, or one of a cluster read character by
     character): its rule's replacement (``crep``), else itself."""
     v = crep[c]
     if v >= 0:
-        return _emit_blob(blob, v, ws, mode, st, pt, o, write)
-    return _emit_char(c, n, data, p, ws, mode, st, pt, o, write)
+        return _emit_blob(blob, v, 1, ws, mode, st, pt, o, write, sr)
+    return _plain(c, n, data, p, ws, mode, st, pt, o, write, sr)
 
 
 @njit_noalloc
-def _cluster(data, a, b, da, crep, blob, ws, mode, st, pt, o, write):
-    """A grapheme cluster of more than one character, ``data[a:b]``, normalized
+def _cluster(data, a, b, nchars, da, crep, blob, ws, mode, st, pt, o, write, sr):
+    """A grapheme cluster of ``nchars`` > 1 characters, ``data[a:b]``, normalized
     (``cpu_ref.precompiled``) and pre-tokenized."""
     if b - a < 6:
         v = _transform(da, data, a, b)
         if v >= 0:
-            return _emit_blob(blob, v, ws, mode, st, pt, o, write)
+            return _emit_blob(blob, v, nchars, ws, mode, st, pt, o, write, sr)
     p = a
     while p < b:
         c, n = _dec(data, p)
-        o, st = _single(c, n, data, p, crep, blob, ws, mode, st, pt, o, write)
+        o, st = _single(c, n, data, p, crep, blob, ws, mode, st, pt, o, write, sr)
         p += n
     return o, st
 
 
 @njit_noalloc
-def _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, o, write):
+def _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, o, write, sr):
     """Document ``data[a:b]`` normalized and pre-tokenized to ``pt[o:]`` (only counted
     when not ``write``); returns the new ``o``. Clusters are cut only under a normalizer;
     a character of class Other (``gprops`` 0, most letters) joins nothing before it but
-    a Prepend, which spares the state machine."""
+    a Prepend, which spares the state machine. ``sr`` (None, or ``_entry``'s) records
+    each byte's original character."""
     st = 0
     if a >= b:
         return o
@@ -184,8 +251,10 @@ def _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, o, wr
         p = a
         while p < b:
             c, n = _dec(data, p)
-            o, st = _emit_char(c, n, data, p, ws, mode, st, pt, o, write)
+            o, st = _plain(c, n, data, p, ws, mode, st, pt, o, write, sr)
             p += n
+        if sr is not None and sr[1][4]:
+            _settle(sr, write)
         return o
     c, n = _dec(data, a)
     v = gprops[c]
@@ -229,9 +298,9 @@ def _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, o, wr
                 incb = 0
         if brk:
             if nchars == 1:
-                o, st = _single(c0, n0, data, start, crep, blob, ws, mode, st, pt, o, write)
+                o, st = _single(c0, n0, data, start, crep, blob, ws, mode, st, pt, o, write, sr)
             else:
-                o, st = _cluster(data, start, p, da, crep, blob, ws, mode, st, pt, o, write)
+                o, st = _cluster(data, start, p, nchars, da, crep, blob, ws, mode, st, pt, o, write, sr)
             start = p
             nchars = 0
             c0 = c
@@ -240,9 +309,11 @@ def _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, o, wr
         prev = cur
         p += n
     if nchars == 1:
-        o, st = _single(c0, n0, data, start, crep, blob, ws, mode, st, pt, o, write)
+        o, st = _single(c0, n0, data, start, crep, blob, ws, mode, st, pt, o, write, sr)
     else:
-        o, st = _cluster(data, start, b, da, crep, blob, ws, mode, st, pt, o, write)
+        o, st = _cluster(data, start, b, nchars, da, crep, blob, ws, mode, st, pt, o, write, sr)
+    if sr is not None and sr[1][4]:
+        _settle(sr, write)
     return o
 
 
@@ -333,14 +404,26 @@ def _lookup_whole(trie, buf, s, e):
     return np.int64(trie[3][node])
 
 
+@njit_noalloc(inline="always")
+def _rec_token(rec, o, s, e, text):
+    """With ``rec`` (``(tb, te, own)``, per token): token ``o`` stands for ``buf[s:e]``;
+    ``own`` 1 when its token string is that text rather than its id's (an unknown token)."""
+    if rec is not None:
+        rec[0][o] = s
+        rec[1][o] = e
+        rec[2][o] = text
+
+
 @njit_noalloc
-def _emit_unknown(buf, s, e, trie, unk, byte_ids, out, o):
+def _emit_unknown(buf, s, e, trie, unk, byte_ids, out, o, rec):
     """The ids of a (fused) unknown string of the best path
     (``cpu_ref.models.UnigramModel._tokens``): the entry it equals, else its byte tokens,
-    else the unknown id; -1 when that is needed and there is none."""
+    else the unknown id; -1 when that is needed and there is none. Each of them stands
+    for the whole string (``rec``)."""
     i = _lookup_whole(trie, buf, s, e)
     if i >= 0:
         out[o] = i
+        _rec_token(rec, o, s, e, 0)
         return o + 1
     ok = True  # its <0xXX> tokens, when all of them exist
     for p in range(s, e):
@@ -350,19 +433,22 @@ def _emit_unknown(buf, s, e, trie, unk, byte_ids, out, o):
     if ok:
         for p in range(s, e):
             out[o] = byte_ids[buf[p]]
+            _rec_token(rec, o, s, e, 0)
             o += 1
         return o
     if unk < 0:
         return -1
     out[o] = unk
+    _rec_token(rec, o, s, e, 1)
     return o + 1
 
 
 @njit_noalloc
-def _piece(buf, s, e, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o):
+def _piece(buf, s, e, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o, rec):
     """The ids of the piece ``buf[s:e]`` to ``out[o:]`` (the reference's best path, see
     ``cpu_ref.models.UnigramModel``); the new ``o``, or -1 when the unknown token is needed
-    and there is none. ``best``/``start_of``/``id_of``: scratch of at least ``e - s + 1``."""
+    and there is none. ``best``/``start_of``/``id_of``: scratch of at least ``e - s + 1``.
+    ``rec``: None, or ``_rec_token``'s arrays (each token's bytes in ``buf``)."""
     size = e - s
     for k in range(size + 1):
         start_of[k] = -1
@@ -411,41 +497,51 @@ def _piece(buf, s, e, trie, scores, unk, unk_score, byte_ids, best, start_of, id
                 fused_end = end
         else:
             if fused_end >= 0:
-                o = _emit_reversed(buf, s + end, s + fused_end, trie, unk, byte_ids, out, o)
+                o = _emit_reversed(buf, s + end, s + fused_end, trie, unk, byte_ids, out, o, rec)
                 if o < 0:
                     return -1
                 fused_end = -1
             out[o] = id_of[end]
+            _rec_token(rec, o, s + st, s + end, 0)
             o += 1
         end = st
     if fused_end >= 0:
-        o = _emit_reversed(buf, s, s + fused_end, trie, unk, byte_ids, out, o)
+        o = _emit_reversed(buf, s, s + fused_end, trie, unk, byte_ids, out, o, rec)
         if o < 0:
             return -1
-    _reverse(out, o0, o)
+    _reverse(out, o0, o, rec)
     return o
 
 
 @njit_noalloc(inline="always")
-def _reverse(out, a, b):
-    """``out[a:b]`` turned round in place."""
+def _swap(a, i, j):
+    t = a[i]
+    a[i] = a[j]
+    a[j] = t
+
+
+@njit_noalloc(inline="always")
+def _reverse(out, a, b, rec):
+    """``out[a:b]`` (and ``rec``'s arrays) turned round in place."""
     i = a
     j = b - 1
     while i < j:
-        t = out[i]
-        out[i] = out[j]
-        out[j] = t
+        _swap(out, i, j)
+        if rec is not None:
+            _swap(rec[0], i, j)
+            _swap(rec[1], i, j)
+            _swap(rec[2], i, j)
         i += 1
         j -= 1
 
 
 @njit_noalloc
-def _emit_reversed(buf, s, e, trie, unk, byte_ids, out, o):
+def _emit_reversed(buf, s, e, trie, unk, byte_ids, out, o, rec):
     """``_emit_unknown``, its ids written last first (the path is read back from the end
     and turned round at the end)."""
-    o2 = _emit_unknown(buf, s, e, trie, unk, byte_ids, out, o)
+    o2 = _emit_unknown(buf, s, e, trie, unk, byte_ids, out, o, rec)
     if o2 >= 0:
-        _reverse(out, o, o2)
+        _reverse(out, o, o2, rec)
     return o2
 
 
@@ -458,15 +554,17 @@ _BATCH = 32  # pieces keyed (and their word cache slots prefetched) ahead of the
 
 
 @njit_noalloc
-def _encode_pieces(pt, a, b, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, w, bk, out, o):
+def _encode_pieces(pt, a, b, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, w, bk, out, o, rec):
     """The pieces of ``pt[a:b]`` (cut before every "▁") through the model, ids to
     ``out[o:]``; the new ``o``, or -1 (the unknown token needed and missing). Pieces go in
     batches of ``_BATCH``: their keys made and their word cache slots prefetched first
     (``bk: int64[_BATCH, 5]`` scratch: start, end, slot or -1, key words), so the slots'
-    memory latency overlaps."""
+    memory latency overlaps. ``rec``: None, or ``(tb, te, own, word)`` per token (see
+    ``_rec_token``; ``word`` its piece's index): the word cache is not used then."""
     mask = np.uint64(wc.shape[1] - 1)
     s = a
     p = a + 3 if _is_meta(pt, a, b) else a + 1
+    piece = 0
     while p <= b:
         nb = 0
         while p <= b and nb < _BATCH:
@@ -474,7 +572,7 @@ def _encode_pieces(pt, a, b, trie, scores, unk, unk_score, byte_ids, best, start
                 bk[nb, 0] = s
                 bk[nb, 1] = p
                 bk[nb, 2] = -1
-                if p - s <= 15:
+                if p - s <= 15 and rec is None:
                     w0, w1, h = short_key(pt, s, p - s)
                     slot = np.int64(h & mask)
                     _prefetch3(wc, w, slot, 0)
@@ -497,28 +595,41 @@ def _encode_pieces(pt, a, b, trie, scores, unk, unk_score, byte_ids, best, start
                 if k >= 0:
                     o += k
                     continue
-                o2 = _piece(pt, ps, pe, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o)
+                o2 = _piece(pt, ps, pe, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o, rec)
                 if o2 < 0:
                     return -1
                 if o2 > o:
                     cache_put(wc, w, slot, w0, w1, out, o, o2 - o)
                 o = o2
             else:
-                o = _piece(pt, ps, pe, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o)
-                if o < 0:
+                o2 = _piece(pt, ps, pe, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o, rec)
+                if o2 < 0:
                     return -1
+                if rec is not None:
+                    for j in range(o, o2):
+                        rec[3][j] = piece
+                    piece += 1
+                o = o2
     return o
 
 
 @njit_cached(parallel=True, nogil=True)
 def uni_ids(data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk, unk_score, byte_ids,
-            wc, status, ostart, ocap, out, counts):
+            wc, status, ostart, ocap, out, counts, rec):
     """The whole pipeline, one document at a time: normalized and pre-tokenized into a
     scratch buffer (twice the document's bytes; a longer result is counted, then written
     into one of its size), then its pieces through the model; ``counts[d]`` ids at
     ``out[ostart[d]:]``. A document with more ids than its slot (``ocap[d]``) writes none:
     it gets ``status[d] = 3`` and ``counts[d]`` the number it needs (the caller runs it
-    again into a slot of that size)."""
+    again into a slot of that size).
+
+    ``rec`` (``encode_batch``; None for ids): ``(cs, ce, word, ua, ul, ubuf)``, per id
+    slot of ``out``: the original characters ``[cs, ce)`` its token stands for (the
+    reference's offsets: the spans of its first and last normalized characters, see
+    ``_settle``), its word (piece) index, and for an unknown token (whose token string is
+    its normalized text) that text's bytes at ``ubuf[ua:ua + ul]`` (``ubuf`` has the
+    slots of ``out``; ``ua`` -1 for the others). A document whose unknown tokens' text
+    does not fit its slot gets ``status[d] = 3`` too, ``counts[d]`` the larger need."""
     for d in prange(doc_offsets.shape[0] - 1):
         if status[d] != 0:
             continue
@@ -529,23 +640,67 @@ def uni_ids(data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, s
         if a == b:
             continue
         pt = np.empty(2 * (b - a) + 16, np.uint8)
-        m = _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, 0, True)
-        if m + 16 > pt.shape[0]:
-            pt = np.empty(m + 16, np.uint8)
-            _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, 0, True)
+        if rec is None:
+            m = _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, 0, True, None)
+            if m + 16 > pt.shape[0]:
+                pt = np.empty(m + 16, np.uint8)
+                _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, 0, True, None)
+        else:
+            span = np.empty(pt.shape[0], np.int64)
+            stt = np.zeros(5, np.int64)
+            m = _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, 0, True, (span, stt))
+            if m + 16 > pt.shape[0]:
+                pt = np.empty(m + 16, np.uint8)
+                span = np.empty(pt.shape[0], np.int64)
+                stt[:] = 0
+                _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, 0, True, (span, stt))
         best = np.empty(m + 1, np.float64)
         start_of = np.empty(m + 1, np.int64)
         id_of = np.empty(m + 1, np.int64)
         ids = np.empty(m + 1, np.int32)
         bk = np.empty((_BATCH, 5), np.int64)
-        k = _encode_pieces(pt, 0, m, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, w, bk, ids, 0)
+        if rec is None:
+            k = _encode_pieces(pt, 0, m, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, w, bk,
+                               ids, 0, None)
+            need = k
+        else:
+            tb = np.empty(m + 1, np.int64)
+            te = np.empty(m + 1, np.int64)
+            own = np.empty(m + 1, np.uint8)
+            wd = np.empty(m + 1, np.int64)
+            k = _encode_pieces(pt, 0, m, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, w, bk,
+                               ids, 0, (tb, te, own, wd))
+            need = k
+            if k > 0:
+                ub = 0
+                for j in range(k):
+                    if own[j]:
+                        ub += te[j] - tb[j]
+                need = max(k, ub)
         if k < 0:
             status[d] = 2
-        elif k > ocap[d]:
+        elif need > ocap[d]:
             status[d] = 3
-            counts[d] = k
+            counts[d] = need
         else:
             o = ostart[d]
             for j in range(k):
                 out[o + j] = ids[j]
             counts[d] = k
+            if rec is not None:
+                cs, ce, word, ua, ul, ubuf = rec
+                u = o
+                for j in range(k):
+                    p0 = span[tb[j]]
+                    p1 = span[te[j] - 1]
+                    cs[o + j] = p0 if p0 >= 0 else 0
+                    ce[o + j] = p1 + 1 if p1 >= 0 else 0
+                    word[o + j] = wd[j]
+                    if own[j]:
+                        ua[o + j] = u
+                        ul[o + j] = te[j] - tb[j]
+                        for q in range(tb[j], te[j]):
+                            ubuf[u] = pt[q]
+                            u += 1
+                    else:
+                        ua[o + j] = -1
