@@ -39,26 +39,42 @@ class Encoding:
     - ``overflowing``: the windows truncation cut off, each an ``Encoding``.
     """
 
-    __slots__ = ("ids", "type_ids", "tokens", "offsets", "attention_mask", "special_tokens_mask",
-                 "word_ids", "sequence_ranges", "overflowing")
+    __slots__ = ("_ids", "_type_ids", "_tokens", "_offsets", "_attention_mask", "_special_tokens_mask",
+                 "_word_ids", "sequence_ranges", "overflowing", "_rows", "_row")
 
     def __init__(self, ids=None, type_ids=None, tokens=None, offsets=None, special_tokens_mask=None,
                  word_ids=None, sequence_ranges: Optional[Dict[int, Tuple[int, int]]] = None,
                  attention_mask=None, overflowing=None):
-        self.ids: List[int] = ids if ids is not None else []
-        n = len(self.ids)
-        self.type_ids: List[int] = type_ids if type_ids is not None else [0] * n
-        self.tokens: List[str] = tokens if tokens is not None else []
-        self.offsets: List[Tuple[int, int]] = offsets if offsets is not None else []
-        self.special_tokens_mask: List[int] = special_tokens_mask if special_tokens_mask is not None else [0] * n
-        self.attention_mask: List[int] = attention_mask if attention_mask is not None else [1] * n
-        self.word_ids: List[Optional[int]] = word_ids if word_ids is not None else [None] * n
+        self._rows = None  # a lazy encoding's EncodingRows (None: every field is a list here)
+        self._ids = ids if ids is not None else []
+        n = len(self._ids)
+        self._type_ids = type_ids if type_ids is not None else [0] * n
+        self._tokens = tokens if tokens is not None else []
+        self._offsets = offsets if offsets is not None else []
+        self._special_tokens_mask = special_tokens_mask if special_tokens_mask is not None else [0] * n
+        self._attention_mask = attention_mask if attention_mask is not None else [1] * n
+        self._word_ids = word_ids if word_ids is not None else [None] * n
         # sequence id -> (start, end) token range; empty: one sequence covering everything
         self.sequence_ranges: Dict[int, Tuple[int, int]] = dict(sequence_ranges) if sequence_ranges else {}
         self.overflowing: List["Encoding"] = overflowing if overflowing is not None else []
 
+    @classmethod
+    def _lazy(cls, rows: "EncodingRows", row: int) -> "Encoding":
+        """Encoding ``row`` of ``rows``: each field's list is made when it is first read
+        (as the reference's ``Encoding`` makes its Python lists on access)."""
+        e = cls.__new__(cls)
+        e._rows = rows
+        e._row = row
+        e._ids = e._type_ids = e._tokens = e._offsets = None
+        e._attention_mask = e._special_tokens_mask = e._word_ids = None
+        e.sequence_ranges = rows.ranges(row)
+        e.overflowing = []
+        return e
+
     def __len__(self) -> int:
-        return len(self.ids)
+        if self._ids is None:
+            return self._rows.length(self._row)
+        return len(self._ids)
 
     @property
     def words(self) -> List[Optional[int]]:
@@ -254,3 +270,90 @@ class Encoding:
     def __repr__(self) -> str:
         return (f"Encoding(num_tokens={len(self.ids)}, attributes=[ids, type_ids, tokens, offsets, "
                 f"attention_mask, special_tokens_mask, overflowing])")
+
+
+def _field(name: str) -> property:
+    """``Encoding.<name>``: the list, made from the encoding's ``EncodingRows`` on first read."""
+    key = "_" + name
+    slot = getattr(Encoding, key)  # the slot's descriptor
+    get, put = slot.__get__, slot.__set__
+
+    def fget(self):
+        v = get(self)
+        if v is None:
+            v = self._rows.field(name, self._row)
+            put(self, v)
+        return v
+
+    def fset(self, v):
+        put(self, v)
+
+    return property(fget, fset, doc=f"``{name}`` (a list)")
+
+
+for _name in ("ids", "type_ids", "tokens", "offsets", "attention_mask", "special_tokens_mask", "word_ids"):
+    setattr(Encoding, _name, _field(_name))
+del _name
+
+
+class EncodingRows:
+    """Many encodings' fields as flat arrays, from which ``Encoding._lazy`` encodings make
+    their lists when a field is read: row ``d``'s tokens are ``ids[bounds[d]:bounds[d + 1]]``
+    (``tokens``: an object array of their strings; ``starts``/``ends`` their offsets;
+    ``words`` their word ids, all of them ints; ``encode_batch_fast``'s rows have none of
+    these three, None: empty strings, ``(0, 0)`` and None then), each with ``type_id``, special-token mask 0
+    and attention 1, between the fields of the ``layout``'s tokens before and after
+    (``layout``: ``(before, after, ranges)``, ``before``/``after`` a dict of field name to
+    list, ``ranges`` a list of ``(sequence, start)`` giving the range
+    ``(start, start + n)`` of a row of ``n`` tokens; None: no tokens around, no
+    ranges). The arrays are never written to."""
+
+    __slots__ = ("ids", "tokens", "starts", "ends", "words", "bounds", "type_id", "before", "after", "_ranges",
+                 "_nb", "_na")
+
+    _EMPTY = {f: [] for f in ("ids", "type_ids", "tokens", "offsets", "attention_mask", "special_tokens_mask",
+                              "word_ids")}
+
+    def __init__(self, ids, tokens, starts, ends, words, bounds, type_id: int, layout=None):
+        self.ids, self.tokens, self.starts, self.ends, self.words = ids, tokens, starts, ends, words
+        self.bounds = bounds
+        self.type_id = type_id
+        before, after, ranges = layout if layout is not None else (self._EMPTY, self._EMPTY, [])
+        self.before, self.after, self._ranges = before, after, ranges
+        self._nb, self._na = len(before["ids"]), len(after["ids"])
+
+    def with_layout(self, type_id: int, layout) -> "EncodingRows":
+        """The same rows with another type id and ``layout`` (the arrays shared)."""
+        return EncodingRows(self.ids, self.tokens, self.starts, self.ends, self.words, self.bounds, type_id, layout)
+
+    def length(self, d: int) -> int:
+        return int(self.bounds[d + 1] - self.bounds[d]) + self._nb + self._na
+
+    def ranges(self, d: int) -> Dict[int, Tuple[int, int]]:
+        if not self._ranges:
+            return {}
+        n = int(self.bounds[d + 1] - self.bounds[d])
+        return {seq: (a, a + n) for seq, a in self._ranges}
+
+    def field(self, name: str, d: int) -> list:
+        a, b = int(self.bounds[d]), int(self.bounds[d + 1])
+        if name == "ids":
+            mid = self.ids[a:b].tolist()
+        elif name == "tokens":
+            mid = self.tokens[a:b].tolist() if self.tokens is not None else [""] * (b - a)
+        elif name == "offsets":
+            if self.starts is not None:
+                mid = list(zip(self.starts[a:b].tolist(), self.ends[a:b].tolist()))
+            else:
+                mid = [(0, 0)] * (b - a)
+        elif name == "word_ids":
+            mid = self.words[a:b].tolist() if self.words is not None else [None] * (b - a)
+        elif name == "type_ids":
+            mid = [self.type_id] * (b - a)
+        elif name == "special_tokens_mask":
+            mid = [0] * (b - a)
+        else:  # attention_mask
+            mid = [1] * (b - a)
+        if self._nb or self._na:
+            return self.before[name] + mid + self.after[name]
+        return mid

@@ -31,7 +31,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import config as C
-from .encoding import Encoding
+from .encoding import Encoding, EncodingRows
 from .kernels.hash_table import interleave, kernel_bytes
 
 _PARALLEL_MIN_BYTES = 1 << 18  # below this one thread does all (the thread pool costs ~30 ms per call here)
@@ -1035,17 +1035,16 @@ class CpuTokenizerEngine:
         base = cidx[offsets[doc_of_tok]]
         # cidx[b + 1] - 1 is the character of byte b (every byte of a character
         # reports that whole character, decision 0004)
-        c_start = (cidx[tok_start + 1] - 1 - base).tolist()
-        c_end = (cidx[tok_end] - base).tolist()
+        c_start = cidx[tok_start + 1] - 1 - base
+        c_end = cidx[tok_end] - base
         first_piece = np.searchsorted(starts, offsets[:-1], side="left")
-        word = (tok_piece - first_piece[doc_of_tok]).tolist()
+        word = tok_piece - first_piece[doc_of_tok]
         vr = self._tokens_of()
-        id_list = ids.tolist()
-        toks = vr[np.where(is_sp, 0, ids)].tolist()  # (an added token's id is past the model's vocabulary)
+        toks = vr[np.where(is_sp, 0, ids)]  # (an added token's id is past the model's vocabulary)
         for k in np.flatnonzero(is_sp).tolist():  # an added token: its text
             toks[k] = data[tok_start[k]:tok_end[k]].tobytes().decode("utf-8")
-        skipped = set(np.flatnonzero(skip).tolist()) if skip is not None else set()
-        return assemble(self.ref, texts, type_id, rs.tolist(), id_list, toks, c_start, c_end, word, skipped)
+        skipped = np.flatnonzero(skip).tolist() if skip is not None else []
+        return assemble(self.ref, texts, type_id, rs, ids, toks, c_start, c_end, word, skipped)
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
         return batch_of_singles(self, inputs, add_special_tokens, num_threads)
@@ -1068,32 +1067,45 @@ def split_pairs(inputs):
     return firsts, seconds, pair_at
 
 
-def assemble(ref, texts: List[str], type_id: int, bounds: List[int], ids: list, toks: list, starts: list,
-             ends: list, words: list, slow) -> List[Encoding]:
-    """Per text, the ``Encoding`` before post-processing from an engine's flat lists (text
-    ``d``'s tokens at ``bounds[d]:bounds[d + 1]``; ``starts``/``ends`` its characters);
+def assemble(ref, texts: List[str], type_id: int, bounds: np.ndarray, ids: np.ndarray, toks: np.ndarray,
+             starts: np.ndarray, ends: np.ndarray, words: np.ndarray, slow) -> List[Encoding]:
+    """Per text, the ``Encoding`` before post-processing from an engine's flat arrays (text
+    ``d``'s tokens at ``bounds[d]:bounds[d + 1]``; ``toks`` an object array of their
+    strings, ``starts``/``ends`` their characters): lazy encodings (``encoding.EncodingRows``),
     the texts in ``slow`` from the reference path."""
-    out: List[Encoding] = []
-    for d in range(len(texts)):
-        if d in slow:
-            out.append(ref._encode_single(texts[d], type_id))
-            continue
-        a, b = bounds[d], bounds[d + 1]
-        k = b - a
-        out.append(Encoding(ids[a:b], [type_id] * k, toks[a:b], list(zip(starts[a:b], ends[a:b])), [0] * k,
-                            words[a:b]))
+    rows = EncodingRows(ids, toks, starts, ends, words, bounds, type_id)
+    out = [Encoding._lazy(rows, d) for d in range(len(texts))]
+    for d in slow:
+        out[d] = ref._encode_single(texts[d], type_id)
     return out
 
 
 def batch_of_singles(engine, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
     """``encode_batch`` from an engine's ``encode_single_encodings`` (the first texts, then
-    the pairs' second texts) and the post-processor."""
+    the pairs' second texts) and the post-processor. Without pairs, where the
+    post-processor's layout is fixed (``post_processors.single_layout``), the engine's lazy
+    encodings stay lazy, with that layout."""
     from .cpu_ref import post_processors
 
     firsts, seconds, pair_at = split_pairs(inputs)
     a = engine.encode_single_encodings(firsts, 0, num_threads)
-    b = engine.encode_single_encodings(seconds, 1, num_threads) if seconds else []
     pp = engine.cfg.post_processor
+    if not seconds:
+        layout = post_processors.single_layout(pp, add_special_tokens)
+        if layout is not None:
+            made = {}
+            out = []
+            for e in a:
+                rows = e._rows
+                if rows is None:  # the reference path's
+                    out.append(post_processors.process(pp, [e], add_special_tokens))
+                    continue
+                laid = made.get(id(rows))
+                if laid is None:
+                    laid = made[id(rows)] = rows.with_layout(*layout)
+                out.append(Encoding._lazy(laid, e._row))
+            return out
+    b = engine.encode_single_encodings(seconds, 1, num_threads) if seconds else []
     return [post_processors.process(pp, [a[i]] if j < 0 else [a[i], b[j]], add_special_tokens)
             for i, j in enumerate(pair_at)]
 
@@ -1331,18 +1343,16 @@ class CpuSentencePieceEngine:
         doc = np.repeat(np.arange(n), counts)
         base = cidx[offsets[:-1]][doc]
         te_ok = np.where(bad, tb, te)
-        starts = (cidx[tb + 1] - 1 - base).tolist()  # the character of byte b: cidx[b + 1] - 1
-        ends = (cidx[te_ok + 1] - base).tolist()
+        starts = cidx[tb + 1] - 1 - base  # the character of byte b: cidx[b + 1] - 1
+        ends = cidx[te_ok + 1] - base
         vr = self._vocab_r
         added = word < 0  # a raw added token (its piece recorded as -1 - piece)
-        toks = vr[np.where(added | bad, 0, ids_a)].tolist()
-        ids = ids_a.tolist()
-        tbl, tel = tb.tolist(), te.tolist()
+        toks = vr[np.where(added | bad, 0, ids_a)]
         for k in np.flatnonzero(added).tolist():  # its token is the text it matched
-            toks[k] = data[tbl[k]:tel[k] + 1].tobytes().decode("utf-8")
-        words = np.where(added, -1 - word, word).tolist()
-        slow = set(np.unique(doc[bad]).tolist())
-        return assemble(self.ref, texts, type_id, first.tolist(), ids, toks, starts, ends, words, slow)
+            toks[k] = data[tb[k]:te[k] + 1].tobytes().decode("utf-8")
+        words = np.where(added, -1 - word, word)
+        slow = np.unique(doc[bad]).tolist()
+        return assemble(self.ref, texts, type_id, first, ids_a, toks, starts, ends, words, slow)
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
         return batch_of_singles(self, inputs, add_special_tokens, num_threads)

@@ -205,17 +205,15 @@ class CpuUnigramEngine(PieceEngine):
         np.cumsum(counts, out=first[1:])
         idx = np.repeat(noff[:-1] - first[:-1], counts) + np.arange(total)
         ids_a = out[idx]
-        ids = ids_a.tolist()
-        toks = self._tokens_of()[ids_a].tolist()
+        toks = self._tokens_of()[ids_a]
         ua = ua[idx]
         own = np.flatnonzero(ua >= 0)
         if own.shape[0]:  # an unknown token: its string is the text it stands for
             ul = ul[idx]
             for k, a, m in zip(own.tolist(), ua[own].tolist(), ul[own].tolist()):
                 toks[k] = ubuf[a:a + m].tobytes().decode("utf-8")
-        slow = set(np.flatnonzero(status).tolist())
-        return assemble(self.ref, texts, type_id, first.tolist(), ids, toks, cs[idx].tolist(), ce[idx].tolist(),
-                        word[idx].tolist(), slow)
+        slow = np.flatnonzero(status).tolist()
+        return assemble(self.ref, texts, type_id, first, ids_a, toks, cs[idx], ce[idx], word[idx], slow)
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
         from .fast_cpu import batch_of_singles

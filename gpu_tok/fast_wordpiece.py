@@ -384,13 +384,11 @@ class CpuWordPieceEngine(PieceEngine):
         np.cumsum(counts, out=first[1:])
         idx = np.repeat(noff[:-1] - first[:-1], counts) + np.arange(total)
         ids_a = out[idx]
-        ids = ids_a.tolist()
-        toks = self._tokens_of()[ids_a].tolist()
-        starts = src[tb[idx]].tolist()
-        ends = (src[te[idx] - 1] + 1).tolist()
-        words = word[idx].tolist()
-        slow = set(np.flatnonzero(status).tolist())
-        return assemble(self.ref, texts, type_id, first.tolist(), ids, toks, starts, ends, words, slow)
+        toks = self._tokens_of()[ids_a]
+        starts = src[tb[idx]]
+        ends = src[te[idx] - 1] + 1
+        slow = np.flatnonzero(status).tolist()
+        return assemble(self.ref, texts, type_id, first, ids_a, toks, starts, ends, word[idx], slow)
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
         from .fast_cpu import batch_of_singles

@@ -261,8 +261,10 @@ class Tokenizer:
 
     def _encode_batch_fast(self, inputs, is_pretokenized: bool, add_special_tokens: bool, device: str,
                            num_threads: Optional[int]) -> List[Encoding]:
+        from .cpu_ref import post_processors
         from .cpu_ref.pipeline import without_offsets
         from .cpu_ref.truncation import pad_encodings
+        from .encoding import EncodingRows
 
         _check_device(device)
         if is_pretokenized or device == "ref" or self._ref.truncation is not None or self._cpu_engine() is None:
@@ -271,6 +273,14 @@ class Tokenizer:
 
         firsts, seconds, pair_at = split_pairs(inputs)
         eng = self._cpu_engine()
+        layout = None if seconds else post_processors.single_layout(self.config.post_processor, add_special_tokens)
+        if layout is not None:  # lazy encodings (encoding.EncodingRows)
+            ids, rs = eng.encode_ids(firsts, False, num_threads)
+            rows = EncodingRows(ids, None, None, None, None, rs, *layout)
+            out = [Encoding._lazy(rows, d) for d in range(len(firsts))]
+            if self._ref.padding is not None:
+                pad_encodings(out, self._ref.padding)
+            return out
 
         def rows(texts):
             if not texts:

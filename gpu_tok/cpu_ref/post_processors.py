@@ -146,6 +146,56 @@ def added_tokens(cfg, is_pair: bool) -> int:
     raise TypeError(f"unknown post-processor {cfg!r}")  # pragma: no cover
 
 
+def _layout_safe(cfg) -> bool:
+    """Whether ``process`` treats a sequence's tokens alike whatever they are (no offsets
+    trimmed by the token strings)."""
+    if cfg is None or isinstance(cfg, (C.TemplateProcessing, C.BertProcessing)):
+        return True
+    if isinstance(cfg, (C.ByteLevel, C.RobertaProcessing)):
+        return not cfg.trim_offsets
+    if isinstance(cfg, C.ProcessorSequence):
+        return all(_layout_safe(sub) for sub in cfg.processors)
+    return False
+
+
+_LAYOUT_FIELDS = ("ids", "type_ids", "tokens", "offsets", "attention_mask", "special_tokens_mask", "word_ids")
+
+
+def _probe(n: int) -> Encoding:
+    return Encoding([-1 - k for k in range(n)], [0] * n, [f"\0probe{k}" for k in range(n)],
+                    [(2 * k + 1, 2 * k + 2) for k in range(n)], [0] * n, list(range(n)))
+
+
+def single_layout(cfg, add_special_tokens: bool):
+    """What ``process`` puts around one sequence's tokens (first input, no pair, no
+    overflowing windows), as ``(type_id, (before, after, ranges))`` for
+    ``encoding.EncodingRows``: found by running ``process`` on probe encodings of 0, 1
+    and 3 tokens, and used only where each of them came out as that layout says. None
+    where the processor's output depends on the tokens themselves (offsets trimmed)."""
+    if not _layout_safe(cfg):
+        return None
+    one = process(cfg, [_probe(1)], add_special_tokens)
+    if one.ids.count(-1) != 1:
+        return None
+    p = one.ids.index(-1)
+    before = {f: getattr(one, f)[:p] for f in _LAYOUT_FIELDS}
+    after = {f: getattr(one, f)[p + 1:] for f in _LAYOUT_FIELDS}
+    type_id = one.type_ids[p]
+    ranges = [(seq, a) for seq, (a, _b) in one.sequence_ranges.items()]
+    for n in (0, 1, 3):
+        probe = _probe(n)
+        mid = {"ids": list(probe.ids), "type_ids": [type_id] * n, "tokens": list(probe.tokens),
+               "offsets": list(probe.offsets), "attention_mask": [1] * n, "special_tokens_mask": [0] * n,
+               "word_ids": list(probe.word_ids)}
+        out = process(cfg, [probe], add_special_tokens)
+        if out.overflowing or list(out.sequence_ranges.items()) != [(seq, (a, a + n)) for seq, a in ranges]:
+            return None
+        for f in _LAYOUT_FIELDS:
+            if list(getattr(out, f)) != before[f] + mid[f] + after[f]:
+                return None
+    return type_id, (before, after, ranges)
+
+
 def process(cfg, encodings: List[Encoding], add_special_tokens: bool) -> Encoding:
     """The reference's ``PostProcessor::process`` (or its default without a post-processor)."""
     if cfg is None:

@@ -1,0 +1,118 @@
+"""Lazy ``Encoding`` objects (``gpu_tok.encoding.EncodingRows``): the compiled engines'
+``encode_batch`` keeps each batch's fields as flat arrays and makes an encoding's lists
+when a field is first read, as the reference's ``Encoding`` does. Checked here: every
+field equal to the installed reference under every post-processor (the layout found by
+``post_processors.single_layout``, or the eager path where a processor trims offsets by
+the token strings), and lists that behave as lists (written to, padded, truncated,
+copied)."""
+
+from __future__ import annotations
+
+import pytest
+
+tokenizers = pytest.importorskip("tokenizers")
+if tokenizers.__version__ != "0.23.1":  # pragma: no cover
+    pytest.skip(f"reference tokenizers==0.23.1 required, found {tokenizers.__version__}", allow_module_level=True)
+
+import gpu_tok  # noqa: E402
+from gpu_tok.cpu_ref import post_processors  # noqa: E402
+
+from _encodings import diff  # noqa: E402
+from _small_bpe import WP_SPECIALS, wordpiece_model, wordpiece_tokenizer_json  # noqa: E402
+
+_CHARS = "abcdefghijklmnopqrstuvwxyz.,!?'-"
+
+
+def _template(a_type, cls_type, sep_type):
+    return {"type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "[CLS]", "type_id": cls_type}},
+                       {"Sequence": {"id": "A", "type_id": a_type}},
+                       {"SpecialToken": {"id": "[SEP]", "type_id": sep_type}}],
+            "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": WP_SPECIALS}
+
+
+_BERT = {"type": "BertProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2]}
+# name -> (post_processor, whether the lazy layout serves it)
+_PROCESSORS = {
+    "none": ("none", True),
+    "template": (_template(0, 0, 0), True),
+    "template-type-ids": (_template(1, 2, 3), True),
+    "template-suffix-only": ({"type": "TemplateProcessing",
+                              "single": [{"Sequence": {"id": "A", "type_id": 0}},
+                                         {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+                              "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                              "special_tokens": WP_SPECIALS}, True),
+    "bert": (_BERT, True),
+    "roberta": ({"type": "RobertaProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2], "trim_offsets": False,
+                 "add_prefix_space": False}, True),
+    "roberta-trim": ({"type": "RobertaProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2], "trim_offsets": True,
+                      "add_prefix_space": True}, False),
+    "bytelevel": ({"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": True}, True),
+    "bytelevel-trim": ({"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+                       False),
+    "sequence": ({"type": "Sequence", "processors": [
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": True},
+        _template(0, 1, 0)]}, True),
+}
+_TEXTS = ["hello world", "", "a", "the end, again!", "zz [MASK] top", "   ", "x" * 300 + " y"]
+
+
+def _tokenizers(pp):
+    js = wordpiece_tokenizer_json(wordpiece_model(_CHARS), post_processor=pp)
+    ours = gpu_tok.Tokenizer.from_str(js)
+    assert ours._cpu_engine() is not None, ours.cpu_engine_reason
+    return ours, tokenizers.Tokenizer.from_str(js)
+
+
+@pytest.mark.parametrize("name", sorted(_PROCESSORS))
+def test_every_field_as_the_reference_under_each_post_processor(name):
+    pp, lazy = _PROCESSORS[name]
+    ours, ref = _tokenizers(pp)
+    for add in (False, True):
+        assert (post_processors.single_layout(ours.config.post_processor, add) is not None) == lazy
+        got = ours.encode_batch(_TEXTS, add_special_tokens=add, device="cpu")
+        # the lazy ones: no list made yet ("[MASK]", an added token, goes to the reference path)
+        assert sum(e._rows is not None for e in got) == (len(_TEXTS) - 1 if lazy else 0)
+        want = ref.encode_batch(_TEXTS, add_special_tokens=add)
+        for text, a, b in zip(_TEXTS, got, want):
+            assert len(a) == len(b), text
+            assert diff(a, b) is None, (text, diff(a, b))
+        # encode_batch_fast (no tokens, offsets or words): lazy on every text
+        got = ours.encode_batch_fast(_TEXTS, add_special_tokens=add, device="cpu")
+        assert sum(e._rows is not None for e in got) == (len(_TEXTS) if lazy else 0)
+        for text, a, b in zip(_TEXTS, got, ref.encode_batch_fast(_TEXTS, add_special_tokens=add)):
+            assert diff(a, b) is None, (text, diff(a, b))
+
+
+def test_lazy_fields_are_lists_of_their_own():
+    ours, ref = _tokenizers(_BERT)
+    e, f = ours.encode_batch(["hello world", "hello world"], device="cpu")
+    assert e._rows is f._rows and e._rows is not None  # one batch's arrays
+    e.ids.append(99)
+    e.tokens[0] = "changed"
+    assert e.ids[-1] == 99 and len(e) == len(f) + 1 and e.tokens[0] == "changed"
+    assert f.ids == ref.encode("hello world").ids and f.tokens[0] == "[CLS]"
+    e.ids = [1, 2]
+    assert e.ids == [1, 2]
+    # padded, truncated, copied: as the reference's
+    g, h = ours.encode_batch(["hello world again", "a b"], device="cpu")
+    rg, rh = ref.encode_batch(["hello world again", "a b"])
+    for x in (g, rg):
+        x.pad(12, direction="left", pad_id=0, pad_token="[PAD]")
+    for x in (h, rh):
+        x.truncate(3, stride=1)
+    assert diff(g, rg) is None and diff(h, rh) is None
+    c = g.copy()
+    c.ids[0] = 5
+    assert g.ids[0] == 0 and diff(g, rg) is None
+
+
+def test_padding_set_on_the_tokenizer():
+    ours, ref = _tokenizers(_template(1, 2, 3))
+    for t in (ours, ref):
+        t.enable_padding(direction="left", pad_to_multiple_of=8, pad_id=0, pad_token="[PAD]")
+    for a, b in zip(ours.encode_batch(_TEXTS, device="cpu"), ref.encode_batch(_TEXTS)):
+        assert diff(a, b) is None
+    for a, b in zip(ours.encode_batch_fast(_TEXTS, device="cpu"), ref.encode_batch_fast(_TEXTS)):
+        assert diff(a, b) is None
