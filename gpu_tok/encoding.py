@@ -309,7 +309,7 @@ class EncodingRows:
     ranges). The arrays are never written to."""
 
     __slots__ = ("ids", "tokens", "starts", "ends", "words", "bounds", "type_id", "before", "after", "_ranges",
-                 "_nb", "_na")
+                 "_nb", "_na", "added")
 
     _EMPTY = {f: [] for f in ("ids", "type_ids", "tokens", "offsets", "attention_mask", "special_tokens_mask",
                               "word_ids")}
@@ -321,6 +321,7 @@ class EncodingRows:
         before, after, ranges = layout if layout is not None else (self._EMPTY, self._EMPTY, [])
         self.before, self.after, self._ranges = before, after, ranges
         self._nb, self._na = len(before["ids"]), len(after["ids"])
+        self.added = None  # the engines' rows: which tokens are added tokens found in the text (None: none)
 
     def with_layout(self, type_id: int, layout) -> "EncodingRows":
         """The same rows with another type id and ``layout`` (the arrays shared)."""

@@ -1044,7 +1044,7 @@ class CpuTokenizerEngine:
         for k in np.flatnonzero(is_sp).tolist():  # an added token: its text
             toks[k] = data[tok_start[k]:tok_end[k]].tobytes().decode("utf-8")
         skipped = np.flatnonzero(skip).tolist() if skip is not None else []
-        return assemble(self.ref, texts, type_id, rs, ids, toks, c_start, c_end, word, skipped)
+        return assemble(self.ref, texts, type_id, rs, ids, toks, c_start, c_end, word, skipped, is_sp)
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
         return batch_of_singles(self, inputs, add_special_tokens, num_threads)
@@ -1068,15 +1068,86 @@ def split_pairs(inputs):
 
 
 def assemble(ref, texts: List[str], type_id: int, bounds: np.ndarray, ids: np.ndarray, toks: np.ndarray,
-             starts: np.ndarray, ends: np.ndarray, words: np.ndarray, slow) -> List[Encoding]:
+             starts: np.ndarray, ends: np.ndarray, words: np.ndarray, slow, added=None) -> List[Encoding]:
     """Per text, the ``Encoding`` before post-processing from an engine's flat arrays (text
     ``d``'s tokens at ``bounds[d]:bounds[d + 1]``; ``toks`` an object array of their
-    strings, ``starts``/``ends`` their characters): lazy encodings (``encoding.EncodingRows``),
+    strings, ``starts``/``ends`` their characters; ``added``, where the engine finds added
+    tokens in the text, which tokens are those): lazy encodings (``encoding.EncodingRows``),
     the texts in ``slow`` from the reference path."""
     rows = EncodingRows(ids, toks, starts, ends, words, bounds, type_id)
+    rows.added = added
     out = [Encoding._lazy(rows, d) for d in range(len(texts))]
     for d in slow:
         out[d] = ref._encode_single(texts[d], type_id)
+    return out
+
+
+def early_stop(rows: EncodingRows, max_tokens: int, direction: str):
+    """The reference's early stop (``cpu_ref.truncation.tokenize_with_limit``) on an
+    engine's rows: per row, ``(keep_from, keep_to, word_shift, ok)``, the tokens the stop
+    keeps and what their word ids lose (the pieces dropped before them, left truncation).
+    The pieces are the runs of equal word ids; the stop ends at the first piece, in
+    ``direction``, by which ``max_tokens`` tokens are reached, unless that piece is an added
+    token (those count but never stop it: the next *model* piece does, which may be one
+    the model turned into no token at all, not seen here): ``ok`` is False there, and for
+    ``max_tokens`` 0 (a tokenless first piece would stop it)."""
+    b = rows.bounds
+    n = b.shape[0] - 1
+    words = rows.words
+    N = words.shape[0]
+    keep_from, keep_to = b[:-1].copy(), b[1:].copy()
+    shift = np.zeros(n, np.int64)
+    ok = np.full(n, max_tokens > 0)
+    if N == 0 or max_tokens <= 0:
+        return keep_from, keep_to, shift, ok
+    first = np.ones(N, bool)
+    first[1:] = words[1:] != words[:-1]
+    starts = b[:-1][b[:-1] < b[1:]]
+    first[starts] = True
+    gstart = np.flatnonzero(first)
+    gend = np.append(gstart[1:], N)
+    gdoc = np.searchsorted(b, gstart, side="right") - 1
+    gadded = rows.added[gstart] if rows.added is not None else np.zeros(gstart.shape[0], bool)
+    if direction == "right":
+        hit = np.flatnonzero(gend - b[gdoc] >= max_tokens)
+        docs, at = np.unique(gdoc[hit], return_index=True)
+        g = hit[at]
+        keep_to[docs] = gend[g]
+    else:
+        hit = np.flatnonzero(b[gdoc + 1] - gstart >= max_tokens)[::-1]
+        docs, at = np.unique(gdoc[hit], return_index=True)
+        g = hit[at]
+        keep_from[docs] = gstart[g]
+        shift[docs] = words[gstart[g]]
+    ok[docs[gadded[g]]] = False
+    return keep_from, keep_to, shift, ok
+
+
+def truncated_singles(engine, ref, texts: List[str], add_special_tokens: bool,
+                      num_threads: Optional[int]) -> List[Encoding]:
+    """``encode_batch`` of single texts with truncation set (not ``only_second``), each as
+    the reference's ``encode``: the engine's encodings cut by ``early_stop``, then
+    ``post_process`` (truncation's windows, the post-processor, padding); the texts the
+    engine leaves to the reference path, and those ``early_stop`` cannot settle, from it.
+    (The caller pads the batch.)"""
+    trunc = ref.truncation
+    encs = engine.encode_single_encodings(texts, 0, num_threads)
+    rows = next((e._rows for e in encs if e._rows is not None), None)
+    out: List[Optional[Encoding]] = [None] * len(texts)
+    if rows is not None:
+        keep_from, keep_to, shift, ok = early_stop(rows, trunc.max_length, trunc.direction)
+        fast = [d for d, e in enumerate(encs) if e._rows is rows and ok[d]]
+        lens = (keep_to - keep_from)[fast]
+        bounds = np.zeros(len(fast) + 1, np.int64)
+        np.cumsum(lens, out=bounds[1:])
+        idx = np.repeat(keep_from[fast] - bounds[:-1], lens) + np.arange(int(bounds[-1]))
+        cut = EncodingRows(rows.ids[idx], rows.tokens[idx], rows.starts[idx], rows.ends[idx],
+                           rows.words[idx] - np.repeat(shift[fast], lens), bounds, rows.type_id)
+        for k, d in enumerate(fast):
+            out[d] = ref.post_process(Encoding._lazy(cut, k), None, add_special_tokens)
+    for d in range(len(texts)):
+        if out[d] is None:
+            out[d] = ref.encode(texts[d], None, add_special_tokens)
     return out
 
 
@@ -1352,7 +1423,7 @@ class CpuSentencePieceEngine:
             toks[k] = data[tb[k]:te[k] + 1].tobytes().decode("utf-8")
         words = np.where(added, -1 - word, word)
         slow = np.unique(doc[bad]).tolist()
-        return assemble(self.ref, texts, type_id, first, ids_a, toks, starts, ends, words, slow)
+        return assemble(self.ref, texts, type_id, first, ids_a, toks, starts, ends, words, slow, added)
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
         return batch_of_singles(self, inputs, add_special_tokens, num_threads)

@@ -225,9 +225,10 @@ class Tokenizer:
         runs), with ``num_threads`` workers (default: all cores). Results are
         identical on every device. ``"cuda"`` runs the CPU engine here too: ``Encoding``
         objects need offsets, which the GPU engine does not compute (``encode_batch_ids``
-        is the GPU's form). With truncation set, the reference path builds the
-        encodings (their ``overflowing`` windows and word ids follow its early stop);
-        padding alone is applied to the engine's encodings. ``is_pretokenized``: each
+        is the GPU's form). With truncation set, single texts take the engine's encodings
+        cut as the reference's early stop cuts them (``fast_cpu.truncated_singles``: the
+        ``overflowing`` windows and word ids follow it), pairs and ``only_second`` the
+        reference path; padding is applied to the engine's encodings. ``is_pretokenized``: each
         input a list of words (or a pair of such lists), on the reference path.
         """
         with gc_paused():
@@ -238,11 +239,20 @@ class Tokenizer:
         _check_device(device)
         if is_pretokenized:  # lists of words: the reference path
             return self._ref.encode_batch(inputs, add_special_tokens, True, True)
-        if device != "ref" and self._ref.truncation is None:
+        trunc = self._ref.truncation
+        if device != "ref" and (trunc is None or trunc.strategy != "only_second"):
             eng = self._cpu_engine()
+            inputs = inputs if isinstance(inputs, list) else list(inputs)
+            if trunc is not None:  # single texts: the engine's encodings cut as the reference's early stop
+                if eng is None or any(isinstance(x, (tuple, list)) for x in inputs):
+                    eng = None
+                else:
+                    from .fast_cpu import truncated_singles
+
+                    out = truncated_singles(eng, self._ref, inputs, add_special_tokens, num_threads)
+            elif eng is not None:
+                out = eng.encode_batch(inputs, add_special_tokens, num_threads)
             if eng is not None:
-                out = eng.encode_batch(inputs if isinstance(inputs, list) else list(inputs),
-                                       add_special_tokens, num_threads)
                 if self._ref.padding is not None:
                     from .cpu_ref.truncation import pad_encodings
 

@@ -278,6 +278,44 @@ def test_models_on_corpus_text(model):
         check_same(ours, ref, pairs, True)
 
 
+@pytest.mark.parametrize("model, added", [("gpt2", "<|endoftext|>"), ("mistral-v0.1", "<s>"),
+                                          ("bert-base-uncased", None), ("t5-small", None)])
+def test_engine_early_stop(model, added, monkeypatch):
+    """encode_batch with truncation on device="cpu": the engine's encodings cut as the
+    reference's early stop cuts them (``fast_cpu.early_stop``), in both directions, with
+    strides, special tokens added or not; texts where an added token crosses the limit
+    (the next model piece stops there) go to the reference path. Every field as the
+    reference's, and the engine's cut is what settled the corpus texts."""
+    from gpu_tok import fast_cpu
+
+    path = model_path(model)
+    ours, ref = gpu_tok.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))
+    texts = corpus_texts(6) + ["", "x", "hello world " * 40]
+    if added:
+        texts += [f"one two {added} three four", f"{added}{added} a", f"a b c d e f {added} g h i"]
+    seen = []
+    real = fast_cpu.early_stop
+
+    def spy(rows, max_tokens, direction):
+        got = real(rows, max_tokens, direction)
+        seen.append(got[3])
+        return got
+
+    monkeypatch.setattr(fast_cpu, "early_stop", spy)
+    for max_length in (1, 4, 7, 30):
+        for trunc in ({"max_length": max_length}, {"max_length": max_length, "direction": "left"},
+                      {"max_length": max_length, "stride": max_length // 2, "strategy": "only_first"}):
+            for pad in (None, {"pad_to_multiple_of": 8}):
+                configure(ours, trunc, pad)
+                configure(ref, trunc, pad)
+                for add in (False, True):
+                    check_same(ours, ref, texts, add, ids_too=False)
+    ok = np.concatenate(seen)
+    assert ok.sum() >= 6 * 24  # the corpus texts, every setting (both devices' calls: "cpu" only)
+    if added:  # an added token crossed the limit somewhere: the reference path took that text
+        assert not ok.all()
+
+
 def test_minilm_applies_its_stored_settings():
     """all-MiniLM-L6-v2 stores truncation 128 and padding Fixed 128: applied, as there."""
     path = model_path("all-MiniLM-L6-v2")
