@@ -40,12 +40,13 @@ class Encoding:
     """
 
     __slots__ = ("_ids", "_type_ids", "_tokens", "_offsets", "_attention_mask", "_special_tokens_mask",
-                 "_word_ids", "sequence_ranges", "overflowing", "_rows", "_row")
+                 "_word_ids", "sequence_ranges", "overflowing", "_rows", "_row", "_pad")
 
     def __init__(self, ids=None, type_ids=None, tokens=None, offsets=None, special_tokens_mask=None,
                  word_ids=None, sequence_ranges: Optional[Dict[int, Tuple[int, int]]] = None,
                  attention_mask=None, overflowing=None):
         self._rows = None  # a lazy encoding's EncodingRows (None: every field is a list here)
+        self._pad = None  # a lazy encoding's padding, not yet applied: (count, direction, id, type id, token)
         self._ids = ids if ids is not None else []
         n = len(self._ids)
         self._type_ids = type_ids if type_ids is not None else [0] * n
@@ -67,14 +68,21 @@ class Encoding:
         e._row = row
         e._ids = e._type_ids = e._tokens = e._offsets = None
         e._attention_mask = e._special_tokens_mask = e._word_ids = None
+        e._pad = None
         e.sequence_ranges = rows.ranges(row)
         e.overflowing = []
         return e
 
     def __len__(self) -> int:
         if self._ids is None:
-            return self._rows.length(self._row)
+            return self._rows.length(self._row) + (self._pad[0] if self._pad is not None else 0)
         return len(self._ids)
+
+    def _untouched(self) -> bool:
+        """A lazy encoding none of whose lists is made yet."""
+        return (self._rows is not None and self._ids is None and self._type_ids is None and self._tokens is None
+                and self._offsets is None and self._attention_mask is None and self._special_tokens_mask is None
+                and self._word_ids is None)
 
     @property
     def words(self) -> List[Optional[int]]:
@@ -244,6 +252,13 @@ class Encoding:
             pad_token: str = "[PAD]") -> None:
         """Pad to ``length`` tokens (the overflowing windows too); longer encodings are kept."""
         check_direction(direction)
+        if self._pad is None and not self.overflowing and self._untouched():  # kept for the lists' making
+            k = length - len(self)
+            if k > 0:
+                self._pad = (k, direction, pad_id, pad_type_id, pad_token)
+                if direction == "left":
+                    self.sequence_ranges = {s: (a + k, b + k) for s, (a, b) in self.sequence_ranges.items()}
+            return
         for o in self.overflowing:
             o.pad(length, direction=direction, pad_id=pad_id, pad_type_id=pad_type_id, pad_token=pad_token)
         k = length - len(self.ids)
@@ -282,6 +297,11 @@ def _field(name: str) -> property:
         v = get(self)
         if v is None:
             v = self._rows.field(name, self._row)
+            if self._pad is not None:
+                k, direction, pad_id, pad_type_id, pad_token = self._pad
+                fill = {"ids": pad_id, "type_ids": pad_type_id, "tokens": pad_token, "offsets": (0, 0),
+                        "attention_mask": 0, "special_tokens_mask": 1, "word_ids": None}[name]
+                v = [fill] * k + v if direction == "left" else v + [fill] * k
             put(self, v)
         return v
 

@@ -106,6 +106,16 @@ def test_lazy_fields_are_lists_of_their_own():
     c = g.copy()
     c.ids[0] = 5
     assert g.ids[0] == 0 and diff(g, rg) is None
+    # padding kept for the lists' making (no list made yet), then padded again
+    for kw in ({"direction": "right", "pad_id": 7, "pad_type_id": 2, "pad_token": "<p>"}, {"direction": "left"}):
+        (x,), (y,) = ours.encode_batch(["a b c"], device="cpu"), ref.encode_batch(["a b c"])
+        assert x._untouched()
+        for e in (x, y):
+            e.pad(9, **kw)
+        assert len(x) == 9 and x._untouched()
+        for e in (x, y):
+            e.pad(11, direction="left")
+        assert diff(x, y) is None and x.sequence_ids == y.sequence_ids
 
 
 def test_padding_set_on_the_tokenizer():

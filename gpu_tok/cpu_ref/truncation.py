@@ -134,6 +134,6 @@ def pad_length(lengths: List[int], pad: PaddingParams) -> int:
 def pad_encodings(encodings: List[Encoding], pad: PaddingParams) -> None:
     if not encodings:
         return
-    n = pad_length([len(e.ids) for e in encodings], pad)
+    n = pad_length([len(e) for e in encodings], pad)
     for e in encodings:
         e.pad(n, direction=pad.direction, pad_id=pad.pad_id, pad_type_id=pad.pad_type_id, pad_token=pad.pad_token)
