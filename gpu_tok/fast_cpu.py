@@ -1124,12 +1124,15 @@ def early_stop(rows: EncodingRows, max_tokens: int, direction: str):
 
 
 def truncated_singles(engine, ref, texts: List[str], add_special_tokens: bool,
-                      num_threads: Optional[int]) -> List[Encoding]:
+                      num_threads: Optional[int], offsets: bool = True) -> List[Encoding]:
     """``encode_batch`` of single texts with truncation set (not ``only_second``), each as
     the reference's ``encode``: the engine's encodings cut by ``early_stop``, then
     ``post_process`` (truncation's windows, the post-processor, padding); the texts the
     engine leaves to the reference path, and those ``early_stop`` cannot settle, from it.
+    ``offsets=False``: ``encode_batch_fast``'s (``without_offsets`` before the post-processor).
     (The caller pads the batch.)"""
+    from .cpu_ref.pipeline import without_offsets
+
     trunc = ref.truncation
     encs = engine.encode_single_encodings(texts, 0, num_threads)
     rows = next((e._rows for e in encs if e._rows is not None), None)
@@ -1144,10 +1147,11 @@ def truncated_singles(engine, ref, texts: List[str], add_special_tokens: bool,
         cut = EncodingRows(rows.ids[idx], rows.tokens[idx], rows.starts[idx], rows.ends[idx],
                            rows.words[idx] - np.repeat(shift[fast], lens), bounds, rows.type_id)
         for k, d in enumerate(fast):
-            out[d] = ref.post_process(Encoding._lazy(cut, k), None, add_special_tokens)
+            e = Encoding._lazy(cut, k)
+            out[d] = ref.post_process(e if offsets else without_offsets(e), None, add_special_tokens)
     for d in range(len(texts)):
         if out[d] is None:
-            out[d] = ref.encode(texts[d], None, add_special_tokens)
+            out[d] = ref.encode(texts[d], None, add_special_tokens, offsets=offsets)
     return out
 
 

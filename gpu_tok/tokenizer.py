@@ -265,7 +265,8 @@ class Tokenizer:
                           num_threads: Optional[int] = None) -> List[Encoding]:
         """``tokenizers.Tokenizer.encode_batch_fast``: ``encode_batch`` without offsets (tokens
         empty but the post-processor's, offsets (0, 0), no word ids), from the compiled
-        engines' ids where they serve the tokenizer and truncation is not set."""
+        engines where they serve the tokenizer (with truncation set: single texts, as
+        ``encode_batch``)."""
         with gc_paused():
             return self._encode_batch_fast(inputs, is_pretokenized, add_special_tokens, device, num_threads)
 
@@ -277,12 +278,20 @@ class Tokenizer:
         from .encoding import EncodingRows
 
         _check_device(device)
-        if is_pretokenized or device == "ref" or self._ref.truncation is not None or self._cpu_engine() is None:
+        trunc = self._ref.truncation
+        if is_pretokenized or device == "ref" or self._cpu_engine() is None or (
+                trunc is not None and (trunc.strategy == "only_second" or any(
+                    isinstance(x, (tuple, list)) for x in inputs))):
             return self._ref.encode_batch(inputs, add_special_tokens, True, is_pretokenized, False)
-        from .fast_cpu import split_pairs
+        from .fast_cpu import split_pairs, truncated_singles
 
-        firsts, seconds, pair_at = split_pairs(inputs)
         eng = self._cpu_engine()
+        if trunc is not None:  # single texts, cut as the reference's early stop cuts them
+            out = truncated_singles(eng, self._ref, list(inputs), add_special_tokens, num_threads, offsets=False)
+            if self._ref.padding is not None:
+                pad_encodings(out, self._ref.padding)
+            return out
+        firsts, seconds, pair_at = split_pairs(inputs)
         layout = None if seconds else post_processors.single_layout(self.config.post_processor, add_special_tokens)
         if layout is not None:  # lazy encodings (encoding.EncodingRows)
             ids, rs = eng.encode_ids(firsts, False, num_threads)

@@ -283,7 +283,7 @@ def test_models_on_corpus_text(model):
 def test_engine_early_stop(model, added, monkeypatch):
     """encode_batch with truncation on device="cpu": the engine's encodings cut as the
     reference's early stop cuts them (``fast_cpu.early_stop``), in both directions, with
-    strides, special tokens added or not; texts where an added token crosses the limit
+    strides, special tokens added or not (``encode_batch_fast`` too); texts where an added token crosses the limit
     (the next model piece stops there) go to the reference path. Every field as the
     reference's, and the engine's cut is what settled the corpus texts."""
     from gpu_tok import fast_cpu
@@ -310,8 +310,15 @@ def test_engine_early_stop(model, added, monkeypatch):
                 configure(ref, trunc, pad)
                 for add in (False, True):
                     check_same(ours, ref, texts, add, ids_too=False)
+                    want, err = outcome(lambda: ref.encode_batch_fast(texts, add_special_tokens=add))
+                    if err is not None:
+                        with pytest.raises(TruncationError):
+                            ours.encode_batch_fast(texts, add_special_tokens=add, device="cpu")
+                        continue
+                    got = ours.encode_batch_fast(texts, add_special_tokens=add, device="cpu")
+                    assert all(diff(g, w) is None for g, w in zip(got, want))
     ok = np.concatenate(seen)
-    assert ok.sum() >= 6 * 24  # the corpus texts, every setting (both devices' calls: "cpu" only)
+    assert ok.sum() >= 6 * 48  # the corpus texts, every setting, encode_batch and encode_batch_fast
     if added:  # an added token crossed the limit somewhere: the reference path took that text
         assert not ok.all()
 
