@@ -1082,6 +1082,15 @@ def assemble(ref, texts: List[str], type_id: int, bounds: np.ndarray, ids: np.nd
     return out
 
 
+def gathered(slot_starts: np.ndarray, counts: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """``(first, idx)`` for rows written into slots (row ``d``'s ``counts[d]`` items at
+    ``slot_starts[d]:``): ``first`` the row splits of the rows back to back, ``idx`` the
+    slot position of each of their items."""
+    first = np.zeros(counts.shape[0] + 1, np.int64)
+    np.cumsum(counts, out=first[1:])
+    return first, np.repeat(slot_starts - first[:-1], counts) + np.arange(int(first[-1]))
+
+
 def early_stop(rows: EncodingRows, max_tokens: int, direction: str):
     """The reference's early stop (``cpu_ref.truncation.tokenize_with_limit``) on an
     engine's rows: per row, ``(keep_from, keep_to, word_shift, ok)``, the tokens the stop
@@ -1405,10 +1414,7 @@ class CpuSentencePieceEngine:
         finally:
             if locked:
                 self._lock.release()
-        total = int(counts.sum())
-        first = np.zeros(n + 1, np.int64)
-        np.cumsum(counts, out=first[1:])
-        idx = np.repeat(dst[:-1] - first[:-1], counts) + np.arange(total)
+        first, idx = gathered(dst[:-1], counts)
         ids_a = out[idx]
         tb, te, word = tb[idx], te[idx], word[idx]
         bad = te < 0  # a normalized added token: the document takes the reference path

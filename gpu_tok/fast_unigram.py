@@ -169,41 +169,16 @@ class CpuUnigramEngine(PieceEngine):
             return starts, out, counts, rec
         return starts, out, counts
 
-    def _tokens_of(self) -> np.ndarray:
-        """Token strings by id (the model's vocabulary; an object array)."""
-        if getattr(self, "_vocab_r", None) is None:
-            vocab = self.ref.model.vocab
-            vr = np.empty(max(vocab.values()) + 1 if vocab else 1, dtype=object)
-            for t, i in vocab.items():
-                vr[i] = t
-            self._vocab_r = vr
-        return self._vocab_r
-
     def encode_single_encodings(self, texts: List[str], type_id: int, num_threads: Optional[int]) -> List[Encoding]:
         """Per text, the ``Encoding`` before post-processing (the reference's
         ``_encode_single``): ids, offsets, word ids and unknown tokens' strings from the
         kernels (``uni_ids`` with ``rec``); the texts ``_status`` sends there, and those
         needing a missing unknown token, from the reference path."""
-        from .cpu_ref.pipeline import check_text
-        from .fast_cpu import assemble, pack, plan_threads
+        from .fast_cpu import assemble, gathered
 
         texts = texts if isinstance(texts, list) else list(texts)
-        data, offsets = pack(texts, check_text, num_threads)
-        n = len(texts)
-        status = self._status(texts, data, offsets)
-        threads, parallel = plan_threads(num_threads, data.shape[0])
-        locked = self._lock.acquire(blocking=False)
-        try:
-            wc = self._word_cache(locked, threads if parallel else 1)
-            noff, out, counts, (cs, ce, word, ua, ul, ubuf) = self._run(data, offsets, status, parallel, threads,
-                                                                        wc, record=True)
-        finally:
-            if locked:
-                self._lock.release()
-        total = int(counts.sum())
-        first = np.zeros(n + 1, np.int64)
-        np.cumsum(counts, out=first[1:])
-        idx = np.repeat(noff[:-1] - first[:-1], counts) + np.arange(total)
+        status, (noff, out, counts, (cs, ce, word, ua, ul, ubuf)) = self._packed_run(texts, num_threads, record=True)
+        first, idx = gathered(noff[:-1], counts)
         ids_a = out[idx]
         toks = self._tokens_of()[ids_a]
         ua = ua[idx]

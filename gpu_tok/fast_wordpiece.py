@@ -93,6 +93,16 @@ class PieceEngine:
         token's content."""
         raise NotImplementedError
 
+    def _tokens_of(self) -> np.ndarray:
+        """Token strings by id (the model's vocabulary; an object array)."""
+        if getattr(self, "_vocab_r", None) is None:
+            vocab = self.ref.model.vocab
+            vr = np.empty(max(vocab.values()) + 1 if vocab else 1, dtype=object)
+            for t, i in vocab.items():
+                vr[i] = t
+            self._vocab_r = vr
+        return self._vocab_r
+
     def _word_cache(self, locked: bool, workers: int) -> np.ndarray:
         """Per worker thread, ``_CACHE_SLOTS`` pieces and their ids (``kernels.wordpiece_cpu``'s
         ``cache_get``), kept across calls for the caller holding ``_lock``; another caller at
@@ -119,25 +129,32 @@ class PieceEngine:
             self._normalized_contents(texts, status)
         return status
 
-    def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
-        """``(ids, row_splits)``: the texts packed and encoded by the kernels (documents in
-        parallel); those the reference path encodes spliced in."""
+    def _packed_run(self, texts: List[str], num_threads: Optional[int], **kw):
+        """``(status, result)``: the texts packed, ``_status`` and ``_run`` (with ``kw``)
+        with the kept word cache."""
         from .cpu_ref.pipeline import check_text
-        from .fast_cpu import add_template, pack, plan_threads, splice_rows
-        from .kernels import engine_cpu as K
+        from .fast_cpu import pack, plan_threads
 
-        texts = texts if isinstance(texts, list) else list(texts)
         data, offsets = pack(texts, check_text, num_threads)
-        n = len(texts)
         status = self._status(texts, data, offsets)
         threads, parallel = plan_threads(num_threads, data.shape[0])
         locked = self._lock.acquire(blocking=False)
         try:
             wc = self._word_cache(locked, threads if parallel else 1)
-            noff, out, counts = self._run(data, offsets, status, parallel, threads, wc)
+            return status, self._run(data, offsets, status, parallel, threads, wc, **kw)
         finally:
             if locked:
                 self._lock.release()
+
+    def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
+        """``(ids, row_splits)``: the texts packed and encoded by the kernels (documents in
+        parallel); those the reference path encodes spliced in."""
+        from .fast_cpu import add_template, splice_rows
+        from .kernels import engine_cpu as K
+
+        texts = texts if isinstance(texts, list) else list(texts)
+        n = len(texts)
+        status, (noff, out, counts) = self._packed_run(texts, num_threads)
         rs = np.zeros(n + 1, np.int64)
         np.cumsum(counts, out=rs[1:])
         ids = np.empty(int(rs[-1]), np.int32)
@@ -340,23 +357,13 @@ class CpuWordPieceEngine(PieceEngine):
                         wc, status, out, counts)
         return noff, out, counts
 
-    def _tokens_of(self) -> np.ndarray:
-        """Token strings by id (the model's vocabulary; an object array)."""
-        if getattr(self, "_vocab_r", None) is None:
-            vocab = self.ref.model.vocab
-            vr = np.empty(max(vocab.values()) + 1 if vocab else 1, dtype=object)
-            for t, i in vocab.items():
-                vr[i] = t
-            self._vocab_r = vr
-        return self._vocab_r
-
     def encode_single_encodings(self, texts: List[str], type_id: int, num_threads: Optional[int]) -> List[Encoding]:
         """Per text, the ``Encoding`` before post-processing (the reference's
         ``_encode_single``): tokens, offsets and word ids from the kernels
         (``wp_sources``, ``wp_encode_spans``); the texts ``_status`` sends there, from the
         reference path."""
         from .cpu_ref.pipeline import check_text
-        from .fast_cpu import assemble, numba_threads, pack, plan_threads
+        from .fast_cpu import assemble, gathered, numba_threads, pack, plan_threads
         from .kernels import wordpiece_cpu as W
 
         texts = texts if isinstance(texts, list) else list(texts)
@@ -379,10 +386,7 @@ class CpuWordPieceEngine(PieceEngine):
             W.wp_encode_spans(norm, noff, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, status,
                               out, counts, tb, te, word)
         # every document's tokens, gathered: positions noff[d] .. noff[d] + counts[d]
-        total = int(counts.sum())
-        first = np.zeros(n + 1, np.int64)
-        np.cumsum(counts, out=first[1:])
-        idx = np.repeat(noff[:-1] - first[:-1], counts) + np.arange(total)
+        first, idx = gathered(noff[:-1], counts)
         ids_a = out[idx]
         toks = self._tokens_of()[ids_a]
         starts = src[tb[idx]]
