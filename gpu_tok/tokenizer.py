@@ -278,6 +278,7 @@ class Tokenizer:
         from .encoding import EncodingRows
 
         _check_device(device)
+        inputs = inputs if isinstance(inputs, list) else list(inputs)  # (read more than once below)
         trunc = self._ref.truncation
         if is_pretokenized or device == "ref" or self._cpu_engine() is None or (
                 trunc is not None and (trunc.strategy == "only_second" or any(
@@ -287,7 +288,7 @@ class Tokenizer:
 
         eng = self._cpu_engine()
         if trunc is not None:  # single texts, cut as the reference's early stop cuts them
-            out = truncated_singles(eng, self._ref, list(inputs), add_special_tokens, num_threads, offsets=False)
+            out = truncated_singles(eng, self._ref, inputs, add_special_tokens, num_threads, offsets=False)
             if self._ref.padding is not None:
                 pad_encodings(out, self._ref.padding)
             return out

@@ -126,3 +126,12 @@ def test_padding_set_on_the_tokenizer():
         assert diff(a, b) is None
     for a, b in zip(ours.encode_batch_fast(_TEXTS, device="cpu"), ref.encode_batch_fast(_TEXTS)):
         assert diff(a, b) is None
+
+
+def test_generators_read_once():
+    """A generator of texts gives what its list gives (truncation set: it is read twice)."""
+    ours, _ref = _tokenizers(_BERT)
+    ours.enable_truncation(max_length=4)
+    for f in (ours.encode_batch, ours.encode_batch_fast):
+        want = [e.ids for e in f(_TEXTS, device="cpu")]
+        assert [e.ids for e in f((t for t in _TEXTS), device="cpu")] == want and len(want) == len(_TEXTS)
