@@ -1150,9 +1150,7 @@ def truncated_singles(engine, ref, texts: List[str], add_special_tokens: bool,
         keep_from, keep_to, shift, ok = early_stop(rows, trunc.max_length, trunc.direction)
         fast = [d for d, e in enumerate(encs) if e._rows is rows and ok[d]]
         lens = (keep_to - keep_from)[fast]
-        bounds = np.zeros(len(fast) + 1, np.int64)
-        np.cumsum(lens, out=bounds[1:])
-        idx = np.repeat(keep_from[fast] - bounds[:-1], lens) + np.arange(int(bounds[-1]))
+        bounds, idx = gathered(keep_from[fast], lens)
         cut = EncodingRows(rows.ids[idx], rows.tokens[idx], rows.starts[idx], rows.ends[idx],
                            rows.words[idx] - np.repeat(shift[fast], lens), bounds, rows.type_id)
         for k, d in enumerate(fast):
