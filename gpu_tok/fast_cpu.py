@@ -1439,8 +1439,9 @@ class CpuSentencePieceEngine:
 
 def cpu_engine_for(cfg: C.TokenizerConfig, ref):
     """The engine for a tokenizer.json, or ``NotServed`` with every engine's reason: the
-    compiled byte-level and SentencePiece engines, else the WordPiece / WordLevel one
-    (``fast_wordpiece``) or the Unigram one (``fast_unigram``)."""
+    compiled byte-level and SentencePiece engines, or, for BPE with an end-of-word suffix,
+    the CLIP one (``fast_clip``); the WordPiece / WordLevel one (``fast_wordpiece``) or the
+    Unigram one (``fast_unigram``)."""
     from .fast_unigram import CpuUnigramEngine
     from .fast_wordpiece import CpuWordPieceEngine
 
@@ -1454,6 +1455,14 @@ def cpu_engine_for(cfg: C.TokenizerConfig, ref):
         try:
             return CpuSentencePieceEngine(cfg, ref)
         except NotServed as e2:
+            if cfg.model.end_of_word_suffix:
+                from .fast_clip import CpuClipEngine
+
+                try:
+                    return CpuClipEngine(cfg, ref)
+                except NotServed as e3:
+                    raise NotServed(f"byte-level engine: {e1}; SentencePiece engine: {e2}; "
+                                    f"CLIP engine: {e3}") from None
             raise NotServed(f"byte-level engine: {e1}; SentencePiece engine: {e2}") from None
 
 

@@ -22,7 +22,7 @@ from _paths import ORACLES_DIR, read_text_exact, sha256_text
 # Families with committed goldens: byte-level BPE (issue 2), SentencePiece-style BPE (issue 3), WordPiece.
 FAMILIES: list[str] = ["gpt2", "roberta-base", "llama3", "qwen3", "gpt-4o", "gpt-oss",
                        "llama2", "mistral-v0.1", "mistral-v0.3-metaspace", "gemma3", "phi-3-mini",
-                       "bert-base-uncased", "t5-small"]
+                       "bert-base-uncased", "t5-small", "clip-vit-base-patch32"]
 
 REFERENCE = "tokenizers"
 REFERENCE_VERSION = "0.23.1"

@@ -1,0 +1,305 @@
+"""``device="cpu"`` for CLIP-style tokenizer.json files: byte-level BPE with an
+end-of-word suffix (``"</w>"``), a lowercasing normalizer and CLIP's split pattern
+(docs/decisions/0033-clip-engine.md).
+
+Served exactly (anything else is ``NotServed``, naming it):
+
+* normalizer ``Sequence[NFC, Replace(Regex "\\s+", " "), Lowercase]``;
+* pre_tokenizer ``Sequence[Split(Regex CLIP_PATTERN, Removed, invert=true), ByteLevel(add_prefix_space=false)]``;
+* model ``BPE`` with ``end_of_word_suffix``, no ``continuing_subword_prefix``, no
+  ``byte_fallback``, no ``ignore_merges``, every byte's character with and without the suffix
+  in the vocabulary;
+* added tokens without ``single_word`` / ``lstrip`` / ``rstrip``.
+
+How (ids only: ``encode_batch`` with offsets stays on the reference path):
+
+1. documents NFC would change are set aside (``ByteBPEEngine._nfc_changed``), their gaps
+   NFC-normalized (``ByteBPEEngine.nfc_normalize``, as the byte-level engine's) and run
+   again; where that cannot be (the raw tokens would match the new text differently), the
+   reference path;
+2. the raw added tokens are matched on the raw text (``ByteBPEEngine._segments``);
+3. the gaps between them are lowercased (``kernels.clip_cpu.lower_gaps``, the measured
+   ``char::to_lowercase`` of ``gpu_tok/data/unicode_norm.json``); ``Replace`` only turns
+   white space into one space, and white space is what the split drops, so it changes no id;
+4. the normalized added tokens are matched on the lowercased gaps;
+5. a gap that still holds one of the pattern's literal alternatives (``<|startoftext|>``,
+   ``<|endoftext|>``) sends its document to the reference path: the kernel's scanner has no
+   literal alternatives (those pieces would also be cut again by ``ByteLevel``'s regex);
+6. ``kernels.clip_cpu.clip_scan`` cuts the rest into the pattern's pieces, each followed by
+   byte 0xFF, and the byte-level engine (``fast_cpu.ByteBPEEngine.encode_pieces``) encodes
+   them with a vocabulary where the suffix is that byte: token ``"ab</w>"`` has the bytes
+   ``b"ab\\xff"``, the initial symbol of 0xFF is an extra id merged first with the byte before
+   it (rank 0, every other rank one higher), which gives BPE's initial word (the last
+   character with the suffix) before any of the model's merges.
+
+For the other alternatives of the pattern, ``ByteLevel``'s own regex (``use_regex``) leaves a
+piece whole: a letter run, a single digit, a contraction, or a run of characters neither
+space, letter nor digit (a GPT-2 contraction needs a letter after the apostrophe) is one
+GPT-2 piece too; ``tests/test_clip_engine.py`` holds that against the reference.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from . import config as C
+from .encoding import Encoding
+from .fast_cpu import (ByteBPEEngine, EngineSpec, MAX_IDS, NotServed, _added_token_lists, add_template,
+                       batch_of_singles, gathered, numba_threads, pack_probed, plan_threads, splice_rows, template_ids)
+
+CLIP_PATTERN = (r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]"
+                r"|[^\s\p{L}\p{N}]+")
+_LITERALS = (b"<|startoftext|>", b"<|endoftext|>")  # the pattern's literal alternatives
+_EOW = 0xFF
+
+
+def _check_config(cfg: C.TokenizerConfig) -> str:
+    """The suffix, or ``NotServed`` naming the first setting this engine does not serve."""
+    m = cfg.model
+    if not isinstance(m, C.BPE):
+        raise NotServed(f"model {type(m).__name__}")
+    if not m.end_of_word_suffix:
+        raise NotServed("BPE without end_of_word_suffix")
+    if m.byte_fallback or m.continuing_subword_prefix or m.ignore_merges:
+        raise NotServed("BPE with byte_fallback / continuing_subword_prefix / ignore_merges")
+    norm = cfg.normalizer
+    ok = (isinstance(norm, C.NormalizerSequence) and len(norm.normalizers) == 3
+          and isinstance(norm.normalizers[0], C.UnicodeNormalizer) and norm.normalizers[0].form == "NFC"
+          and isinstance(norm.normalizers[1], C.Replace) and norm.normalizers[1].pattern.kind == "Regex"
+          and norm.normalizers[1].pattern.value == r"\s+" and norm.normalizers[1].content == " "
+          and isinstance(norm.normalizers[2], C.Lowercase))
+    if not ok:
+        raise NotServed("normalizer other than Sequence[NFC, Replace(Regex '\\s+', ' '), Lowercase]")
+    pre = cfg.pre_tokenizer
+    ok = (isinstance(pre, C.PreTokenizerSequence) and len(pre.pretokenizers) == 2
+          and isinstance(pre.pretokenizers[0], C.Split) and isinstance(pre.pretokenizers[1], C.ByteLevel))
+    if ok:
+        split, bl = pre.pretokenizers
+        ok = (split.pattern.kind == "Regex" and split.pattern.value == CLIP_PATTERN and split.behavior == "Removed"
+              and split.invert and not bl.add_prefix_space)
+    if not ok:
+        raise NotServed("pre_tokenizer other than Sequence[Split(CLIP's pattern, Removed, invert), "
+                        "ByteLevel(add_prefix_space=false)]")
+    return m.end_of_word_suffix
+
+
+def lower_tables(cls: np.ndarray):
+    """``(low1, multi)`` of ``kernels.clip_cpu.lower_gaps`` from the measured lowercase
+    mappings; ``NotServed`` where a mapping would break what the engine relies on (white
+    space stays white space and nothing else becomes it; a mapping at most doubles the
+    bytes; ASCII lowercases as A-Z -> a-z)."""
+    from .cpu_ref.unicode_props import tables
+    from .kernels.pretok_cpu import C_WS
+
+    T = tables()
+    low1 = np.arange(0x110000, dtype=np.int32)
+    rows = []
+    items = [(c, s) for c, s in T.lower_1to1.items()] + [(ord(k), v) for k, v in T.lower_multi.items()]
+    for c, s in items:
+        n_in = len(chr(c).encode("utf-8"))
+        if len(s.encode("utf-8")) > 2 * n_in:
+            raise NotServed(f"Lowercase of U+{c:04X} more than doubles its bytes")
+        ws = [bool(cls[ord(x)] & C_WS) for x in s]
+        if any(ws) or bool(cls[c] & C_WS):
+            raise NotServed(f"Lowercase of U+{c:04X} touches white space")
+        if len(s) == 1:
+            low1[c] = ord(s)
+        else:
+            if len(s) > 3:
+                raise NotServed(f"Lowercase of U+{c:04X} gives more than three characters")
+            low1[c] = -1 - len(rows)
+            rows.append([len(s)] + [ord(x) for x in s] + [0] * (3 - len(s)))
+    ascii_low = np.arange(128, dtype=np.int32)
+    ascii_low[0x41:0x5B] += 32
+    if not (low1[:128] == ascii_low).all():
+        raise NotServed("Lowercase of ASCII other than A-Z -> a-z")
+    multi = np.array(rows, np.int32).reshape(-1, 4) if rows else np.zeros((1, 4), np.int32)
+    return low1, multi
+
+
+class CpuClipEngine:
+    """``device="cpu"`` ids for CLIP-style files (module docstring); ``encode_batch`` from
+    the reference path."""
+
+    def __init__(self, cfg: C.TokenizerConfig, ref):
+        from .cpu_ref.byte_level import BYTE_TO_CHAR, CHAR_TO_BYTE
+        from .kernels import engine_cpu as K
+        from .kernels.hash_table import build_merge_table
+        from .kernels.pretok_cpu import class_table
+
+        suffix = _check_config(cfg)
+        self.cfg = cfg
+        self.ref = ref
+        self.K = K
+        model = ref.model
+        vocab = model.vocab
+        size = max(vocab.values()) + 1
+        eow_id = size  # the 0xFF symbol: never a token of the output (always merged first)
+        if size + 1 > MAX_IDS:
+            raise NotServed(f"ids of {MAX_IDS} and beyond (the word caches keep 21-bit ids)")
+        init, last = [], []
+        for b in range(256):
+            ch = BYTE_TO_CHAR[b]
+            if ch not in vocab or ch + suffix not in vocab:
+                raise NotServed(f"the vocabulary lacks byte {b}'s character with or without the suffix")
+            init.append(vocab[ch])
+            last.append(vocab[ch + suffix])
+        init[_EOW] = eow_id  # 0xFF is never a byte of UTF-8 text
+        token_bytes: List[Optional[bytes]] = [None] * (size + 1)
+        for tok, i in vocab.items():
+            body = tok[:-len(suffix)] if tok.endswith(suffix) and len(tok) > len(suffix) else tok
+            try:
+                bs = bytes(CHAR_TO_BYTE[c] for c in body)
+            except KeyError:
+                continue  # not byte-level: BPE never produces it from bytes
+            token_bytes[i] = bs + b"\xff" if body is not tok else bs
+        token_bytes[eow_id] = b"\xff"
+        merges = {pair: (rank + 1, new) for pair, (rank, new) in model.merges.items()}
+        for b in range(256):
+            merges[(init[b], eow_id)] = (0, last[b])
+        raw, norm = _added_token_lists(ref)
+        if any(f for _c, _i, f in raw + norm):
+            raise NotServed("added tokens with single_word / lstrip / rstrip")
+        self.cls = class_table("onig")
+        if any(self.cls[ord(ch)] & 1 for c, _i, _f in norm for ch in c.decode("utf-8")):
+            raise NotServed("a normalized added token holding white space")
+        self.low1, self.multi = lower_tables(self.cls)
+        spec = EngineSpec(family="gpt2", dialect="onig",  # (never scanned: clip_scan cuts the pieces)
+                          init_ids=np.array(init, np.int32), token_bytes=token_bytes,
+                          merges=build_merge_table(merges), whole_first=False, raw_tokens=raw, norm_tokens=[],
+                          nfc=True)
+        self.engine = ByteBPEEngine(spec)
+        self.norm_engine = self.engine.with_added(norm) if norm else None  # its first trie: the normalized ones
+        self.literal_engine = self.engine.with_added([(c, 0, 0) for c in _LITERALS])
+        self.prefix, self.suffix = template_ids(cfg, ref)
+
+    # ------------------------------------------------------------------ ids
+    def _pieces(self, data: np.ndarray, offsets: np.ndarray, skip: np.ndarray, hint, threads: int,
+                parallel: bool):
+        """``(buf, starts, ends, special, doc)``: every item of the active documents in text
+        order (``special``: an added token's id, -1 a piece of ``buf``, -2 nothing: it parts
+        two pieces that are not back to back in ``buf``), ``doc`` its document; ``skip``
+        (set in place) gains the documents step 5 sends to the reference path. ``hint``:
+        ``pack_probed``'s, or None. Raw gap ``k`` is lowercased to ``low[2 * seg_s[k]:]``, so a
+        lowercased position ``L`` lies in the raw gap holding byte ``L // 2``. Memory: about
+        40 bytes per byte of text (``low``, ``buf``, and two ``int64`` slots per byte of ``low``)."""
+        from .kernels import clip_cpu
+
+        K = self.K
+        N = data.shape[0]
+        seg_s, seg_e, r_s, _r_e, r_id = self.engine._segments(data, offsets, skip, parallel, hint)
+        low = np.empty(2 * N + 1, np.uint8)
+        ls = np.empty(seg_s.shape[0], np.int64)
+        le = np.empty(seg_s.shape[0], np.int64)
+        with numba_threads(threads if parallel else 1):
+            clip_cpu.lower_gaps(data, seg_s, seg_e, self.low1, self.multi, low, ls, le)
+        if self.norm_engine is not None:
+            tkeys, tvals, term, first, flags, base = self.norm_engine._tries[0]
+            ls, le, n_s, _n_e, n_id = K.match_added(low, ls, le, tkeys, tvals, term, first, flags, base,
+                                                    self.engine.cls, np.zeros(0, np.uint8))
+        else:
+            n_s, n_id = np.zeros(0, np.int64), np.zeros(0, np.int32)
+        seg_doc = np.searchsorted(offsets, ls // 2, side="right") - 1  # (low position L: raw L // 2)
+        tkeys, tvals, term, first = self.literal_engine._tries[0][:4]
+        lit = K.any_match(low, ls, le, tkeys, tvals, term, first)
+        if lit.any():
+            skip[seg_doc[lit != 0]] = 1
+        S = ls.shape[0]
+        blocks = np.unique(np.searchsorted(ls, np.linspace(0, low.shape[0], 8 * threads + 1 if parallel else 2)))
+        blocks = np.unique(np.concatenate(([0], blocks.clip(0, S), [S]))).astype(np.int64)
+        n_sp = r_s.shape[0] + n_s.shape[0]
+        buf = np.empty(2 * low.shape[0] + n_sp, np.uint8)  # the added tokens' slots at the end
+        p_s = np.empty(low.shape[0], np.int64)
+        p_e = np.empty(low.shape[0], np.int64)
+        counts = np.zeros(S, np.int64)
+        bcounts = np.zeros(blocks.shape[0] - 1, np.int64)
+        with numba_threads(threads if parallel else 1):
+            clip_cpu.clip_scan(low, ls, le, blocks, self.cls, buf, p_s, p_e, counts, bcounts)
+        _f, idx = gathered(ls[blocks[:-1]], bcounts)
+        starts, ends = p_s[idx], p_e[idx]
+        doc = np.repeat(seg_doc, counts)
+        special = np.full(starts.shape[0], -1, np.int32)
+        if n_sp:  # the added tokens into text order, by keys: position L of the lowercased
+            # text (raw position p: low 2 * p, where its gap's lowercase starts) as 2 * L, a
+            # piece as 2 * (its segment's start) + its index there (fewer than the segment's bytes)
+            first = np.cumsum(counts) - counts
+            keys = 2 * np.repeat(ls, counts) + np.arange(starts.shape[0]) - np.repeat(first, counts)
+            keys = np.concatenate((keys, 2 * n_s, 4 * r_s))
+            slots = 2 * low.shape[0] + np.arange(n_sp, dtype=np.int64)  # where encode_pieces writes their ids
+            starts = np.concatenate((starts, slots))
+            ends = np.concatenate((ends, slots + 1))
+            special = np.concatenate((special, n_id, r_id))
+            doc = np.concatenate((doc, np.searchsorted(offsets, np.concatenate((n_s // 2, r_s)), side="right") - 1))
+            order = np.argsort(keys, kind="stable")
+            starts, ends, special, doc = starts[order], ends[order], special[order], doc[order]
+        keep = skip[doc] == 0
+        if not keep.all():
+            starts, ends, special, doc = starts[keep], ends[keep], special[keep], doc[keep]
+        # encode_pieces takes a run of pieces as back to back (each ends where the next
+        # starts): a -2 item (nothing) wherever two pieces in a row are not (between two
+        # blocks of clip_scan, or where a skipped document's pieces were taken out)
+        at = np.flatnonzero((special[1:] == -1) & (special[:-1] == -1) & (starts[1:] != ends[:-1])) + 1
+        if at.shape[0]:
+            starts, ends, doc = np.insert(starts, at, starts[at]), np.insert(ends, at, starts[at]), np.insert(doc, at, doc[at])
+            special = np.insert(special, at, -2)
+        return buf, starts, ends, special, doc
+
+    def _run(self, data: np.ndarray, offsets: np.ndarray, check_nfc: bool, num_threads: Optional[int],
+             hint: Optional[np.ndarray] = None):
+        """``(ids, row_splits, skip)`` of packed documents, without the post-processor; the
+        documents in ``skip`` (NFC would change them, when ``check_nfc``, or step 5) have
+        empty rows. ``hint``: ``pack_probed``'s (None: every document is searched)."""
+        n = offsets.shape[0] - 1
+        threads, parallel = plan_threads(num_threads, data.shape[0])
+        skip = (self.engine._nfc_changed(data, offsets, None, hint).astype(np.uint8) if check_nfc
+                else np.zeros(n, np.uint8))
+        buf, starts, ends, special, doc = self._pieces(data, offsets, skip, hint, threads, parallel)
+        ids, pts = self.engine.encode_pieces(buf, starts, ends, special, parallel, threads)
+        item_rs = np.zeros(n + 1, np.int64)
+        np.cumsum(np.bincount(doc, minlength=n), out=item_rs[1:])
+        return ids, pts[item_rs], skip
+
+    def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
+        from .cpu_ref.pipeline import check_text
+
+        texts = texts if isinstance(texts, list) else list(texts)
+        data, offsets, hint = pack_probed(texts, check_text, num_threads, self.engine.probe, self.engine.probe_pairs)
+        ids, rs, skip = self._run(data, offsets, True, num_threads, hint)
+        todo = np.flatnonzero(skip).tolist()
+        if todo:
+            ids, rs = splice_rows(ids, rs, self._skipped_rows(texts, todo, data, offsets, num_threads))
+        if add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0]):
+            ids, rs = add_template(self.K, ids, rs, self.prefix, self.suffix, num_threads)
+        return ids, rs
+
+    def _skipped_rows(self, texts, todo: List[int], data, offsets, num_threads: Optional[int]) -> dict:
+        """``{index: ids}`` of the skipped documents: their gaps NFC-normalized
+        (``ByteBPEEngine.nfc_normalize``) and run again, all together, else one by one; a
+        document that fails both (the raw tokens would match the normalized text
+        differently, or step 5) by the reference path."""
+        rows = {}
+        for group in ([todo] if len(todo) > 1 else []) + [[i] for i in todo]:
+            group = [i for i in group if i not in rows]
+            if not group:
+                continue
+            sub = np.zeros(len(group) + 1, np.int64)
+            np.cumsum(offsets[1:][group] - offsets[:-1][group], out=sub[1:])
+            norm = self.engine.nfc_normalize(np.concatenate([data[offsets[i]:offsets[i + 1]] for i in group]), sub)
+            if norm is None:
+                continue
+            ids, rs, skip = self._run(*norm, False, num_threads)
+            rows.update((i, ids[rs[k]:rs[k + 1]]) for k, i in enumerate(group) if not skip[k])
+        for i in todo:
+            if i not in rows:
+                rows[i] = self.ref.encode(texts[i], None, False, False).ids
+        return rows
+
+    # ------------------------------------------------------------ encodings
+    def encode_single_encodings(self, texts: List[str], type_id: int, num_threads: Optional[int]) -> List[Encoding]:
+        """The reference path's (this engine computes no offsets)."""
+        return [self.ref._encode_single(t, type_id) for t in texts]
+
+    def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
+        return batch_of_singles(self, inputs, add_special_tokens, num_threads)

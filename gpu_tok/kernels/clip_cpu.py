@@ -1,0 +1,211 @@
+"""Numba kernels of the CLIP-style engine (``gpu_tok/fast_clip.py``): lowercasing the gaps
+the raw added tokens leave, and cutting the lowercased text into the pieces of CLIP's
+split pattern, each followed by the end-of-word byte 0xFF.
+
+Array layouts
+-------------
+``lower_gaps(data, seg_s, seg_e, low1, multi, out, out_s, out_e)``
+    ``data: uint8[N]`` packed UTF-8; gap ``k`` is ``data[seg_s[k]:seg_e[k]]``. ``low1:
+    int32[0x110000]``: a code point's lowercase code point, or ``-1 - j`` when it lowercases
+    to several: row ``j`` of ``multi: int32[M, 4]`` (count, then up to three code points).
+    Writes gap ``k`` lowercased to ``out[2 * seg_s[k]:]`` (``out: uint8[2 * N]``; a
+    lowercase mapping at most doubles a character's bytes, ``fast_clip`` checks that when
+    it builds the tables) and sets ``out_s[k]``, ``out_e[k]``.
+``clip_scan(text, seg_s, seg_e, blocks, cls, out, p_s, p_e, counts, block_counts)``
+    Segment ``k`` is ``text[seg_s[k]:seg_e[k]]`` (in text order); ``cls: uint8[0x110000]``
+    the class bits of ``pretok_cpu.class_table("onig")``. The matches of
+    ``'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+`` (CLIP's pattern
+    without its two literal alternatives, which ``fast_clip`` keeps away from this
+    kernel), the white space between them dropped (``Split`` ``Removed``, ``invert``),
+    each piece's bytes then 0xFF. The segments ``blocks[r]..blocks[r + 1]`` are one block
+    (``prange``): its pieces are written back to back from ``out[2 * a]`` (``a``: the
+    block's first ``seg_s``; ``out: uint8[2 * len(text)]``, a piece has a byte at least),
+    and described from slot ``a`` on: piece ``j`` of the block is
+    ``out[p_s[a + j]:p_e[a + j]]`` (the 0xFF included; ``p_s``/``p_e: int64[len(text)]``);
+    ``counts[k]`` pieces of segment ``k``, ``block_counts[r]`` of block ``r``.
+
+0xFF never occurs in UTF-8, so a piece's bytes plus 0xFF are a key no text piece has: the
+byte-level engine runs on them unchanged, its byte 0xFF standing for the suffix.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from .hash_table import njit_cached, njit_noalloc
+from .hash_table import uidx as _U
+
+__all__ = ["lower_gaps", "clip_scan", "EOW"]
+
+EOW = 0xFF  # the end-of-word byte
+
+_WS = 1  # pretok_cpu.C_WS
+_L = 2  # pretok_cpu.C_L
+_N = 4  # pretok_cpu.C_N
+
+
+@njit_noalloc(inline="always")
+def _decode(data, i):
+    """``(code point, byte length)`` of the UTF-8 character at ``data[i]``."""
+    b = np.int64(data[_U(i)])
+    if b < 0x80:
+        return b, 1
+    if b < 0xE0:
+        return ((b & 0x1F) << 6) | (np.int64(data[_U(i + 1)]) & 0x3F), 2
+    if b < 0xF0:
+        return (((b & 0x0F) << 12) | ((np.int64(data[_U(i + 1)]) & 0x3F) << 6)
+                | (np.int64(data[_U(i + 2)]) & 0x3F)), 3
+    return ((((b & 0x07) << 18) | ((np.int64(data[_U(i + 1)]) & 0x3F) << 12)
+             | ((np.int64(data[_U(i + 2)]) & 0x3F) << 6) | (np.int64(data[_U(i + 3)]) & 0x3F)), 4)
+
+
+@njit_noalloc(inline="always")
+def _encode(out, o, c):
+    """Write code point ``c`` as UTF-8 at ``out[o]``; returns the new ``o``."""
+    if c < 0x80:
+        out[_U(o)] = np.uint8(c)
+        return o + 1
+    if c < 0x800:
+        out[_U(o)] = np.uint8(0xC0 | (c >> 6))
+        out[_U(o + 1)] = np.uint8(0x80 | (c & 0x3F))
+        return o + 2
+    if c < 0x10000:
+        out[_U(o)] = np.uint8(0xE0 | (c >> 12))
+        out[_U(o + 1)] = np.uint8(0x80 | ((c >> 6) & 0x3F))
+        out[_U(o + 2)] = np.uint8(0x80 | (c & 0x3F))
+        return o + 3
+    out[_U(o)] = np.uint8(0xF0 | (c >> 18))
+    out[_U(o + 1)] = np.uint8(0x80 | ((c >> 12) & 0x3F))
+    out[_U(o + 2)] = np.uint8(0x80 | ((c >> 6) & 0x3F))
+    out[_U(o + 3)] = np.uint8(0x80 | (c & 0x3F))
+    return o + 4
+
+
+@njit_noalloc
+def _lower_gap(data, a, b, low1, multi, out, o):
+    i = a
+    while i < b:
+        x = data[_U(i)]
+        if x < 0x80:  # ASCII: A-Z -> a-z (low1 agrees: fast_clip checks it)
+            out[_U(o)] = x + np.uint8(32) if 0x41 <= x <= 0x5A else x
+            o += 1
+            i += 1
+            continue
+        c, n = _decode(data, i)
+        m = np.int64(low1[_U(c)])
+        if m >= 0:
+            if m == c:
+                for k in range(n):
+                    out[_U(o + k)] = data[_U(i + k)]
+                o += n
+            else:
+                o = _encode(out, o, m)
+        else:
+            j = -1 - m
+            for k in range(multi[_U(j), 0]):
+                o = _encode(out, o, np.int64(multi[_U(j), _U(k + 1)]))
+        i += n
+    return o
+
+
+@njit_cached(parallel=True)
+def lower_gaps(data, seg_s, seg_e, low1, multi, out, out_s, out_e):
+    for k in prange(seg_s.shape[0]):
+        o = 2 * seg_s[k]
+        out_s[k] = o
+        out_e[k] = _lower_gap(data, seg_s[k], seg_e[k], low1, multi, out, o)
+
+
+@njit_noalloc(inline="always")
+def _cls_at(text, i, e, cls):
+    """Class bits and byte length of the character at ``i`` (``0, 0`` at ``e``)."""
+    if i >= e:
+        return np.int64(0), np.int64(0)
+    x = text[_U(i)]
+    if x < 0x80:
+        return np.int64(cls[_U(x)]), np.int64(1)
+    c, n = _decode(text, i)
+    return np.int64(cls[_U(c)]), np.int64(n)
+
+
+@njit_noalloc(inline="always")
+def _run_end(text, j, e, cls, want, stop):
+    """End of the run from ``j`` of characters whose class bits meet ``want`` (``stop`` 0)
+    or miss ``stop`` (``want`` 0)."""
+    while j < e:
+        x = text[_U(j)]
+        if x < 0x80:
+            k = np.int64(cls[_U(x)])
+            n = 1
+        else:
+            c, n = _decode(text, j)
+            k = np.int64(cls[_U(c)])
+        if want != 0:
+            if not (k & want):
+                break
+        elif k & stop:
+            break
+        j += n
+    return j
+
+
+@njit_noalloc
+def _contraction(text, i, e):
+    """Bytes of the contraction (``'s 't 're 've 'm 'll 'd``, case-sensitive) at ``i``, or 0."""
+    if text[_U(i)] != 0x27 or i + 1 >= e:
+        return 0
+    x = text[_U(i + 1)]
+    if x == 0x73 or x == 0x74 or x == 0x6D or x == 0x64:  # s t m d
+        return 2
+    if i + 2 < e:
+        y = text[_U(i + 2)]
+        if (x == 0x72 or x == 0x76) and y == 0x65:  # re ve
+            return 3
+        if x == 0x6C and y == 0x6C:  # ll
+            return 3
+    return 0
+
+
+@njit_noalloc
+def _scan_seg(text, a, b, cls, out, o, p_s, p_e, np_):
+    i = a
+    while i < b:
+        k, n = _cls_at(text, i, b, cls)
+        if k & _WS:  # white space: dropped
+            i += n
+            continue
+        j = i + _contraction(text, i, b)
+        if j == i:
+            if k & _L:  # [\p{L}]+
+                j = _run_end(text, i + n, b, cls, _L, 0)
+            elif k & _N:  # [\p{N}]: one character
+                j = i + n
+            else:  # [^\s\p{L}\p{N}]+
+                j = _run_end(text, i + n, b, cls, 0, _WS | _L | _N)
+        p_s[_U(np_)] = o
+        for q in range(i, j):
+            out[_U(o)] = text[_U(q)]
+            o += 1
+        out[_U(o)] = np.uint8(0xFF)
+        o += 1
+        p_e[_U(np_)] = o
+        np_ += 1
+        i = j
+    return np_
+
+
+@njit_cached(parallel=True)
+def clip_scan(text, seg_s, seg_e, blocks, cls, out, p_s, p_e, counts, block_counts):
+    for r in prange(blocks.shape[0] - 1):
+        k0 = blocks[r]
+        a = seg_s[k0] if k0 < seg_s.shape[0] else 0
+        np_ = a
+        o = 2 * a
+        for k in range(k0, blocks[r + 1]):
+            m = _scan_seg(text, seg_s[k], seg_e[k], cls, out, o, p_s, p_e, np_)
+            counts[k] = m - np_
+            if m > np_:
+                o = p_e[m - 1]
+            np_ = m
+        block_counts[r] = np_ - a

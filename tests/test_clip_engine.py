@@ -1,0 +1,213 @@
+"""The CLIP engine (``gpu_tok/fast_clip.py``, decision 0033): byte-level BPE with an
+end-of-word suffix behind CLIP's lowercasing normalizer and split pattern, ids on
+``device="cpu"``.
+
+* every golden record of clip-vit-base-patch32 (both flags), the million-character lines included;
+* random text built from the characters that matter here (contractions, case, the special
+  tokens in other cases, white space of every kind, combining marks, letters that lowercase
+  to two characters) against the pinned reference, live, on one and two threads;
+* the parallel plan equals the serial one; NFC-changed documents; a ``use_regex=false``
+  variant (the literal alternatives then matter); settings it does not serve are named.
+"""
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+import gpu_tok
+from gpu_tok import fast_cpu
+from _oracle_io import diff_field, is_long
+from _paths import model_path
+from _samples import bench_texts, golden_records
+
+FAMILY = "clip-vit-base-patch32"
+_TOK = {}
+
+
+def tok() -> gpu_tok.Tokenizer:
+    if "t" not in _TOK:
+        _TOK["t"] = gpu_tok.Tokenizer.from_file(str(model_path(FAMILY)))
+    return _TOK["t"]
+
+
+def hf_tok(d=None):
+    tokenizers = pytest.importorskip("tokenizers")
+    if d is None:
+        return tokenizers.Tokenizer.from_file(str(model_path(FAMILY)))
+    return tokenizers.Tokenizer.from_str(json.dumps(d))
+
+
+def rows(batch):
+    return [batch.ids[a:b].tolist() for a, b in zip(batch.row_splits[:-1], batch.row_splits[1:])]
+
+
+_ATOMS = ["'", "s", "t", "re", "ve", "m", "ll", "d", "S", "T", "RE", "VE", "LL", "D", "'S", "\u2019",
+          " ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u3000", "\u2028", "\x1c", "\x85", "\x0b",
+          "<|startoftext|>", "<|endoftext|>", "<|STARTOFTEXT|>", "<|EndOfText|>", "<|", "|>", "<", "|", ">",
+          "endoftext", "</w>", "İ", "I", "ı", "Σ", "ς", "ẞ", "Ω", "K", "Å", "ǅ", "\u0301", "\u0307", "e", "a",
+          "a\u0301", "A\u030a", "\u1100\u1161", "1", "½", "٣", "Ⅻ", "①", "!", "?", "..", "—", "€", "😀",
+          "👍🏽", "\u200d", "\ufe0f", "日", "ー", "ゝ", "ﬁ", "ſ", "\x00"]
+
+
+def random_texts(seed: int, n: int):
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        k = rng.randint(0, 12)
+        if rng.random() < 0.3:
+            cps = [rng.choice([rng.randint(32, 0x2FF), rng.randint(0x300, 0x36F), rng.randint(0x370, 0x1FFF),
+                               rng.randint(0x2000, 0x2FFF), rng.randint(0x3000, 0xD7FF),
+                               rng.randint(0xE000, 0x10FFFF)]) for _ in range(k)]
+            out.append("".join(map(chr, cps)))
+        else:
+            out.append("".join(rng.choice(_ATOMS) for _ in range(k)))
+    return out
+
+
+def test_engine_serves():
+    from gpu_tok.fast_clip import CpuClipEngine
+
+    t = tok()
+    assert t.cpu_engine_reason is None
+    assert isinstance(t._cpu_engine(), CpuClipEngine)
+
+
+@pytest.mark.parametrize("change, named", [
+    (lambda d: d["normalizer"]["normalizers"].pop(), "normalizer"),
+    (lambda d: d["pre_tokenizer"]["pretokenizers"][0]["pattern"].update(Regex=r"[\p{L}]+|[\p{N}]"), "pre_tokenizer"),
+    (lambda d: d["model"].update(ignore_merges=True), "ignore_merges"),
+    (lambda d: d["added_tokens"][0].update(lstrip=True), "lstrip"),
+])
+def test_declines_by_name(change, named):
+    """A setting the engine does not reproduce is named in the reason, and device="cpu"
+    then runs the reference path (equal to the reference)."""
+    d = json.loads(model_path(FAMILY).read_text(encoding="utf-8"))
+    change(d)
+    t = gpu_tok.Tokenizer.from_str(json.dumps(d))
+    assert t.cpu_engine_reason is not None and named in t.cpu_engine_reason
+    texts = ["Hello World", "it's <|endoftext|> X", ""]
+    assert t.encode_batch_ids(texts, device="cpu").to_list() == [e.ids for e in hf_tok(d).encode_batch(texts)]
+
+
+def test_oracle_ids():
+    """Every golden record, one batch per flag: encode_batch_ids on device="cpu" (the long
+    records' ids by digest)."""
+    records = golden_records(FAMILY)
+    t = tok()
+    problems = []
+    for flag in (False, True):
+        recs = [(r, x) for r, x in records if r["add_special_tokens"] == flag]
+        got = t.encode_batch_ids([x for _r, x in recs], add_special_tokens=flag, device="cpu").to_list()
+        for (rec, text), row in zip(recs, got):
+            msg = diff_field("ids", rec["ids"], row, None if is_long(rec) else text)
+            if msg:
+                problems.append(f"record #{rec['i']} flag={flag}: {msg[:300]}")
+    assert not problems, f"{len(problems)} of {len(records)} records differ:\n" + "\n".join(problems[:5])
+    assert len(records) > 100 and any(is_long(r) for r, _x in records)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_text_equals_reference(seed):
+    texts = random_texts(seed, 4000)
+    big = "".join(texts)
+    texts += [big, big.upper(), "".join(t for t in texts[:500] if "\u0301" not in t and "\u030a" not in t)]
+    want = [e.ids for e in hf_tok().encode_batch(texts)]
+    for threads in (1, 2):
+        got = tok().encode_batch_ids(texts, device="cpu", num_threads=threads).to_list()
+        bad = [i for i in range(len(texts)) if got[i] != want[i]]
+        assert not bad, f"threads={threads}: {len(bad)} differ, first {texts[bad[0]][:200]!r}"
+
+
+def test_parallel_equals_serial_and_reference(monkeypatch):
+    texts = bench_texts(60_000)
+    texts = texts + [" ".join(texts).replace("\n", " ")[:200_000], "", "x", "<|endoftext|>" * 3]
+    t = tok()
+    want = t.encode_batch_ids(texts, add_special_tokens=False, device="ref").to_list()
+    serial = t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list()
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    par = t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=2).to_list()
+    assert serial == want
+    assert par == want
+
+
+def test_nfc_documents():
+    """Documents NFC changes are normalized gap by gap and run again; where a raw token
+    would match the normalized text differently, the reference path."""
+    from gpu_tok.cpu_ref.pipeline import check_text
+
+    texts = ["Cafe\u0301 A\u030angstro\u0308m", "e\u0301<|endoftext|>\u0301X", "<|endoftext|>\u0338",
+             "\u1100\u1161\u11a8 DON'T", "plain text", "x>\u0338<|endoftext|>", "<|endoftext|>\u0301"]
+    eng = tok()._cpu_engine()
+    data, offsets = fast_cpu.pack(texts, check_text)
+    # set aside: the decomposed letters, and ">" + U+0338 (NFC: U+226F), even where the ">"
+    # ends a raw token: the reference normalizes the gap after the token alone (unchanged)
+    assert eng._run(data, offsets, True, 1)[2].tolist() == [1, 1, 1, 1, 0, 1, 0]
+    got = tok().encode_batch_ids(texts, device="cpu").to_list()
+    assert got == [e.ids for e in hf_tok().encode_batch(texts)]
+
+
+def test_use_regex_false_variant():
+    """With ``ByteLevel(use_regex=false)`` the pattern's pieces are the words: a literal
+    alternative formed by lowercasing ("<|ENDOFTEXT|>") is one piece, which the engine
+    leaves to the reference path."""
+    d = json.loads(model_path(FAMILY).read_text(encoding="utf-8"))
+    d["pre_tokenizer"]["pretokenizers"][1]["use_regex"] = False
+    t = gpu_tok.Tokenizer.from_str(json.dumps(d))
+    assert t.cpu_engine_reason is None
+    texts = ["<|ENDOFTEXT|>", "a <|EndOfText|>b", "<|STARTOFTEXT|>", "x<|endoftext|>y"] + random_texts(3, 1500)
+    want = [e.ids for e in hf_tok(d).encode_batch(texts)]
+    assert t.encode_batch_ids(texts, device="cpu").to_list() == want
+    assert want[0] != [e.ids for e in hf_tok().encode_batch(texts[:1])][0]  # the variant differs there
+
+
+def test_encode_batch_and_auto_device():
+    """``encode_batch`` (offsets: the reference path) and ``device="auto"`` (the CPU engine
+    here) give the reference's results."""
+    texts = ["A photo of a CAT.", "it's <|endoftext|>", ""]
+    hf = hf_tok().encode_batch(texts)
+    encs = tok().encode_batch(texts, device="cpu")
+    assert [(e.ids, e.offsets, e.tokens) for e in encs] == [(e.ids, e.offsets, e.tokens) for e in hf]
+    assert tok().encode_batch_ids(texts, device="auto").to_list() == [e.ids for e in hf]
+
+
+def test_eow_symbol_never_output():
+    """The extra 0xFF symbol (id = vocabulary size) is merged first in every piece, so it
+    never reaches the output; a one-byte piece becomes the byte's suffixed token."""
+    t = tok()
+    eng = t._cpu_engine()
+    size = max(eng.ref.model.vocab.values()) + 1
+    b = t.encode_batch_ids(random_texts(4, 2000), device="cpu")
+    assert b.ids.shape[0] > 0 and int(np.max(b.ids)) < size
+    assert t.encode_batch_ids(["a"], add_special_tokens=False, device="cpu").to_list() == [[eng.ref.model.vocab["a</w>"]]]
+
+
+def test_added_tokens_in_the_engine():
+    """Raw tokens (matched on the raw text) and normalized ones (on the lowercased gaps)
+    are taken by the engine itself, not the reference path, in the file and in a variant
+    with a normalized token that is none of the pattern's literals."""
+    from gpu_tok.cpu_ref.pipeline import check_text
+
+    d = json.loads(model_path(FAMILY).read_text(encoding="utf-8"))
+    d["added_tokens"].append({"id": 49408, "content": "<Foo>", "single_word": False, "lstrip": False,
+                              "rstrip": False, "normalized": True, "special": False})
+    variant = gpu_tok.Tokenizer.from_str(json.dumps(d))
+    texts = ["<|STARTOFTEXT|>x <|endoftext|> Y", "a<|startoftext|>b<|endoftext|>c", "<|StartOfText|>",
+             "<FOO>bar <foo> <Foo>", "x<fOo>y", "İ<|endoftext|>İ"]
+    for t, hf in ((tok(), hf_tok()), (variant, hf_tok(d))):
+        eng = t._cpu_engine()
+        data, offsets = fast_cpu.pack(texts, check_text)
+        assert eng._run(data, offsets, True, 1)[2].tolist() == [0] * len(texts)
+        assert t.encode_batch_ids(texts, device="cpu").to_list() == [e.ids for e in hf.encode_batch(texts)]
+    assert 49408 in variant.encode_batch_ids(texts[3:4], device="cpu").ids.tolist()
+
+
+def test_documents_around_a_skipped_one():
+    """A document step 5 sends to the reference path, between two the engine encodes: its
+    pieces are taken out, and the pieces before and after it are not run together."""
+    texts = ["one two <|", "<|ENDOFTEXT|> x", "three", "<|EndOfText|>", "four five"]
+    for threads in (1, 2):
+        got = tok().encode_batch_ids(texts, device="cpu", num_threads=threads).to_list()
+        assert got == [e.ids for e in hf_tok().encode_batch(texts)]
