@@ -11,7 +11,8 @@ Served exactly (anything else is ``NotServed``, naming it):
   in the vocabulary;
 * added tokens without ``single_word`` / ``lstrip`` / ``rstrip``.
 
-How (ids only: ``encode_batch`` with offsets stays on the reference path):
+How (``encode_batch`` from the same steps, recording where each byte came from:
+``encode_single_encodings``):
 
 1. documents NFC would change are set aside (``ByteBPEEngine._nfc_changed``), their gaps
    NFC-normalized (``ByteBPEEngine.nfc_normalize``, as the byte-level engine's) and run
@@ -46,7 +47,7 @@ import numpy as np
 
 from . import config as C
 from .encoding import Encoding
-from .fast_cpu import (ByteBPEEngine, EngineSpec, MAX_IDS, NotServed, _added_token_lists, add_template,
+from .fast_cpu import (ByteBPEEngine, EngineSpec, MAX_IDS, NotServed, _added_token_lists, add_template, assemble,
                        batch_of_singles, gathered, numba_threads, pack_probed, plan_threads, splice_rows, template_ids)
 
 CLIP_PATTERN = (r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]"
@@ -120,8 +121,7 @@ def lower_tables(cls: np.ndarray):
 
 
 class CpuClipEngine:
-    """``device="cpu"`` ids for CLIP-style files (module docstring); ``encode_batch`` from
-    the reference path."""
+    """``device="cpu"`` for CLIP-style files (module docstring): ids, and ``encode_batch``."""
 
     def __init__(self, cfg: C.TokenizerConfig, ref):
         from .cpu_ref.byte_level import BYTE_TO_CHAR, CHAR_TO_BYTE
@@ -177,30 +177,35 @@ class CpuClipEngine:
 
     # ------------------------------------------------------------------ ids
     def _pieces(self, data: np.ndarray, offsets: np.ndarray, skip: np.ndarray, hint, threads: int,
-                parallel: bool):
+                parallel: bool, record: bool = False):
         """``(buf, starts, ends, special, doc)``: every item of the active documents in text
         order (``special``: an added token's id, -1 a piece of ``buf``, -2 nothing: it parts
         two pieces that are not back to back in ``buf``), ``doc`` its document; ``skip``
         (set in place) gains the documents step 5 sends to the reference path. ``hint``:
         ``pack_probed``'s, or None. Raw gap ``k`` is lowercased to ``low[2 * seg_s[k]:]``, so a
         lowercased position ``L`` lies in the raw gap holding byte ``L // 2``. Memory: about
-        40 bytes per byte of text (``low``, ``buf``, and two ``int64`` slots per byte of ``low``)."""
+        40 bytes per byte of text (``low``, ``buf``, and two ``int64`` slots per byte of ``low``).
+        ``record``: also ``(src, src_e, sp_s, sp_e, orig, low)``, per item where a piece
+        starts in ``low``, where a normalized added token is in ``low`` (``src:src_e``; -1
+        for a raw one), where an added token is in ``data`` (``sp_s:sp_e``), and for each
+        byte of ``low`` the ``data`` position of its character."""
         from .kernels import clip_cpu
 
         K = self.K
         N = data.shape[0]
-        seg_s, seg_e, r_s, _r_e, r_id = self.engine._segments(data, offsets, skip, parallel, hint)
+        seg_s, seg_e, r_s, r_e, r_id = self.engine._segments(data, offsets, skip, parallel, hint)
         low = np.empty(2 * N + 1, np.uint8)
         ls = np.empty(seg_s.shape[0], np.int64)
         le = np.empty(seg_s.shape[0], np.int64)
+        orig = np.empty(low.shape[0] if record else 0, np.int64)
         with numba_threads(threads if parallel else 1):
-            clip_cpu.lower_gaps(data, seg_s, seg_e, self.low1, self.multi, low, ls, le)
+            clip_cpu.lower_gaps(data, seg_s, seg_e, self.low1, self.multi, low, ls, le, orig)
         if self.norm_engine is not None:
             tkeys, tvals, term, first, flags, base = self.norm_engine._tries[0]
-            ls, le, n_s, _n_e, n_id = K.match_added(low, ls, le, tkeys, tvals, term, first, flags, base,
+            ls, le, n_s, n_e, n_id = K.match_added(low, ls, le, tkeys, tvals, term, first, flags, base,
                                                     self.engine.cls, np.zeros(0, np.uint8))
         else:
-            n_s, n_id = np.zeros(0, np.int64), np.zeros(0, np.int32)
+            n_s, n_e, n_id = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32)
         seg_doc = np.searchsorted(offsets, ls // 2, side="right") - 1  # (low position L: raw L // 2)
         tkeys, tvals, term, first = self.literal_engine._tries[0][:4]
         lit = K.any_match(low, ls, le, tkeys, tvals, term, first)
@@ -213,12 +218,16 @@ class CpuClipEngine:
         buf = np.empty(2 * low.shape[0] + n_sp, np.uint8)  # the added tokens' slots at the end
         p_s = np.empty(low.shape[0], np.int64)
         p_e = np.empty(low.shape[0], np.int64)
+        p_l = np.empty(low.shape[0] if record else 0, np.int64)
         counts = np.zeros(S, np.int64)
         bcounts = np.zeros(blocks.shape[0] - 1, np.int64)
         with numba_threads(threads if parallel else 1):
-            clip_cpu.clip_scan(low, ls, le, blocks, self.cls, buf, p_s, p_e, counts, bcounts)
+            clip_cpu.clip_scan(low, ls, le, blocks, self.cls, buf, p_s, p_e, p_l, counts, bcounts)
         _f, idx = gathered(ls[blocks[:-1]], bcounts)
         starts, ends = p_s[idx], p_e[idx]
+        if record:
+            src = p_l[idx]
+            src_e = sp_s = sp_e = np.zeros(starts.shape[0], np.int64)
         doc = np.repeat(seg_doc, counts)
         special = np.full(starts.shape[0], -1, np.int32)
         if n_sp:  # the added tokens into text order, by keys: position L of the lowercased
@@ -234,9 +243,18 @@ class CpuClipEngine:
             doc = np.concatenate((doc, np.searchsorted(offsets, np.concatenate((n_s // 2, r_s)), side="right") - 1))
             order = np.argsort(keys, kind="stable")
             starts, ends, special, doc = starts[order], ends[order], special[order], doc[order]
+            if record:
+                n_raw_s = orig[n_s] if n_s.shape[0] else n_s
+                n_raw_e = orig[n_e - 1] + 1 if n_s.shape[0] else n_s  # (the last character's first byte + 1)
+                src = np.concatenate((src, n_s, np.full(r_s.shape[0], -1, np.int64)))[order]
+                src_e = np.concatenate((src_e, n_e, np.full(r_s.shape[0], -1, np.int64)))[order]
+                sp_s = np.concatenate((sp_s, n_raw_s, r_s))[order]
+                sp_e = np.concatenate((sp_e, n_raw_e, r_e))[order]
         keep = skip[doc] == 0
         if not keep.all():
             starts, ends, special, doc = starts[keep], ends[keep], special[keep], doc[keep]
+            if record:
+                src, src_e, sp_s, sp_e = src[keep], src_e[keep], sp_s[keep], sp_e[keep]
         # encode_pieces takes a run of pieces as back to back (each ends where the next
         # starts): a -2 item (nothing) wherever two pieces in a row are not (between two
         # blocks of clip_scan, or where a skipped document's pieces were taken out)
@@ -244,6 +262,11 @@ class CpuClipEngine:
         if at.shape[0]:
             starts, ends, doc = np.insert(starts, at, starts[at]), np.insert(ends, at, starts[at]), np.insert(doc, at, doc[at])
             special = np.insert(special, at, -2)
+            if record:
+                src, src_e = np.insert(src, at, -1), np.insert(src_e, at, -1)
+                sp_s, sp_e = np.insert(sp_s, at, 0), np.insert(sp_e, at, 0)
+        if record:
+            return buf, starts, ends, special, doc, (src, src_e, sp_s, sp_e, orig, low)
         return buf, starts, ends, special, doc
 
     def _run(self, data: np.ndarray, offsets: np.ndarray, check_nfc: bool, num_threads: Optional[int],
@@ -297,9 +320,63 @@ class CpuClipEngine:
         return rows
 
     # ------------------------------------------------------------ encodings
+    def _tokens_of(self) -> np.ndarray:
+        """The model's token strings by id (an object array)."""
+        if getattr(self, "_vocab_r", None) is None:
+            vr = self.ref.model.vocab_r
+            arr = np.empty(max(vr) + 2, dtype=object)
+            arr[:max(vr) + 1] = [vr.get(i) for i in range(max(vr) + 1)]
+            self._vocab_r = arr
+        return self._vocab_r
+
     def encode_single_encodings(self, texts: List[str], type_id: int, num_threads: Optional[int]) -> List[Encoding]:
-        """The reference path's (this engine computes no offsets)."""
-        return [self.ref._encode_single(t, type_id) for t in texts]
+        """Per text, the ``Encoding`` before post-processing (the reference's
+        ``_encode_single``): a token's offsets are the characters of the text its bytes came
+        from (``orig`` of ``_pieces``: the lowercased byte's source character; a byte of a
+        character the byte-level tokens split reports the whole character, decision 0004),
+        its word the item's index in the document (pieces and added tokens); documents NFC
+        would change, and those of step 5, from the reference path."""
+        from .cpu_ref.pipeline import check_text
+
+        texts = texts if isinstance(texts, list) else list(texts)
+        data, offsets, hint = pack_probed(texts, check_text, num_threads, self.engine.probe, self.engine.probe_pairs)
+        n = len(texts)
+        threads, parallel = plan_threads(num_threads, data.shape[0])
+        skip = self.engine._nfc_changed(data, offsets, None, hint).astype(np.uint8)
+        buf, starts, ends, special, doc, (src, src_e, sp_s, sp_e, orig, low) = self._pieces(
+            data, offsets, skip, hint, threads, parallel, record=True)
+        ids, pts = self.engine.encode_pieces(buf, starts, ends, special, parallel, threads)
+        P = starts.shape[0]
+        counts = np.diff(pts)
+        item = np.repeat(np.arange(P, dtype=np.int64), counts)
+        is_sp = special[item] >= 0 if P else np.zeros(0, bool)
+        lens = self.engine.tok_len[np.where(is_sp, 0, ids)]  # a model token's bytes (0xFF included)
+        excl = np.cumsum(lens) - lens
+        q0 = excl - excl[pts[item]] if P else np.zeros(0, np.int64)  # where it starts in its piece
+        plen = (ends - starts - 1)[item]  # the piece's bytes in low (without its 0xFF)
+        lo = src[item]
+        a_low = lo + q0
+        b_low = lo + np.minimum(q0 + lens, plen)  # (the 0xFF byte belongs to the last token)
+        a_raw = np.where(is_sp, sp_s[item], orig[np.where(is_sp, 0, a_low)] if orig.shape[0] else a_low)
+        e_raw = np.where(is_sp, sp_e[item], (orig[np.where(is_sp, 0, b_low - 1)] + 1) if orig.shape[0] else b_low)
+        lead = (data & 0xC0) != 0x80
+        cidx = np.zeros(data.shape[0] + 1, np.int64)
+        np.cumsum(lead, out=cidx[1:])
+        base = cidx[offsets[:-1]][doc[item]] if P else np.zeros(0, np.int64)
+        c_start = cidx[a_raw + 1] - 1 - base  # the character of byte b: cidx[b + 1] - 1
+        c_end = cidx[e_raw] - base  # (e_raw - 1: a byte of the last character)
+        first_item = np.zeros(n + 1, np.int64)
+        np.cumsum(np.bincount(doc, minlength=n), out=first_item[1:])
+        before = np.cumsum(special != -2) - (special != -2)  # items before, the -2 ones not counted
+        word = before[item] - before[first_item[doc[item]]] if P else np.zeros(0, np.int64)
+        rs = pts[first_item]
+        toks = self._tokens_of()[np.where(is_sp, 0, ids)]
+        for k in np.flatnonzero(is_sp).tolist():  # an added token: the text it matched (a
+            it = item[k]  # normalized one: in the normalized text)
+            text = data[sp_s[it]:sp_e[it]] if src[it] < 0 else low[src[it]:src_e[it]]
+            toks[k] = text.tobytes().decode("utf-8")
+        skipped = np.flatnonzero(skip).tolist()
+        return assemble(self.ref, texts, type_id, rs, ids, toks, c_start, c_end, word, skipped, is_sp)
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
         return batch_of_singles(self, inputs, add_special_tokens, num_threads)

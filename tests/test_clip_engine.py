@@ -2,7 +2,8 @@
 end-of-word suffix behind CLIP's lowercasing normalizer and split pattern, ids on
 ``device="cpu"``.
 
-* every golden record of clip-vit-base-patch32 (both flags), the million-character lines included;
+* (every golden record of clip-vit-base-patch32, ids and ``encode_batch`` fields: in
+  ``tests/test_cpu_engine.py``, which lists the family among the served ones);
 * random text built from the characters that matter here (contractions, case, the special
   tokens in other cases, white space of every kind, combining marks, letters that lowercase
   to two characters) against the pinned reference, live, on one and two threads;
@@ -19,9 +20,8 @@ import pytest
 
 import gpu_tok
 from gpu_tok import fast_cpu
-from _oracle_io import diff_field, is_long
 from _paths import model_path
-from _samples import bench_texts, golden_records
+from _samples import bench_texts
 
 FAMILY = "clip-vit-base-patch32"
 _TOK = {}
@@ -92,23 +92,6 @@ def test_declines_by_name(change, named):
     assert t.encode_batch_ids(texts, device="cpu").to_list() == [e.ids for e in hf_tok(d).encode_batch(texts)]
 
 
-def test_oracle_ids():
-    """Every golden record, one batch per flag: encode_batch_ids on device="cpu" (the long
-    records' ids by digest)."""
-    records = golden_records(FAMILY)
-    t = tok()
-    problems = []
-    for flag in (False, True):
-        recs = [(r, x) for r, x in records if r["add_special_tokens"] == flag]
-        got = t.encode_batch_ids([x for _r, x in recs], add_special_tokens=flag, device="cpu").to_list()
-        for (rec, text), row in zip(recs, got):
-            msg = diff_field("ids", rec["ids"], row, None if is_long(rec) else text)
-            if msg:
-                problems.append(f"record #{rec['i']} flag={flag}: {msg[:300]}")
-    assert not problems, f"{len(problems)} of {len(records)} records differ:\n" + "\n".join(problems[:5])
-    assert len(records) > 100 and any(is_long(r) for r, _x in records)
-
-
 @pytest.mark.parametrize("seed", [1, 2])
 def test_random_text_equals_reference(seed):
     texts = random_texts(seed, 4000)
@@ -163,14 +146,25 @@ def test_use_regex_false_variant():
     assert want[0] != [e.ids for e in hf_tok().encode_batch(texts[:1])][0]  # the variant differs there
 
 
-def test_encode_batch_and_auto_device():
-    """``encode_batch`` (offsets: the reference path) and ``device="auto"`` (the CPU engine
-    here) give the reference's results."""
-    texts = ["A photo of a CAT.", "it's <|endoftext|>", ""]
-    hf = hf_tok().encode_batch(texts)
-    encs = tok().encode_batch(texts, device="cpu")
-    assert [(e.ids, e.offsets, e.tokens) for e in encs] == [(e.ids, e.offsets, e.tokens) for e in hf]
-    assert tok().encode_batch_ids(texts, device="auto").to_list() == [e.ids for e in hf]
+_FIELDS = ("ids", "tokens", "offsets", "word_ids", "type_ids", "special_tokens_mask", "attention_mask")
+
+
+@pytest.mark.parametrize("seed", [3])
+def test_encode_batch_fields_equal_reference(seed):
+    """Every ``encode_batch`` field (offsets through the lowercasing: U+0130 gives two
+    characters, both with its span; byte-level tokens that split a character), both flags,
+    one and two threads; ``device="auto"`` (the CPU engine here) gives the same ids."""
+    texts = random_texts(seed, 3000)
+    texts += ["İK Hello  World", "ΩΣ<|endoftext|>it's <|STARTOFTEXT|>x", "a😀b", "  x  ", "".join(texts[:400])]
+    for flag in (True, False):
+        want = [[getattr(e, f) for f in _FIELDS] for e in hf_tok().encode_batch(texts, add_special_tokens=flag)]
+        for threads in (1, 2):
+            encs = tok().encode_batch(texts, add_special_tokens=flag, device="cpu", num_threads=threads)
+            got = [[getattr(e, f) for f in _FIELDS] for e in encs]
+            bad = [i for i in range(len(texts)) if got[i] != want[i]]
+            assert not bad, f"flag={flag} threads={threads}: {len(bad)} differ, first {texts[bad[0]][:100]!r}"
+    assert (tok().encode_batch_ids(texts, device="auto").to_list()
+            == [e.ids for e in hf_tok().encode_batch(texts)])
 
 
 def test_eow_symbol_never_output():
@@ -211,3 +205,26 @@ def test_documents_around_a_skipped_one():
     for threads in (1, 2):
         got = tok().encode_batch_ids(texts, device="cpu", num_threads=threads).to_list()
         assert got == [e.ids for e in hf_tok().encode_batch(texts)]
+
+
+@pytest.mark.parametrize("setup", ["truncate77_pad", "truncate5_left_stride_pad"])
+def test_truncation_and_padding(setup):
+    """CLIP's usual call (truncation to 77, padding): single texts from the engine's
+    encodings cut by the early stop (``fast_cpu.truncated_singles``), pairs from the
+    reference path; every field and the overflowing windows as the reference's."""
+    ours, hf = gpu_tok.Tokenizer.from_file(str(model_path(FAMILY))), hf_tok()
+    for t in (ours, hf):
+        if setup == "truncate77_pad":
+            t.enable_truncation(77)
+        else:
+            t.enable_truncation(5, stride=1, direction="left")
+        t.enable_padding(pad_id=49407, pad_token="<|endoftext|>")
+    texts = random_texts(9, 1500) + ["a photo of a cat " * 20, "<|endoftext|> " * 40, "İ" * 100]
+    inputs = [texts] + ([[(texts[i], texts[i + 1]) for i in range(0, 200, 2)]] if setup == "truncate77_pad" else [])
+    for inp in inputs:
+        for fast in (False, True):
+            o = (ours.encode_batch_fast if fast else ours.encode_batch)(inp, device="cpu")
+            h = (hf.encode_batch_fast if fast else hf.encode_batch)(inp)
+            bad = [i for i in range(len(inp)) if [getattr(o[i], f) for f in _FIELDS] != [getattr(h[i], f) for f in _FIELDS]
+                   or [x.ids for x in o[i].overflowing] != [x.ids for x in h[i].overflowing]]
+            assert not bad, f"fast={fast}: {len(bad)} differ, first {inp[bad[0]]!r}"

@@ -34,7 +34,9 @@ SENTENCEPIECE = ["llama2", "mistral-v0.1", "phi-3-mini", "gemma3", "mistral-v0.3
 WORDPIECE = ["bert-base-uncased"]
 # ids and Encodings by fast_unigram
 UNIGRAM = ["t5-small"]
-SERVED = BYTE_LEVEL + SENTENCEPIECE + WORDPIECE + UNIGRAM
+# ids and Encodings by fast_clip
+CLIP = ["clip-vit-base-patch32"]
+SERVED = BYTE_LEVEL + SENTENCEPIECE + WORDPIECE + UNIGRAM + CLIP
 
 _TOKS: dict = {}
 

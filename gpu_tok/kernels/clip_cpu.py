@@ -4,14 +4,16 @@ split pattern, each followed by the end-of-word byte 0xFF.
 
 Array layouts
 -------------
-``lower_gaps(data, seg_s, seg_e, low1, multi, out, out_s, out_e)``
+``lower_gaps(data, seg_s, seg_e, low1, multi, out, out_s, out_e, orig)``
     ``data: uint8[N]`` packed UTF-8; gap ``k`` is ``data[seg_s[k]:seg_e[k]]``. ``low1:
     int32[0x110000]``: a code point's lowercase code point, or ``-1 - j`` when it lowercases
     to several: row ``j`` of ``multi: int32[M, 4]`` (count, then up to three code points).
     Writes gap ``k`` lowercased to ``out[2 * seg_s[k]:]`` (``out: uint8[2 * N]``; a
     lowercase mapping at most doubles a character's bytes, ``fast_clip`` checks that when
-    it builds the tables) and sets ``out_s[k]``, ``out_e[k]``.
-``clip_scan(text, seg_s, seg_e, blocks, cls, out, p_s, p_e, counts, block_counts)``
+    it builds the tables) and sets ``out_s[k]``, ``out_e[k]``. ``orig: int64[2 * N]`` (or
+    empty: not written): for each byte written, the ``data`` position of the character it
+    comes from.
+``clip_scan(text, seg_s, seg_e, blocks, cls, out, p_s, p_e, p_l, counts, block_counts)``
     Segment ``k`` is ``text[seg_s[k]:seg_e[k]]`` (in text order); ``cls: uint8[0x110000]``
     the class bits of ``pretok_cpu.class_table("onig")``. The matches of
     ``'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+`` (CLIP's pattern
@@ -22,7 +24,8 @@ Array layouts
     block's first ``seg_s``; ``out: uint8[2 * len(text)]``, a piece has a byte at least),
     and described from slot ``a`` on: piece ``j`` of the block is
     ``out[p_s[a + j]:p_e[a + j]]`` (the 0xFF included; ``p_s``/``p_e: int64[len(text)]``);
-    ``counts[k]`` pieces of segment ``k``, ``block_counts[r]`` of block ``r``.
+    ``counts[k]`` pieces of segment ``k``, ``block_counts[r]`` of block ``r``; ``p_l`` (or
+    empty: not written) where each piece starts in ``text``.
 
 0xFF never occurs in UTF-8, so a piece's bytes plus 0xFF are a key no text piece has: the
 byte-level engine runs on them unchanged, its byte 0xFF standing for the suffix.
@@ -83,16 +86,20 @@ def _encode(out, o, c):
 
 
 @njit_noalloc
-def _lower_gap(data, a, b, low1, multi, out, o):
+def _lower_gap(data, a, b, low1, multi, out, o, orig):
+    rec = orig.shape[0] != 0
     i = a
     while i < b:
         x = data[_U(i)]
         if x < 0x80:  # ASCII: A-Z -> a-z (low1 agrees: fast_clip checks it)
             out[_U(o)] = x + np.uint8(32) if 0x41 <= x <= 0x5A else x
+            if rec:
+                orig[_U(o)] = i
             o += 1
             i += 1
             continue
         c, n = _decode(data, i)
+        o0 = o
         m = np.int64(low1[_U(c)])
         if m >= 0:
             if m == c:
@@ -105,16 +112,19 @@ def _lower_gap(data, a, b, low1, multi, out, o):
             j = -1 - m
             for k in range(multi[_U(j), 0]):
                 o = _encode(out, o, np.int64(multi[_U(j), _U(k + 1)]))
+        if rec:
+            for q in range(o0, o):
+                orig[_U(q)] = i
         i += n
     return o
 
 
 @njit_cached(parallel=True)
-def lower_gaps(data, seg_s, seg_e, low1, multi, out, out_s, out_e):
+def lower_gaps(data, seg_s, seg_e, low1, multi, out, out_s, out_e, orig):
     for k in prange(seg_s.shape[0]):
         o = 2 * seg_s[k]
         out_s[k] = o
-        out_e[k] = _lower_gap(data, seg_s[k], seg_e[k], low1, multi, out, o)
+        out_e[k] = _lower_gap(data, seg_s[k], seg_e[k], low1, multi, out, o, orig)
 
 
 @njit_noalloc(inline="always")
@@ -168,7 +178,7 @@ def _contraction(text, i, e):
 
 
 @njit_noalloc
-def _scan_seg(text, a, b, cls, out, o, p_s, p_e, np_):
+def _scan_seg(text, a, b, cls, out, o, p_s, p_e, p_l, np_):
     i = a
     while i < b:
         k, n = _cls_at(text, i, b, cls)
@@ -184,6 +194,8 @@ def _scan_seg(text, a, b, cls, out, o, p_s, p_e, np_):
             else:  # [^\s\p{L}\p{N}]+
                 j = _run_end(text, i + n, b, cls, 0, _WS | _L | _N)
         p_s[_U(np_)] = o
+        if p_l.shape[0] != 0:
+            p_l[_U(np_)] = i
         for q in range(i, j):
             out[_U(o)] = text[_U(q)]
             o += 1
@@ -196,14 +208,14 @@ def _scan_seg(text, a, b, cls, out, o, p_s, p_e, np_):
 
 
 @njit_cached(parallel=True)
-def clip_scan(text, seg_s, seg_e, blocks, cls, out, p_s, p_e, counts, block_counts):
+def clip_scan(text, seg_s, seg_e, blocks, cls, out, p_s, p_e, p_l, counts, block_counts):
     for r in prange(blocks.shape[0] - 1):
         k0 = blocks[r]
         a = seg_s[k0] if k0 < seg_s.shape[0] else 0
         np_ = a
         o = 2 * a
         for k in range(k0, blocks[r + 1]):
-            m = _scan_seg(text, seg_s[k], seg_e[k], cls, out, o, p_s, p_e, np_)
+            m = _scan_seg(text, seg_s[k], seg_e[k], cls, out, o, p_s, p_e, p_l, np_)
             counts[k] = m - np_
             if m > np_:
                 o = p_e[m - 1]
