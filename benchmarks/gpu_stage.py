@@ -32,7 +32,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ["gpt2", "roberta-base", "llama3", "qwen3", "gpt-4o", "gpt-oss", "llama2", "mistral-v0.1", "phi-3-mini",
-            "gemma3", "mistral-v0.3-metaspace"]
+            "gemma3", "mistral-v0.3-metaspace", "clip-vit-base-patch32"]
 RANK_FILES = ["r50k_base", "p50k_base", "cl100k_base", "o200k_base"]
 BENCH_FILES = ["code", "english_prose", "multilingual"]
 # gigatoken's array API imports awkward; their dependencies at the versions installed here,

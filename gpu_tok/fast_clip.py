@@ -297,6 +297,12 @@ class CpuClipEngine:
             ids, rs = add_template(self.K, ids, rs, self.prefix, self.suffix, num_threads)
         return ids, rs
 
+    def skipped_rows(self, texts, skip: np.ndarray, num_threads: Optional[int], data: np.ndarray,
+                     offsets: np.ndarray) -> dict:
+        """``{index: ids}`` of the documents in ``skip`` (the GPU engine's host side leaves
+        them, as ``fast_cpu.CpuTokenizerEngine.skipped_rows``)."""
+        return self._skipped_rows(texts, np.flatnonzero(skip).tolist(), data, offsets, num_threads)
+
     def _skipped_rows(self, texts, todo: List[int], data, offsets, num_threads: Optional[int]) -> dict:
         """``{index: ids}`` of the skipped documents: their gaps NFC-normalized
         (``ByteBPEEngine.nfc_normalize``) and run again, all together, else one by one; a

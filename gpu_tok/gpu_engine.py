@@ -367,6 +367,47 @@ class SentencePieceHost:
         return HostPieces(buf, starts.astype(np.int32), special, first, None, _stats(starts, special), huge)
 
 
+class ClipHost:
+    """Pieces of a ``fast_clip.CpuClipEngine``: its ``_pieces`` (lowercased text, CLIP's
+    split, each piece followed by byte 0xFF) put back to back (an added token: one byte, its
+    id in ``special``); the device tables are its byte-level engine's, whose vocabulary
+    reads 0xFF as the suffix (decision 0033)."""
+
+    def __init__(self, clip):
+        self.clip = clip
+
+    def pieces(self, data, offsets, num_threads, alloc=None, scratch=None, huge_bytes=_HUGE_BYTES) -> HostPieces:
+        from .kernels import gpu_host as H
+
+        c = self.clip
+        eng = c.engine
+        n = offsets.shape[0] - 1
+        threads, parallel = plan_threads(num_threads, data.shape[0])
+        skip = eng._nfc_changed(data, offsets, None).astype(np.uint8)
+        buf, starts, ends, special, doc = c._pieces(data, offsets, skip, None, threads, parallel)
+        real = special != -2
+        starts, ends, special, doc = starts[real], ends[real], special[real], doc[real]
+        lens = np.where(special == -1, ends - starts, 1)
+        st = np.zeros(lens.shape[0] + 1, np.int64)
+        np.cumsum(lens, out=st[1:])
+        if st[-1] >= 2 ** 31:
+            raise ValueError("a batch's pieces must stay below 2**31 bytes: lower GPU_TOK_CUDA_BATCH_MB")
+        packed = np.empty(max(int(st[-1]), 1), np.uint8)
+        c.K.copy_ranges(buf, starts, packed, st[:-1], lens)
+        first = np.zeros(n + 1, np.int64)
+        np.cumsum(np.bincount(doc, minlength=n), out=first[1:])
+        special = np.ascontiguousarray(special, np.int32)
+        starts32 = st.astype(np.int32)
+        huge = None
+        idx = H.huge_pieces(starts32, special, huge_bytes)
+        if idx.shape[0]:
+            with numba_threads(threads if parallel else None):
+                huge = (idx,) + H.huge_byte_level(packed, starts32, special, idx, eng.init_ids, eng.mtab, eng.arena,
+                                                  eng.tok_off, eng.bkeys, eng.bvals, eng.spec.whole_first)
+        return HostPieces(packed, starts32, special, first, skip if skip.any() else None,
+                          _stats(starts32, special), huge)
+
+
 def _stats(starts, special):
     """``(model pieces of >= 2 bytes, long ones, their bytes)`` (pieces the host encoded excluded)."""
     from .kernels.gpu_host import SHORT
@@ -759,12 +800,17 @@ class GpuTokenizer:
     def __init__(self, tok, be: _Backend):
         from .fast_cpu import CpuSentencePieceEngine, CpuTokenizerEngine
 
+        from .fast_clip import CpuClipEngine
+
         cpu = tok._cpu_engine()
         if cpu is None:
             raise NotServedOnDevice(f"device='cuda' does not serve this tokenizer: {tok.cpu_engine_reason}")
         self.cpu = cpu
         if isinstance(cpu, CpuTokenizerEngine):
             self.host = ByteLevelHost(cpu.engine)
+            tables = byte_level_tables(be, cpu.engine)
+        elif isinstance(cpu, CpuClipEngine):
+            self.host = ClipHost(cpu)
             tables = byte_level_tables(be, cpu.engine)
         elif not isinstance(cpu, CpuSentencePieceEngine):
             raise NotServedOnDevice(f"device='cuda' does not serve this tokenizer: model {type(tok.config.model).__name__}")

@@ -40,7 +40,8 @@ PARENT = not (REAL or SIM)
 
 BYTE_LEVEL = ["gpt2", "roberta-base", "llama3", "qwen3", "gpt-4o", "gpt-oss"]
 SENTENCEPIECE = ["llama2", "mistral-v0.1", "phi-3-mini", "gemma3", "mistral-v0.3-metaspace"]
-FAMILIES = BYTE_LEVEL + SENTENCEPIECE
+CLIP = ["clip-vit-base-patch32"]  # fast_clip's pieces on the byte-level device tables
+FAMILIES = BYTE_LEVEL + SENTENCEPIECE + CLIP
 TIKTOKEN = ["r50k_base", "p50k_base", "cl100k_base", "o200k_base", "o200k_harmony"]
 SIM_SAMPLE = 40  # golden records per family and flag under the simulator (all of them on a real GPU)
 
