@@ -48,7 +48,8 @@ import numpy as np
 from . import config as C
 from .encoding import Encoding
 from .fast_cpu import (ByteBPEEngine, EngineSpec, MAX_IDS, NotServed, _added_token_lists, add_template, assemble,
-                       batch_of_singles, gathered, numba_threads, pack_probed, plan_threads, splice_rows, template_ids)
+                       batch_of_singles, gathered, numba_threads, pack_probed, plan_threads, rows_after_nfc, splice_rows,
+                       template_ids)
 
 CLIP_PATTERN = (r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]"
                 r"|[^\s\p{L}\p{N}]+")
@@ -308,22 +309,11 @@ class CpuClipEngine:
         (``ByteBPEEngine.nfc_normalize``) and run again, all together, else one by one; a
         document that fails both (the raw tokens would match the normalized text
         differently, or step 5) by the reference path."""
-        rows = {}
-        for group in ([todo] if len(todo) > 1 else []) + [[i] for i in todo]:
-            group = [i for i in group if i not in rows]
-            if not group:
-                continue
-            sub = np.zeros(len(group) + 1, np.int64)
-            np.cumsum(offsets[1:][group] - offsets[:-1][group], out=sub[1:])
-            norm = self.engine.nfc_normalize(np.concatenate([data[offsets[i]:offsets[i + 1]] for i in group]), sub)
-            if norm is None:
-                continue
-            ids, rs, skip = self._run(*norm, False, num_threads)
-            rows.update((i, ids[rs[k]:rs[k + 1]]) for k, i in enumerate(group) if not skip[k])
-        for i in todo:
-            if i not in rows:
-                rows[i] = self.ref.encode(texts[i], None, False, False).ids
-        return rows
+        def run(d, o):
+            ids, rs, skip = self._run(d, o, False, num_threads)
+            return ids, rs, skip == 0
+
+        return rows_after_nfc(self.engine, self.ref, texts, todo, data, offsets, run)
 
     # ------------------------------------------------------------ encodings
     def _tokens_of(self) -> np.ndarray:

@@ -931,6 +931,32 @@ def spec_for_config(cfg: C.TokenizerConfig, ref) -> EngineSpec:
                       raw_tokens=raw, norm_tokens=norm_toks, nfc=nfc)
 
 
+def rows_after_nfc(engine: ByteBPEEngine, ref, texts: Sequence[str], todo: List[int], data: np.ndarray,
+                   offsets: np.ndarray, run) -> dict:
+    """``{index: ids}`` of the documents ``todo`` of the packed ``data``/``offsets`` of
+    ``texts`` (ones NFC changes): their gaps normalized (``engine.nfc_normalize``) and
+    encoded by ``run(data, offsets)`` -> ``(ids, row_splits, done)`` (``done``: per
+    document, whether it was encoded; None: all were), all together, else one by one; a
+    document neither gives (the raw tokens would match the normalized text differently)
+    by the reference path."""
+    rows = {}
+    for group in ([todo] if len(todo) > 1 else []) + [[i] for i in todo]:
+        group = [i for i in group if i not in rows]
+        if not group:
+            continue
+        sub = np.zeros(len(group) + 1, np.int64)
+        np.cumsum(offsets[1:][group] - offsets[:-1][group], out=sub[1:])
+        norm = engine.nfc_normalize(np.concatenate([data[offsets[i]:offsets[i + 1]] for i in group]), sub)
+        if norm is None:
+            continue
+        ids, rs, done = run(*norm)
+        rows.update((i, ids[rs[k]:rs[k + 1]]) for k, i in enumerate(group) if done is None or done[k])
+    for i in todo:
+        if i not in rows:
+            rows[i] = ref.encode(texts[i], None, False, False).ids
+    return rows
+
+
 def template_ids(cfg: C.TokenizerConfig, ref) -> Tuple[np.ndarray, np.ndarray]:
     """(prefix, suffix) ids the post-processor puts around a single sequence."""
     from .cpu_ref import post_processors
@@ -977,23 +1003,11 @@ class CpuTokenizerEngine:
         (``ByteBPEEngine.nfc_normalize``) and encoded by the engine, all together, else one
         by one, and a document the raw tokens would match differently in by the reference
         path."""
-        todo = [int(i) for i in np.flatnonzero(skip)]
-        rows = {}
-        for group in ([todo] if len(todo) > 1 else []) + [[i] for i in todo]:
-            group = [i for i in group if i not in rows]
-            if not group:
-                continue
-            sub = np.zeros(len(group) + 1, np.int64)
-            np.cumsum(offsets[1:][group] - offsets[:-1][group], out=sub[1:])
-            norm = self.engine.nfc_normalize(np.concatenate([data[offsets[i]:offsets[i + 1]] for i in group]), sub)
-            if norm is None:
-                continue
-            ids, rs, _ = self.engine.run_ids(*norm, num_threads=num_threads, normalized=True)
-            rows.update((i, ids[rs[k]:rs[k + 1]]) for k, i in enumerate(group))
-        for i in todo:
-            if i not in rows:
-                rows[i] = self.ref.encode(texts[i], None, False, False).ids
-        return rows
+        def run(d, o):
+            ids, rs, _ = self.engine.run_ids(d, o, num_threads=num_threads, normalized=True)
+            return ids, rs, None
+
+        return rows_after_nfc(self.engine, self.ref, texts, [int(i) for i in np.flatnonzero(skip)], data, offsets, run)
 
     def _K(self):
         from .kernels import engine_cpu

@@ -38,6 +38,7 @@ from numba import prange
 
 from .hash_table import njit_cached, njit_noalloc
 from .hash_table import uidx as _U
+from .pretok_cpu import _dec as _decode
 
 __all__ = ["lower_gaps", "clip_scan", "EOW"]
 
@@ -46,21 +47,6 @@ EOW = 0xFF  # the end-of-word byte
 _WS = 1  # pretok_cpu.C_WS
 _L = 2  # pretok_cpu.C_L
 _N = 4  # pretok_cpu.C_N
-
-
-@njit_noalloc(inline="always")
-def _decode(data, i):
-    """``(code point, byte length)`` of the UTF-8 character at ``data[i]``."""
-    b = np.int64(data[_U(i)])
-    if b < 0x80:
-        return b, 1
-    if b < 0xE0:
-        return ((b & 0x1F) << 6) | (np.int64(data[_U(i + 1)]) & 0x3F), 2
-    if b < 0xF0:
-        return (((b & 0x0F) << 12) | ((np.int64(data[_U(i + 1)]) & 0x3F) << 6)
-                | (np.int64(data[_U(i + 2)]) & 0x3F)), 3
-    return ((((b & 0x07) << 18) | ((np.int64(data[_U(i + 1)]) & 0x3F) << 12)
-             | ((np.int64(data[_U(i + 2)]) & 0x3F) << 6) | (np.int64(data[_U(i + 3)]) & 0x3F)), 4)
 
 
 @njit_noalloc(inline="always")
