@@ -48,8 +48,8 @@ import numpy as np
 from . import config as C
 from .encoding import Encoding
 from .fast_cpu import (ByteBPEEngine, EngineSpec, MAX_IDS, NotServed, _added_token_lists, add_template, assemble,
-                       batch_of_singles, gathered, numba_threads, pack_probed, plan_threads, rows_after_nfc, splice_rows,
-                       template_ids)
+                       batch_of_singles, gathered, nfc_encodings, numba_threads, pack_probed, plan_threads,
+                       rows_after_nfc, splice_rows, template_ids)
 
 CLIP_PATTERN = (r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]"
                 r"|[^\s\p{L}\p{N}]+")
@@ -331,14 +331,32 @@ class CpuClipEngine:
         from (``orig`` of ``_pieces``: the lowercased byte's source character; a byte of a
         character the byte-level tokens split reports the whole character, decision 0004),
         its word the item's index in the document (pieces and added tokens); documents NFC
-        would change, and those of step 5, from the reference path."""
+        would change normalized first and their offsets mapped back
+        (``fast_cpu.nfc_encodings``); those of step 5 from the reference path."""
         from .cpu_ref.pipeline import check_text
 
         texts = texts if isinstance(texts, list) else list(texts)
         data, offsets, hint = pack_probed(texts, check_text, num_threads, self.engine.probe, self.engine.probe_pairs)
-        n = len(texts)
+
+        def arrays_of(d, o, normalized=False):
+            return self._encoding_arrays(d, o, num_threads, None if normalized else hint, normalized)
+
+        arrays = arrays_of(data, offsets)
+        done = nfc_encodings(self.engine, arrays_of, arrays[6], data, offsets, type_id) if arrays[6] else {}
+        out = assemble(self.ref, texts, type_id, *arrays[:6], [d for d in arrays[6] if d not in done], arrays[7])
+        for d, e in done.items():
+            out[d] = e
+        return out
+
+    def _encoding_arrays(self, data: np.ndarray, offsets: np.ndarray, num_threads: Optional[int], hint,
+                         normalized: bool):
+        """``(row_splits, ids, tokens, char_starts, char_ends, words, skipped, added)`` of packed
+        documents, as ``fast_cpu.CpuTokenizerEngine._encoding_arrays`` (``normalized``: NFC
+        already, not checked)."""
+        n = offsets.shape[0] - 1
         threads, parallel = plan_threads(num_threads, data.shape[0])
-        skip = self.engine._nfc_changed(data, offsets, None, hint).astype(np.uint8)
+        skip = (np.zeros(n, np.uint8) if normalized
+                else self.engine._nfc_changed(data, offsets, None, hint).astype(np.uint8))
         buf, starts, ends, special, doc, (src, src_e, sp_s, sp_e, orig, low) = self._pieces(
             data, offsets, skip, hint, threads, parallel, record=True)
         ids, pts = self.engine.encode_pieces(buf, starts, ends, special, parallel, threads)
@@ -371,8 +389,7 @@ class CpuClipEngine:
             it = item[k]  # normalized one: in the normalized text)
             text = data[sp_s[it]:sp_e[it]] if src[it] < 0 else low[src[it]:src_e[it]]
             toks[k] = text.tobytes().decode("utf-8")
-        skipped = np.flatnonzero(skip).tolist()
-        return assemble(self.ref, texts, type_id, rs, ids, toks, c_start, c_end, word, skipped, is_sp)
+        return rs, ids, toks, c_start, c_end, word, np.flatnonzero(skip).tolist(), is_sp
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
         return batch_of_singles(self, inputs, add_special_tokens, num_threads)

@@ -384,7 +384,7 @@ class ByteBPEEngine:
                              4 * numba.get_num_threads())
         return data2, doc_offsets + grow[np.searchsorted(ends, doc_offsets, side="right")], None, skip
 
-    def nfc_normalize(self, data: np.ndarray, doc_offsets: np.ndarray):
+    def nfc_normalize(self, data: np.ndarray, doc_offsets: np.ndarray, spans: bool = False):
         """The documents with every gap between raw added-token matches NFC-normalized as
         the reference does (it splits the raw text at those tokens first, then normalizes
         each gap on its own): ``(data, doc_offsets)``, to encode with
@@ -394,7 +394,7 @@ class ByteBPEEngine:
 
         Only the spans ``kernels.engine_cpu.nfc_spans`` finds are normalized (with the
         reference's own ``cpu_ref`` normalizer, from boundary to boundary); the rest is
-        copied.
+        copied. ``spans``: also ``NfcSpans`` (where they were and are, for ``nfc_char_map``).
         """
         from .cpu_ref.normalizers import normalize_str
 
@@ -453,6 +453,10 @@ class ByteBPEEngine:
             want = (moved(seg_s), moved(seg_e), moved(m_s), moved(m_e), m_id)
             if any(g.shape != w.shape or not np.array_equal(g, w) for g, w in zip(got, want)):
                 return None
+        if spans:
+            new_s = sp_s + grow[:-1]
+            return data2, offsets2, NfcSpans(sp_s, sp_e, new_s, new_s + (roff[1:] - roff[:-1])[which], which,
+                                             olds, news)
         return data2, offsets2
 
     def _segments(self, data, doc_offsets, skip, parallel: bool = False, hint: Optional[np.ndarray] = None,
@@ -624,12 +628,14 @@ class ByteBPEEngine:
         return row_splits
 
     def run(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray] = None,
-            num_threads: Optional[int] = None, want_pieces: bool = False):
-        """Encode packed text. Returns ``(ids, row_splits)`` (plus the piece arrays when asked)."""
+            num_threads: Optional[int] = None, want_pieces: bool = False, normalized: bool = False):
+        """Encode packed text. Returns ``(ids, row_splits)`` (plus the piece arrays when asked).
+        ``normalized``: the text is NFC already (``nfc_normalize``'s): no NFC check."""
         data = kernel_bytes(data)
         threads, parallel = plan_threads(num_threads, data.shape[0])
         with numba_threads(threads if parallel else 1):
-            skip = self._nfc_skip(data, doc_offsets, skip)
+            if not normalized:
+                skip = self._nfc_skip(data, doc_offsets, skip)
             starts, ends, special = self.pieces(data, doc_offsets, skip, parallel)
             ids, pts = self.encode_pieces(data, starts, ends, special, parallel, threads)
         row_splits = pts[np.searchsorted(starts, doc_offsets[:-1], side="left")]
@@ -931,6 +937,65 @@ def spec_for_config(cfg: C.TokenizerConfig, ref) -> EngineSpec:
                       raw_tokens=raw, norm_tokens=norm_toks, nfc=nfc)
 
 
+@dataclass
+class NfcSpans:
+    """The spans ``ByteBPEEngine.nfc_normalize`` replaced: span ``k`` was ``old[sp_s[k]:sp_e[k]]``
+    and is ``new[new_s[k]:new_e[k]]``, the text ``olds[which[k]]`` -> ``news[which[k]]``."""
+
+    sp_s: np.ndarray
+    sp_e: np.ndarray
+    new_s: np.ndarray
+    new_e: np.ndarray
+    which: np.ndarray
+    olds: list
+    news: list
+
+
+def _char_index(data: np.ndarray) -> np.ndarray:
+    """``cidx: int64[N + 1]``: characters before each byte (``cidx[b + 1] - 1``: the character of byte ``b``)."""
+    cidx = np.zeros(data.shape[0] + 1, np.int64)
+    np.cumsum((data & 0xC0) != 0x80, out=cidx[1:])
+    return cidx
+
+
+def nfc_char_map(old: np.ndarray, new: np.ndarray, sp: NfcSpans) -> Tuple[np.ndarray, np.ndarray]:
+    """``(map_s, map_e)``, per character of ``new`` (``old`` with ``sp``'s spans NFC-normalized):
+    the characters ``[map_s, map_e)`` of ``old`` it comes from, as the reference's
+    alignments give them. Outside the spans a character is the one it was; inside, each
+    distinct span's alignment is the ``cpu_ref`` normalizer's on that span alone (a span
+    starts at a character NFC leaves a starter, so nothing is inserted before its first
+    character and its alignment is the same in its text)."""
+    from .cpu_ref.normalized import NormalizedString
+    from .cpu_ref.normalizers import unicode_normalize
+
+    c_old, c_new = _char_index(old), _char_index(new)
+    n_new = int(c_new[-1])
+    t_s, t_e, t_off = [], [], [0]
+    for o, w in zip(sp.olds, sp.news):
+        ns = NormalizedString.from_original(o.decode("utf-8"))
+        unicode_normalize(ns, "NFC")
+        if ns.text.encode("utf-8") != w:  # pragma: no cover - nfc_normalize used the same normalizer
+            raise AssertionError("NFC span: the normalizer gave another text")
+        t_s += ns.starts
+        t_e += ns.ends
+        t_off.append(len(t_s))
+    t_s, t_e, t_off = np.array(t_s, np.int64), np.array(t_e, np.int64), np.array(t_off, np.int64)
+    oc = c_old[sp.sp_s]  # first old character of each span
+    on = c_old[sp.sp_e] - oc
+    nc = c_new[sp.new_s]
+    nn = c_new[sp.new_e] - nc
+    delta = np.zeros(n_new + 1, np.int64)
+    np.add.at(delta, nc + nn, on - nn)
+    map_s = np.arange(n_new, dtype=np.int64) + np.cumsum(delta)[:-1]
+    map_e = map_s + 1
+    j = np.arange(int(nn.sum()), dtype=np.int64) - np.repeat(np.cumsum(nn) - nn, nn)
+    pos = np.repeat(nc, nn) + j
+    src = np.repeat(t_off[sp.which], nn) + j
+    map_s[pos] = np.repeat(oc, nn) + t_s[src]
+    map_e[pos] = np.repeat(oc, nn) + t_e[src]
+    return map_s, map_e
+
+
 def rows_after_nfc(engine: ByteBPEEngine, ref, texts: Sequence[str], todo: List[int], data: np.ndarray,
                    offsets: np.ndarray, run) -> dict:
     """``{index: ids}`` of the documents ``todo`` of the packed ``data``/``offsets`` of
@@ -1025,12 +1090,29 @@ class CpuTokenizerEngine:
         return self._vocab_r
 
     def encode_single_encodings(self, texts: List[str], type_id: int, num_threads: Optional[int]) -> List[Encoding]:
-        """Per text, the ``Encoding`` before post-processing (the reference's ``_encode_single``)."""
+        """Per text, the ``Encoding`` before post-processing (the reference's ``_encode_single``);
+        a document NFC changes normalized first and its offsets mapped back (``nfc_encodings``)."""
         from .cpu_ref.pipeline import check_text
 
         data, offsets = pack(texts, check_text, num_threads)
+
+        def arrays_of(d, o, normalized=False):
+            return self._encoding_arrays(d, o, num_threads, normalized)
+
+        arrays = arrays_of(data, offsets)
+        done = nfc_encodings(self.engine, arrays_of, arrays[6], data, offsets, type_id) if arrays[6] else {}
+        out = assemble(self.ref, texts, type_id, *arrays[:6], [d for d in arrays[6] if d not in done], arrays[7])
+        for d, e in done.items():
+            out[d] = e
+        return out
+
+    def _encoding_arrays(self, data: np.ndarray, offsets: np.ndarray, num_threads: Optional[int],
+                         normalized: bool = False):
+        """``(row_splits, ids, tokens, char_starts, char_ends, words, skipped, added)`` of packed
+        documents (``skipped``: those NFC changes, left out, unless ``normalized``; offsets in
+        characters of each document; ``added``: which tokens are added tokens)."""
         ids, rs, skip, (starts, ends, special, pts) = self.engine.run(data, offsets, num_threads=num_threads,
-                                                                       want_pieces=True)
+                                                                       want_pieces=True, normalized=normalized)
         P = starts.shape[0]
         counts = np.diff(pts)
         tok_piece = np.repeat(np.arange(P, dtype=np.int64), counts)
@@ -1058,10 +1140,43 @@ class CpuTokenizerEngine:
         for k in np.flatnonzero(is_sp).tolist():  # an added token: its text
             toks[k] = data[tok_start[k]:tok_end[k]].tobytes().decode("utf-8")
         skipped = np.flatnonzero(skip).tolist() if skip is not None else []
-        return assemble(self.ref, texts, type_id, rs, ids, toks, c_start, c_end, word, skipped, is_sp)
+        return rs, ids, toks, c_start, c_end, word, skipped, is_sp
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
         return batch_of_singles(self, inputs, add_special_tokens, num_threads)
+
+
+def nfc_encodings(engine: ByteBPEEngine, arrays_of, todo: List[int], data: np.ndarray, offsets: np.ndarray,
+                  type_id: int) -> dict:
+    """``{index: Encoding}`` of the documents ``todo`` of the packed ``data``/``offsets`` (ones
+    NFC changes): their gaps normalized (``engine.nfc_normalize``, all together, else one by
+    one), encoded by ``arrays_of(data, offsets, True)`` (an engine's ``_encoding_arrays``), and each
+    token's characters mapped back to the text's (``nfc_char_map``: the first character's
+    start, the last one's end, as the reference's offsets). A document that cannot be (the
+    raw tokens would match the normalized text differently, or the engine skips it again)
+    is not in the result: the reference path's."""
+    out: dict = {}
+    for group in ([todo] if len(todo) > 1 else []) + [[i] for i in todo]:
+        group = [i for i in group if i not in out]
+        if not group:
+            continue
+        sub = np.zeros(len(group) + 1, np.int64)
+        np.cumsum(offsets[1:][group] - offsets[:-1][group], out=sub[1:])
+        old = np.concatenate([data[offsets[i]:offsets[i + 1]] for i in group])
+        norm = engine.nfc_normalize(old, sub, spans=True)
+        if norm is None:
+            continue
+        new, offsets2, sp = norm
+        rs, ids, toks, c_s, c_e, words, skipped, added = arrays_of(new, offsets2, True)
+        map_s, map_e = nfc_char_map(old, new, sp)
+        doc = np.repeat(np.arange(len(group), dtype=np.int64), np.diff(rs))
+        base2 = _char_index(new)[offsets2[:-1]][doc]
+        base = _char_index(old)[sub[:-1]][doc]
+        rows = EncodingRows(ids, toks, map_s[base2 + c_s] - base, map_e[base2 + c_e - 1] - base, words, rs, type_id)
+        rows.added = added
+        skipped = set(skipped)
+        out.update((i, Encoding._lazy(rows, k)) for k, i in enumerate(group) if k not in skipped)
+    return out
 
 
 def split_pairs(inputs):

@@ -1246,3 +1246,38 @@ def test_unigram_is_compiled_and_refused_on_the_device():
 
     with pytest.raises(NotServedOnDevice, match="Unigram"):
         GpuTokenizer(t, TwinBackend())
+
+
+@pytest.mark.parametrize("family", ["qwen3", "clip-vit-base-patch32"])
+def test_nfc_documents_encodings_from_the_engine(family, monkeypatch):
+    """``encode_batch`` of documents NFC changes: normalized, encoded by the engine, and
+    each token's characters mapped back (``fast_cpu.nfc_encodings`` / ``nfc_char_map``);
+    every field equals the reference path's, and every such document was taken by the
+    engine (none left to the reference path)."""
+    rng = random.Random(8)
+    atoms = ["a", "e", "\u0301", "\u0323", "\u0308", "\u0338", ">", "A", "\u1100", "\u1161", "\u11a8", "\u0f73",
+             "\u0344", " ", "\u0345", "\u05b0", "\u0591", "\u2126", "\u212b", "\uf900", "\U0001d15e", "\u0958", "x",
+             "İ", "'s", "\n", "😀", "<|endoftext|>"]
+    texts = ["".join(rng.choice(atoms) for _ in range(rng.randint(1, 40))) for _ in range(1500)]
+    texts.append("".join(texts[:200]))
+    seen = {"todo": 0, "done": 0}
+    real = fast_cpu.nfc_encodings
+
+    def counted(engine, arrays_of, todo, *rest):
+        out = real(engine, arrays_of, todo, *rest)
+        seen["todo"] += len(todo)
+        seen["done"] += len(out)
+        return out
+
+    monkeypatch.setattr(fast_cpu, "nfc_encodings", counted)
+    if family == "clip-vit-base-patch32":
+        from gpu_tok import fast_clip
+
+        monkeypatch.setattr(fast_clip, "nfc_encodings", counted)
+    t = tok(family)
+    fields = ("ids", "tokens", "offsets", "word_ids", "special_tokens_mask")
+    want = [[getattr(e, f) for f in fields] for e in t.encode_batch(texts, device="ref")]
+    got = [[getattr(e, f) for f in fields] for e in t.encode_batch(texts, device="cpu", num_threads=1)]
+    bad = [i for i in range(len(texts)) if got[i] != want[i]]
+    assert not bad, f"{len(bad)} differ, first {texts[bad[0]]!r}"
+    assert seen["todo"] > 500 and seen["done"] == seen["todo"]
