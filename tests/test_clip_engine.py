@@ -207,20 +207,22 @@ def test_documents_around_a_skipped_one():
         assert got == [e.ids for e in hf_tok().encode_batch(texts)]
 
 
-@pytest.mark.parametrize("setup", ["truncate77_pad", "truncate5_left_stride_pad"])
+@pytest.mark.parametrize("setup", ["truncate77_pad", "truncate5_left_stride_pad", "pad_only"])
 def test_truncation_and_padding(setup):
     """CLIP's usual call (truncation to 77, padding): single texts from the engine's
     encodings cut by the early stop (``fast_cpu.truncated_singles``), pairs from the
-    reference path; every field and the overflowing windows as the reference's."""
+    reference path; padding alone (``encode_batch_fast``: the engine's ids as lazy rows);
+    every field and the overflowing windows as the reference's."""
     ours, hf = gpu_tok.Tokenizer.from_file(str(model_path(FAMILY))), hf_tok()
     for t in (ours, hf):
         if setup == "truncate77_pad":
             t.enable_truncation(77)
-        else:
+        elif setup != "pad_only":
             t.enable_truncation(5, stride=1, direction="left")
         t.enable_padding(pad_id=49407, pad_token="<|endoftext|>")
     texts = random_texts(9, 1500) + ["a photo of a cat " * 20, "<|endoftext|> " * 40, "İ" * 100]
-    inputs = [texts] + ([[(texts[i], texts[i + 1]) for i in range(0, 200, 2)]] if setup == "truncate77_pad" else [])
+    inputs = [texts] + ([[(texts[i], texts[i + 1]) for i in range(0, 200, 2)]] if setup != "truncate5_left_stride_pad"
+                        else [])
     for inp in inputs:
         for fast in (False, True):
             o = (ours.encode_batch_fast if fast else ours.encode_batch)(inp, device="cpu")
