@@ -150,16 +150,17 @@ class CpuClipEngine:
         init[_EOW] = eow_id  # 0xFF is never a byte of UTF-8 text
         token_bytes: List[Optional[bytes]] = [None] * (size + 1)
         for tok, i in vocab.items():
-            body = tok[:-len(suffix)] if tok.endswith(suffix) and len(tok) > len(suffix) else tok
+            ends_word = tok.endswith(suffix) and len(tok) > len(suffix)
             try:
-                bs = bytes(CHAR_TO_BYTE[c] for c in body)
+                bs = bytes(CHAR_TO_BYTE[c] for c in (tok[:-len(suffix)] if ends_word else tok))
             except KeyError:
                 continue  # not byte-level: BPE never produces it from bytes
-            token_bytes[i] = bs + b"\xff" if body is not tok else bs
-        token_bytes[eow_id] = b"\xff"
+            token_bytes[i] = bs + b"\xff" if ends_word else bs
+        # (the 0xFF symbol has no bytes of its own: never output, and b"\xff" is byte 0xFF's token's)
         merges = {pair: (rank + 1, new) for pair, (rank, new) in model.merges.items()}
         for b in range(256):
-            merges[(init[b], eow_id)] = (0, last[b])
+            if b != _EOW:  # (byte 0xFF never occurs: its symbol is the suffix's)
+                merges[(init[b], eow_id)] = (0, last[b])
         raw, norm = _added_token_lists(ref)
         if any(f for _c, _i, f in raw + norm):
             raise NotServed("added tokens with single_word / lstrip / rstrip")
