@@ -47,8 +47,8 @@ import numpy as np
 
 from . import config as C
 from .encoding import Encoding
-from .fast_cpu import (ByteBPEEngine, EngineSpec, MAX_IDS, NotServed, _added_token_lists, add_template, assemble,
-                       batch_of_singles, gathered, nfc_encodings, numba_threads, pack_probed, plan_threads,
+from .fast_cpu import (ByteBPEEngine, EngineSpec, MAX_IDS, NotServed, _added_token_lists, add_template,
+                       batch_of_singles, encodings_with_nfc, gathered, numba_threads, pack_probed, plan_threads,
                        rows_after_nfc, splice_rows, template_ids)
 
 CLIP_PATTERN = (r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]"
@@ -333,7 +333,7 @@ class CpuClipEngine:
         character the byte-level tokens split reports the whole character, decision 0004),
         its word the item's index in the document (pieces and added tokens); documents NFC
         would change normalized first and their offsets mapped back
-        (``fast_cpu.nfc_encodings``); those of step 5 from the reference path."""
+        (``fast_cpu.encodings_with_nfc``); those of step 5 from the reference path."""
         from .cpu_ref.pipeline import check_text
 
         texts = texts if isinstance(texts, list) else list(texts)
@@ -342,12 +342,7 @@ class CpuClipEngine:
         def arrays_of(d, o, normalized=False):
             return self._encoding_arrays(d, o, num_threads, None if normalized else hint, normalized)
 
-        arrays = arrays_of(data, offsets)
-        done = nfc_encodings(self.engine, arrays_of, arrays[6], data, offsets, type_id) if arrays[6] else {}
-        out = assemble(self.ref, texts, type_id, *arrays[:6], [d for d in arrays[6] if d not in done], arrays[7])
-        for d, e in done.items():
-            out[d] = e
-        return out
+        return encodings_with_nfc(self.engine, self.ref, texts, type_id, data, offsets, arrays_of)
 
     def _encoding_arrays(self, data: np.ndarray, offsets: np.ndarray, num_threads: Optional[int], hint,
                          normalized: bool):

@@ -996,6 +996,24 @@ def nfc_char_map(old: np.ndarray, new: np.ndarray, sp: NfcSpans) -> Tuple[np.nda
     return map_s, map_e
 
 
+def _nfc_groups(engine: ByteBPEEngine, todo: List[int], data: np.ndarray, offsets: np.ndarray, done: dict,
+                spans: bool):
+    """``(group, old, sub, normalized)`` for ``todo`` all together, then one by one (each
+    time without the documents in ``done``, which the caller fills): ``old`` the group's
+    bytes and ``sub`` their offsets, ``normalized`` what ``engine.nfc_normalize`` gives
+    them (a group it gives None for is not yielded)."""
+    for group in ([todo] if len(todo) > 1 else []) + [[i] for i in todo]:
+        group = [i for i in group if i not in done]
+        if not group:
+            continue
+        sub = np.zeros(len(group) + 1, np.int64)
+        np.cumsum(offsets[1:][group] - offsets[:-1][group], out=sub[1:])
+        old = np.concatenate([data[offsets[i]:offsets[i + 1]] for i in group])
+        norm = engine.nfc_normalize(old, sub, spans=spans)
+        if norm is not None:
+            yield group, old, sub, norm
+
+
 def rows_after_nfc(engine: ByteBPEEngine, ref, texts: Sequence[str], todo: List[int], data: np.ndarray,
                    offsets: np.ndarray, run) -> dict:
     """``{index: ids}`` of the documents ``todo`` of the packed ``data``/``offsets`` of
@@ -1004,16 +1022,8 @@ def rows_after_nfc(engine: ByteBPEEngine, ref, texts: Sequence[str], todo: List[
     document, whether it was encoded; None: all were), all together, else one by one; a
     document neither gives (the raw tokens would match the normalized text differently)
     by the reference path."""
-    rows = {}
-    for group in ([todo] if len(todo) > 1 else []) + [[i] for i in todo]:
-        group = [i for i in group if i not in rows]
-        if not group:
-            continue
-        sub = np.zeros(len(group) + 1, np.int64)
-        np.cumsum(offsets[1:][group] - offsets[:-1][group], out=sub[1:])
-        norm = engine.nfc_normalize(np.concatenate([data[offsets[i]:offsets[i + 1]] for i in group]), sub)
-        if norm is None:
-            continue
+    rows: dict = {}
+    for group, _old, _sub, norm in _nfc_groups(engine, todo, data, offsets, rows, False):
         ids, rs, done = run(*norm)
         rows.update((i, ids[rs[k]:rs[k + 1]]) for k, i in enumerate(group) if done is None or done[k])
     for i in todo:
@@ -1095,16 +1105,8 @@ class CpuTokenizerEngine:
         from .cpu_ref.pipeline import check_text
 
         data, offsets = pack(texts, check_text, num_threads)
-
-        def arrays_of(d, o, normalized=False):
-            return self._encoding_arrays(d, o, num_threads, normalized)
-
-        arrays = arrays_of(data, offsets)
-        done = nfc_encodings(self.engine, arrays_of, arrays[6], data, offsets, type_id) if arrays[6] else {}
-        out = assemble(self.ref, texts, type_id, *arrays[:6], [d for d in arrays[6] if d not in done], arrays[7])
-        for d, e in done.items():
-            out[d] = e
-        return out
+        return encodings_with_nfc(self.engine, self.ref, texts, type_id, data, offsets,
+                                  lambda d, o, normalized=False: self._encoding_arrays(d, o, num_threads, normalized))
 
     def _encoding_arrays(self, data: np.ndarray, offsets: np.ndarray, num_threads: Optional[int],
                          normalized: bool = False):
@@ -1146,6 +1148,19 @@ class CpuTokenizerEngine:
         return batch_of_singles(self, inputs, add_special_tokens, num_threads)
 
 
+def encodings_with_nfc(engine: ByteBPEEngine, ref, texts: List[str], type_id: int, data: np.ndarray,
+                       offsets: np.ndarray, arrays_of) -> List[Encoding]:
+    """The engine's encodings of packed ``texts`` (``arrays_of(data, offsets, normalized=False)``:
+    its ``_encoding_arrays``), those NFC changes by ``nfc_encodings``, what neither gives by
+    the reference path (``assemble``)."""
+    arrays = arrays_of(data, offsets)
+    done = nfc_encodings(engine, arrays_of, arrays[6], data, offsets, type_id) if arrays[6] else {}
+    out = assemble(ref, texts, type_id, *arrays[:6], [d for d in arrays[6] if d not in done], arrays[7])
+    for d, e in done.items():
+        out[d] = e
+    return out
+
+
 def nfc_encodings(engine: ByteBPEEngine, arrays_of, todo: List[int], data: np.ndarray, offsets: np.ndarray,
                   type_id: int) -> dict:
     """``{index: Encoding}`` of the documents ``todo`` of the packed ``data``/``offsets`` (ones
@@ -1156,17 +1171,7 @@ def nfc_encodings(engine: ByteBPEEngine, arrays_of, todo: List[int], data: np.nd
     raw tokens would match the normalized text differently, or the engine skips it again)
     is not in the result: the reference path's."""
     out: dict = {}
-    for group in ([todo] if len(todo) > 1 else []) + [[i] for i in todo]:
-        group = [i for i in group if i not in out]
-        if not group:
-            continue
-        sub = np.zeros(len(group) + 1, np.int64)
-        np.cumsum(offsets[1:][group] - offsets[:-1][group], out=sub[1:])
-        old = np.concatenate([data[offsets[i]:offsets[i + 1]] for i in group])
-        norm = engine.nfc_normalize(old, sub, spans=True)
-        if norm is None:
-            continue
-        new, offsets2, sp = norm
+    for group, old, sub, (new, offsets2, sp) in _nfc_groups(engine, todo, data, offsets, out, True):
         rs, ids, toks, c_s, c_e, words, skipped, added = arrays_of(new, offsets2, True)
         map_s, map_e = nfc_char_map(old, new, sp)
         doc = np.repeat(np.arange(len(group), dtype=np.int64), np.diff(rs))
