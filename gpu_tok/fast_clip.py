@@ -47,7 +47,7 @@ import numpy as np
 
 from . import config as C
 from .encoding import Encoding
-from .fast_cpu import (ByteBPEEngine, EngineSpec, MAX_IDS, NotServed, _added_token_lists, add_template,
+from .fast_cpu import (ByteBPEEngine, CpuTokenizerEngine, EngineSpec, MAX_IDS, NotServed, _added_token_lists, add_template,
                        batch_of_singles, encodings_with_nfc, gathered, numba_threads, pack_probed, plan_threads,
                        rows_after_nfc, splice_rows, template_ids)
 
@@ -176,6 +176,7 @@ class CpuClipEngine:
         self.norm_engine = self.engine.with_added(norm) if norm else None  # its first trie: the normalized ones
         self.literal_engine = self.engine.with_added([(c, 0, 0) for c in _LITERALS])
         self.prefix, self.suffix = template_ids(cfg, ref)
+        self._vocab_r = None
 
     # ------------------------------------------------------------------ ids
     def _pieces(self, data: np.ndarray, offsets: np.ndarray, skip: np.ndarray, hint, threads: int,
@@ -292,39 +293,26 @@ class CpuClipEngine:
         texts = texts if isinstance(texts, list) else list(texts)
         data, offsets, hint = pack_probed(texts, check_text, num_threads, self.engine.probe, self.engine.probe_pairs)
         ids, rs, skip = self._run(data, offsets, True, num_threads, hint)
-        todo = np.flatnonzero(skip).tolist()
-        if todo:
-            ids, rs = splice_rows(ids, rs, self._skipped_rows(texts, todo, data, offsets, num_threads))
+        if skip.any():
+            ids, rs = splice_rows(ids, rs, self.skipped_rows(texts, skip, num_threads, data, offsets))
         if add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0]):
             ids, rs = add_template(self.K, ids, rs, self.prefix, self.suffix, num_threads)
         return ids, rs
 
     def skipped_rows(self, texts, skip: np.ndarray, num_threads: Optional[int], data: np.ndarray,
                      offsets: np.ndarray) -> dict:
-        """``{index: ids}`` of the documents in ``skip`` (the GPU engine's host side leaves
-        them, as ``fast_cpu.CpuTokenizerEngine.skipped_rows``)."""
-        return self._skipped_rows(texts, np.flatnonzero(skip).tolist(), data, offsets, num_threads)
-
-    def _skipped_rows(self, texts, todo: List[int], data, offsets, num_threads: Optional[int]) -> dict:
-        """``{index: ids}`` of the skipped documents: their gaps NFC-normalized
-        (``ByteBPEEngine.nfc_normalize``) and run again, all together, else one by one; a
-        document that fails both (the raw tokens would match the normalized text
-        differently, or step 5) by the reference path."""
+        """``{index: ids}`` of the documents in ``skip`` (also the GPU engine's host side's):
+        their gaps NFC-normalized (``ByteBPEEngine.nfc_normalize``) and run again, all
+        together, else one by one; a document that fails both (the raw tokens would match the
+        normalized text differently, or step 5) by the reference path."""
         def run(d, o):
-            ids, rs, skip = self._run(d, o, False, num_threads)
-            return ids, rs, skip == 0
+            ids, rs, again = self._run(d, o, False, num_threads)
+            return ids, rs, again == 0
 
-        return rows_after_nfc(self.engine, self.ref, texts, todo, data, offsets, run)
+        return rows_after_nfc(self.engine, self.ref, texts, np.flatnonzero(skip).tolist(), data, offsets, run)
 
     # ------------------------------------------------------------ encodings
-    def _tokens_of(self) -> np.ndarray:
-        """The model's token strings by id (an object array)."""
-        if getattr(self, "_vocab_r", None) is None:
-            vr = self.ref.model.vocab_r
-            arr = np.empty(max(vr) + 2, dtype=object)
-            arr[:max(vr) + 1] = [vr.get(i) for i in range(max(vr) + 1)]
-            self._vocab_r = arr
-        return self._vocab_r
+    _tokens_of = CpuTokenizerEngine._tokens_of  # the model's token strings by id (kept in _vocab_r)
 
     def encode_single_encodings(self, texts: List[str], type_id: int, num_threads: Optional[int]) -> List[Encoding]:
         """Per text, the ``Encoding`` before post-processing (the reference's
