@@ -47,9 +47,9 @@ import numpy as np
 
 from . import config as C
 from .encoding import Encoding
-from .fast_cpu import (ByteBPEEngine, CpuTokenizerEngine, EngineSpec, MAX_IDS, NotServed, _added_token_lists, add_template,
-                       batch_of_singles, encodings_with_nfc, gathered, numba_threads, pack_probed, plan_threads,
-                       rows_after_nfc, splice_rows, template_ids)
+from .fast_cpu import (ByteBPEEngine, CpuTokenizerEngine, EngineSpec, MAX_IDS, NotServed, _added_token_lists,
+                       _char_index, add_template, batch_of_singles, encodings_with_nfc, gathered, numba_threads,
+                       pack_probed, plan_threads, rows_after_nfc, splice_rows, template_ids)
 
 CLIP_PATTERN = (r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]"
                 r"|[^\s\p{L}\p{N}]+")
@@ -357,9 +357,7 @@ class CpuClipEngine:
         b_low = lo + np.minimum(q0 + lens, plen)  # (the 0xFF byte belongs to the last token)
         a_raw = np.where(is_sp, sp_s[item], orig[np.where(is_sp, 0, a_low)] if orig.shape[0] else a_low)
         e_raw = np.where(is_sp, sp_e[item], (orig[np.where(is_sp, 0, b_low - 1)] + 1) if orig.shape[0] else b_low)
-        lead = (data & 0xC0) != 0x80
-        cidx = np.zeros(data.shape[0] + 1, np.int64)
-        np.cumsum(lead, out=cidx[1:])
+        cidx = _char_index(data)
         base = cidx[offsets[:-1]][doc[item]] if P else np.zeros(0, np.int64)
         c_start = cidx[a_raw + 1] - 1 - base  # the character of byte b: cidx[b + 1] - 1
         c_end = cidx[e_raw] - base  # (e_raw - 1: a byte of the last character)

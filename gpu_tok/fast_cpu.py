@@ -958,8 +958,9 @@ def _char_index(data: np.ndarray) -> np.ndarray:
     return cidx
 
 
-def nfc_char_map(old: np.ndarray, new: np.ndarray, sp: NfcSpans) -> Tuple[np.ndarray, np.ndarray]:
-    """``(map_s, map_e)``, per character of ``new`` (``old`` with ``sp``'s spans NFC-normalized):
+def nfc_char_map(c_old: np.ndarray, c_new: np.ndarray, sp: NfcSpans) -> Tuple[np.ndarray, np.ndarray]:
+    """``(map_s, map_e)``, per character of ``new`` (``old`` with ``sp``'s spans NFC-normalized;
+    ``c_old``, ``c_new``: their ``_char_index``):
     the characters ``[map_s, map_e)`` of ``old`` it comes from, as the reference's
     alignments give them. Outside the spans a character is the one it was; inside, each
     distinct span's alignment is the ``cpu_ref`` normalizer's on that span alone (a span
@@ -968,7 +969,6 @@ def nfc_char_map(old: np.ndarray, new: np.ndarray, sp: NfcSpans) -> Tuple[np.nda
     from .cpu_ref.normalized import NormalizedString
     from .cpu_ref.normalizers import unicode_normalize
 
-    c_old, c_new = _char_index(old), _char_index(new)
     n_new = int(c_new[-1])
     t_s, t_e, t_off = [], [], [0]
     for o, w in zip(sp.olds, sp.news):
@@ -1126,9 +1126,7 @@ class CpuTokenizerEngine:
         excl = np.cumsum(lens) - lens
         tok_start = starts[tok_piece] + excl - excl[pts[tok_piece]] if P else np.zeros(0, np.int64)
         tok_end = tok_start + lens
-        lead = (data & 0xC0) != 0x80
-        cidx = np.zeros(data.shape[0] + 1, np.int64)
-        np.cumsum(lead, out=cidx[1:])
+        cidx = _char_index(data)
         doc_of_tok = np.searchsorted(offsets, tok_start, side="right") - 1
         base = cidx[offsets[doc_of_tok]]
         # cidx[b + 1] - 1 is the character of byte b (every byte of a character
@@ -1173,10 +1171,11 @@ def nfc_encodings(engine: ByteBPEEngine, arrays_of, todo: List[int], data: np.nd
     out: dict = {}
     for group, old, sub, (new, offsets2, sp) in _nfc_groups(engine, todo, data, offsets, out, True):
         rs, ids, toks, c_s, c_e, words, skipped, added = arrays_of(new, offsets2, True)
-        map_s, map_e = nfc_char_map(old, new, sp)
+        c_old, c_new = _char_index(old), _char_index(new)
+        map_s, map_e = nfc_char_map(c_old, c_new, sp)
         doc = np.repeat(np.arange(len(group), dtype=np.int64), np.diff(rs))
-        base2 = _char_index(new)[offsets2[:-1]][doc]
-        base = _char_index(old)[sub[:-1]][doc]
+        base2 = c_new[offsets2[:-1]][doc]
+        base = c_old[sub[:-1]][doc]
         rows = EncodingRows(ids, toks, map_s[base2 + c_s] - base, map_e[base2 + c_e - 1] - base, words, rs, type_id)
         rows.added = added
         skipped = set(skipped)
@@ -1550,9 +1549,7 @@ class CpuSentencePieceEngine:
         ids_a = out[idx]
         tb, te, word = tb[idx], te[idx], word[idx]
         bad = te < 0  # a normalized added token: the document takes the reference path
-        lead = (data & 0xC0) != 0x80
-        cidx = np.zeros(data.shape[0] + 1, np.int64)
-        np.cumsum(lead, out=cidx[1:])
+        cidx = _char_index(data)
         doc = np.repeat(np.arange(n), counts)
         base = cidx[offsets[:-1]][doc]
         te_ok = np.where(bad, tb, te)

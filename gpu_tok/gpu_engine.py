@@ -798,9 +798,8 @@ class GpuTokenizer:
     """``device="cuda"`` for a ``Tokenizer``: the CPU engine's host side, the device kernels."""
 
     def __init__(self, tok, be: _Backend):
-        from .fast_cpu import CpuSentencePieceEngine, CpuTokenizerEngine
-
         from .fast_clip import CpuClipEngine
+        from .fast_cpu import CpuSentencePieceEngine, CpuTokenizerEngine
 
         cpu = tok._cpu_engine()
         if cpu is None:
