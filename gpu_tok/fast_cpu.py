@@ -1265,33 +1265,54 @@ def early_stop(rows: EncodingRows, max_tokens: int, direction: str):
     return keep_from, keep_to, shift, ok
 
 
-def truncated_singles(engine, ref, texts: List[str], add_special_tokens: bool,
-                      num_threads: Optional[int], offsets: bool = True) -> List[Encoding]:
-    """``encode_batch`` of single texts with truncation set (not ``only_second``), each as
-    the reference's ``encode``: the engine's encodings cut by ``early_stop``, then
-    ``post_process`` (truncation's windows, the post-processor, padding); the texts the
-    engine leaves to the reference path, and those ``early_stop`` cannot settle, from it.
+def truncated_batch(engine, ref, inputs, add_special_tokens: bool,
+                    num_threads: Optional[int], offsets: bool = True) -> List[Encoding]:
+    """``encode_batch`` with truncation set, of texts and ``(text, pair)`` tuples, each as the
+    reference's ``encode``: the engine's encodings cut by ``early_stop`` (the first texts
+    unless the strategy is ``only_second``, the pairs always, as ``cpu_ref.pipeline``'s
+    ``_encode_single``), then ``post_process`` (the strategy, truncation's windows, the
+    post-processor, padding); an input whose text the engine leaves to the reference path,
+    or whose stop ``early_stop`` cannot settle, from the reference's ``encode``. The inputs
+    are finished in order, so a batch fails with its first failing input's error.
     ``offsets=False``: ``encode_batch_fast``'s (``without_offsets`` before the post-processor).
     (The caller pads the batch.)"""
     from .cpu_ref.pipeline import without_offsets
 
-    trunc = ref.truncation
-    encs = engine.encode_single_encodings(texts, 0, num_threads)
-    rows = next((e._rows for e in encs if e._rows is not None), None)
+    firsts, seconds, pair_at = split_pairs(inputs)
+    a = _stopped(engine, ref.truncation, firsts, 0, ref.truncation.strategy != "only_second", num_threads)
+    b = _stopped(engine, ref.truncation, seconds, 1, True, num_threads) if seconds else []
+    out: List[Encoding] = []
+    for d, j in enumerate(pair_at):
+        x, y = a[d], (None if j < 0 else b[j])
+        if x is None or (j >= 0 and y is None):
+            out.append(ref.encode(firsts[d], None if j < 0 else seconds[j], add_special_tokens, offsets=offsets))
+            continue
+        if not offsets:
+            x, y = without_offsets(x), (None if y is None else without_offsets(y))
+        out.append(ref.post_process(x, y, add_special_tokens))
+    return out
+
+
+def _stopped(engine, trunc, texts: List[str], type_id: int, limited: bool,
+             num_threads: Optional[int]) -> List[Optional[Encoding]]:
+    """Per text, the engine's encoding before post-processing, cut by the early stop when
+    ``limited``; ``None`` where the reference path must make it (the engine left the text
+    to it and the stop applies, or ``early_stop`` cannot settle the stop)."""
+    encs = engine.encode_single_encodings(texts, type_id, num_threads)
+    if not limited:  # the whole encoding, the engine's or the reference path's
+        return encs
     out: List[Optional[Encoding]] = [None] * len(texts)
-    if rows is not None:
-        keep_from, keep_to, shift, ok = early_stop(rows, trunc.max_length, trunc.direction)
-        fast = [d for d, e in enumerate(encs) if e._rows is rows and ok[d]]
-        lens = (keep_to - keep_from)[fast]
-        bounds, idx = gathered(keep_from[fast], lens)
-        cut = EncodingRows(rows.ids[idx], rows.tokens[idx], rows.starts[idx], rows.ends[idx],
-                           rows.words[idx] - np.repeat(shift[fast], lens), bounds, rows.type_id)
-        for k, d in enumerate(fast):
-            e = Encoding._lazy(cut, k)
-            out[d] = ref.post_process(e if offsets else without_offsets(e), None, add_special_tokens)
-    for d in range(len(texts)):
-        if out[d] is None:
-            out[d] = ref.encode(texts[d], None, add_special_tokens, offsets=offsets)
+    rows = next((e._rows for e in encs if e._rows is not None), None)
+    if rows is None:
+        return out
+    keep_from, keep_to, shift, ok = early_stop(rows, trunc.max_length, trunc.direction)
+    fast = [d for d, e in enumerate(encs) if e._rows is rows and ok[d]]
+    lens = (keep_to - keep_from)[fast]
+    bounds, idx = gathered(keep_from[fast], lens)
+    cut = EncodingRows(rows.ids[idx], rows.tokens[idx], rows.starts[idx], rows.ends[idx],
+                       rows.words[idx] - np.repeat(shift[fast], lens), bounds, rows.type_id)
+    for k, d in enumerate(fast):
+        out[d] = Encoding._lazy(cut, k)
     return out
 
 

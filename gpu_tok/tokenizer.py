@@ -225,10 +225,10 @@ class Tokenizer:
         runs), with ``num_threads`` workers (default: all cores). Results are
         identical on every device. ``"cuda"`` runs the CPU engine here too: ``Encoding``
         objects need offsets, which the GPU engine does not compute (``encode_batch_ids``
-        is the GPU's form). With truncation set, single texts take the engine's encodings
-        cut as the reference's early stop cuts them (``fast_cpu.truncated_singles``: the
-        ``overflowing`` windows and word ids follow it), pairs and ``only_second`` the
-        reference path; padding is applied to the engine's encodings. ``is_pretokenized``: each
+        is the GPU's form). With truncation set, texts and pairs take the engine's encodings
+        cut as the reference's early stop cuts them (``fast_cpu.truncated_batch``: the
+        ``overflowing`` windows and word ids follow it); padding is applied to the engine's
+        encodings. ``is_pretokenized``: each
         input a list of words (or a pair of such lists), on the reference path.
         """
         with gc_paused():
@@ -239,17 +239,13 @@ class Tokenizer:
         _check_device(device)
         if is_pretokenized:  # lists of words: the reference path
             return self._ref.encode_batch(inputs, add_special_tokens, True, True)
-        trunc = self._ref.truncation
-        if device != "ref" and (trunc is None or trunc.strategy != "only_second"):
+        if device != "ref":
             eng = self._cpu_engine()
             inputs = inputs if isinstance(inputs, list) else list(inputs)
-            if trunc is not None:  # single texts: the engine's encodings cut as the reference's early stop
-                if eng is None or any(isinstance(x, (tuple, list)) for x in inputs):
-                    eng = None
-                else:
-                    from .fast_cpu import truncated_singles
+            if eng is not None and self._ref.truncation is not None:  # cut as the reference's early stop
+                from .fast_cpu import truncated_batch
 
-                    out = truncated_singles(eng, self._ref, inputs, add_special_tokens, num_threads)
+                out = truncated_batch(eng, self._ref, inputs, add_special_tokens, num_threads)
             elif eng is not None:
                 out = eng.encode_batch(inputs, add_special_tokens, num_threads)
             if eng is not None:
@@ -265,8 +261,7 @@ class Tokenizer:
                           num_threads: Optional[int] = None) -> List[Encoding]:
         """``tokenizers.Tokenizer.encode_batch_fast``: ``encode_batch`` without offsets (tokens
         empty but the post-processor's, offsets (0, 0), no word ids), from the compiled
-        engines where they serve the tokenizer (with truncation set: single texts, as
-        ``encode_batch``)."""
+        engines where they serve the tokenizer (with truncation set, as ``encode_batch``)."""
         with gc_paused():
             return self._encode_batch_fast(inputs, is_pretokenized, add_special_tokens, device, num_threads)
 
@@ -279,16 +274,13 @@ class Tokenizer:
 
         _check_device(device)
         inputs = inputs if isinstance(inputs, list) else list(inputs)  # (read more than once below)
-        trunc = self._ref.truncation
-        if is_pretokenized or device == "ref" or self._cpu_engine() is None or (
-                trunc is not None and (trunc.strategy == "only_second" or any(
-                    isinstance(x, (tuple, list)) for x in inputs))):
+        if is_pretokenized or device == "ref" or self._cpu_engine() is None:
             return self._ref.encode_batch(inputs, add_special_tokens, True, is_pretokenized, False)
-        from .fast_cpu import split_pairs, truncated_singles
+        from .fast_cpu import split_pairs, truncated_batch
 
         eng = self._cpu_engine()
-        if trunc is not None:  # single texts, cut as the reference's early stop cuts them
-            out = truncated_singles(eng, self._ref, inputs, add_special_tokens, num_threads, offsets=False)
+        if self._ref.truncation is not None:  # cut as the reference's early stop cuts them
+            out = truncated_batch(eng, self._ref, inputs, add_special_tokens, num_threads, offsets=False)
             if self._ref.padding is not None:
                 pad_encodings(out, self._ref.padding)
             return out

@@ -209,9 +209,8 @@ def test_documents_around_a_skipped_one():
 
 @pytest.mark.parametrize("setup", ["truncate77_pad", "truncate5_left_stride_pad", "pad_only"])
 def test_truncation_and_padding(setup):
-    """CLIP's usual call (truncation to 77, padding): single texts from the engine's
-    encodings cut by the early stop (``fast_cpu.truncated_singles``), pairs from the
-    reference path; padding alone (``encode_batch_fast``: the engine's ids as lazy rows);
+    """CLIP's usual call (truncation to 77, padding): texts and pairs from the engine's
+    encodings cut by the early stop (``fast_cpu.truncated_batch``); padding alone (``encode_batch_fast``: the engine's ids as lazy rows);
     every field and the overflowing windows as the reference's."""
     ours, hf = gpu_tok.Tokenizer.from_file(str(model_path(FAMILY))), hf_tok()
     for t in (ours, hf):

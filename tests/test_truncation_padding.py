@@ -283,9 +283,11 @@ def test_models_on_corpus_text(model):
 def test_engine_early_stop(model, added, monkeypatch):
     """encode_batch with truncation on device="cpu": the engine's encodings cut as the
     reference's early stop cuts them (``fast_cpu.early_stop``), in both directions, with
-    strides, special tokens added or not (``encode_batch_fast`` too); texts where an added token crosses the limit
-    (the next model piece stops there) go to the reference path. Every field as the
-    reference's, and the engine's cut is what settled the corpus texts."""
+    strides, every strategy, texts, pairs and a batch of both (``only_second`` fails on the
+    single text, as the reference), special tokens added or not (``encode_batch_fast`` too);
+    texts where an added token crosses the limit (the next model piece stops there) go to
+    the reference path. Every field as the reference's, and the engine's cut is what settled
+    the corpus texts and the pairs' second texts."""
     from gpu_tok import fast_cpu
 
     path = model_path(model)
@@ -293,32 +295,39 @@ def test_engine_early_stop(model, added, monkeypatch):
     texts = corpus_texts(6) + ["", "x", "hello world " * 40]
     if added:
         texts += [f"one two {added} three four", f"{added}{added} a", f"a b c d e f {added} g h i"]
-    seen = []
+    # the pairs' texts short: a pair's windows are crossed (every window of the first with
+    # every window of the second), so long texts cut in small windows make millions of them
+    short = [t[:150] for t in texts]
+    pairs = [(short[i], short[-1 - i]) for i in range(len(texts) // 2)] + [(short[0], short[0])]
+    seen = {0: [], 1: []}
     real = fast_cpu.early_stop
 
     def spy(rows, max_tokens, direction):
         got = real(rows, max_tokens, direction)
-        seen.append(got[3])
+        seen[rows.type_id].append(got[3])
         return got
 
     monkeypatch.setattr(fast_cpu, "early_stop", spy)
     for max_length in (1, 4, 7, 30):
         for trunc in ({"max_length": max_length}, {"max_length": max_length, "direction": "left"},
-                      {"max_length": max_length, "stride": max_length // 2, "strategy": "only_first"}):
+                      {"max_length": max_length, "stride": max_length // 2, "strategy": "only_first"},
+                      {"max_length": max_length, "strategy": "only_second", "direction": "left"}):
             for pad in (None, {"pad_to_multiple_of": 8}):
                 configure(ours, trunc, pad)
                 configure(ref, trunc, pad)
                 for add in (False, True):
-                    check_same(ours, ref, texts, add, ids_too=False)
-                    want, err = outcome(lambda: ref.encode_batch_fast(texts, add_special_tokens=add))
-                    if err is not None:
-                        with pytest.raises(TruncationError):
-                            ours.encode_batch_fast(texts, add_special_tokens=add, device="cpu")
-                        continue
-                    got = ours.encode_batch_fast(texts, add_special_tokens=add, device="cpu")
-                    assert all(diff(g, w) is None for g, w in zip(got, want))
-    ok = np.concatenate(seen)
+                    for batch in (texts, pairs, [texts[1], pairs[1]]):
+                        check_same(ours, ref, batch, add, ids_too=False)
+                        want, err = outcome(lambda: ref.encode_batch_fast(batch, add_special_tokens=add))
+                        if err is not None:
+                            with pytest.raises(TruncationError):
+                                ours.encode_batch_fast(batch, add_special_tokens=add, device="cpu")
+                            continue
+                        got = ours.encode_batch_fast(batch, add_special_tokens=add, device="cpu")
+                        assert all(diff(g, w) is None for g, w in zip(got, want))
+    ok, ok_pair = np.concatenate(seen[0]), np.concatenate(seen[1])
     assert ok.sum() >= 6 * 48  # the corpus texts, every setting, encode_batch and encode_batch_fast
+    assert ok_pair.sum() >= 3 * 64  # the pairs' second texts (every strategy stops them)
     if added:  # an added token crossed the limit somewhere: the reference path took that text
         assert not ok.all()
 
