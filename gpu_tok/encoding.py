@@ -378,3 +378,50 @@ class EncodingRows:
         if self._nb or self._na:
             return self.before[name] + mid + self.after[name]
         return mid
+
+
+class PairRows:
+    """Lazy encodings of pairs: row ``k`` is row ``ia[k]`` of ``a`` (the first texts'
+    ``EncodingRows``, no layout of their own) and row ``ib[k]`` of ``b`` (the second
+    texts'), laid out as ``post_processors.pair_layout`` found the post-processor lays
+    out a pair: ``before``, the first's tokens (type id ``ta``), ``mid``, the second's
+    (``tb``), ``after``; ``ranges``: ``(sequence, start, second)``, a sequence's range
+    over the first's ``n`` tokens from ``start``, or (``second``) over the second's ``m``
+    from ``start + n``. Rows are added with ``add``. The arrays are never written to."""
+
+    __slots__ = ("a", "b", "ia", "ib", "ta", "tb", "before", "mid", "after", "_ranges", "_n0", "_n1", "_n2")
+
+    def __init__(self, a: EncodingRows, b: EncodingRows, layout):
+        self.a, self.b = a, b
+        self.ia: List[int] = []
+        self.ib: List[int] = []
+        self.ta, self.tb, self.before, self.mid, self.after, self._ranges = layout
+        self._n0, self._n1, self._n2 = len(self.before["ids"]), len(self.mid["ids"]), len(self.after["ids"])
+
+    def add(self, i: int, j: int) -> int:
+        """A pair of row ``i`` of ``a`` and row ``j`` of ``b``: its row."""
+        self.ia.append(i)
+        self.ib.append(j)
+        return len(self.ia) - 1
+
+    def _nm(self, k: int) -> Tuple[int, int]:
+        i, j = self.ia[k], self.ib[k]
+        return int(self.a.bounds[i + 1] - self.a.bounds[i]), int(self.b.bounds[j + 1] - self.b.bounds[j])
+
+    def length(self, k: int) -> int:
+        n, m = self._nm(k)
+        return n + m + self._n0 + self._n1 + self._n2
+
+    def ranges(self, k: int) -> Dict[int, Tuple[int, int]]:
+        n, m = self._nm(k)
+        return {seq: (start + n, start + n + m) if second else (start, start + n)
+                for seq, start, second in self._ranges}
+
+    def field(self, name: str, k: int) -> list:
+        if name == "type_ids":
+            n, m = self._nm(k)
+            first, second = [self.ta] * n, [self.tb] * m
+        else:
+            first, second = self.a.field(name, self.ia[k]), self.b.field(name, self.ib[k])
+        return self.before[name] + first + self.mid[name] + second + self.after[name]
+

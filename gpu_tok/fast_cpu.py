@@ -1318,32 +1318,42 @@ def _stopped(engine, trunc, texts: List[str], type_id: int, limited: bool,
 
 def batch_of_singles(engine, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
     """``encode_batch`` from an engine's ``encode_single_encodings`` (the first texts, then
-    the pairs' second texts) and the post-processor. Without pairs, where the
-    post-processor's layout is fixed (``post_processors.single_layout``), the engine's lazy
-    encodings stay lazy, with that layout."""
+    the pairs' second texts) and the post-processor. Where the post-processor's layout is
+    fixed (``post_processors.single_layout``, ``pair_layout``), the engine's lazy encodings
+    stay lazy, with that layout (a pair's as ``encoding.PairRows``); elsewhere, and for
+    texts the engine left to the reference path, ``post_processors.process``."""
     from .cpu_ref import post_processors
+    from .encoding import PairRows
 
     firsts, seconds, pair_at = split_pairs(inputs)
     a = engine.encode_single_encodings(firsts, 0, num_threads)
-    pp = engine.cfg.post_processor
-    if not seconds:
-        layout = post_processors.single_layout(pp, add_special_tokens)
-        if layout is not None:
-            made = {}
-            out = []
-            for e in a:
-                rows = e._rows
-                if rows is None:  # the reference path's
-                    out.append(post_processors.process(pp, [e], add_special_tokens))
-                    continue
-                laid = made.get(id(rows))
-                if laid is None:
-                    laid = made[id(rows)] = rows.with_layout(*layout)
-                out.append(Encoding._lazy(laid, e._row))
-            return out
     b = engine.encode_single_encodings(seconds, 1, num_threads) if seconds else []
-    return [post_processors.process(pp, [a[i]] if j < 0 else [a[i], b[j]], add_special_tokens)
-            for i, j in enumerate(pair_at)]
+    pp = engine.cfg.post_processor
+    single = post_processors.single_layout(pp, add_special_tokens) if len(seconds) < len(firsts) else None
+    pair = post_processors.pair_layout(pp, add_special_tokens) if seconds else None
+    made: dict = {}
+    out = []
+    for i, j in enumerate(pair_at):
+        x = a[i]
+        if j < 0:
+            if single is None or x._rows is None:  # (None: the reference path's)
+                out.append(post_processors.process(pp, [x], add_special_tokens))
+                continue
+            laid = made.get(id(x._rows))
+            if laid is None:
+                laid = made[id(x._rows)] = x._rows.with_layout(*single)
+            out.append(Encoding._lazy(laid, x._row))
+            continue
+        y = b[j]
+        if pair is None or x._rows is None or y._rows is None:
+            out.append(post_processors.process(pp, [x, y], add_special_tokens))
+            continue
+        key = (id(x._rows), id(y._rows))
+        rows = made.get(key)
+        if rows is None:
+            rows = made[key] = PairRows(x._rows, y._rows, pair)
+        out.append(Encoding._lazy(rows, rows.add(x._row, y._row)))
+    return out
 
 
 # ------------------------------------------------------- SentencePiece-style BPE

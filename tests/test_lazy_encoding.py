@@ -54,7 +54,25 @@ _PROCESSORS = {
     "sequence": ({"type": "Sequence", "processors": [
         {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": True},
         _template(0, 1, 0)]}, True),
+    "template-pair-specials": ({"type": "TemplateProcessing",
+                                "single": [{"Sequence": {"id": "A", "type_id": 3}}],
+                                "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 2}},
+                                         {"Sequence": {"id": "A", "type_id": 1}},
+                                         {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+                                         {"SpecialToken": {"id": "[CLS]", "type_id": 4}},
+                                         {"Sequence": {"id": "B", "type_id": 0}},
+                                         {"SpecialToken": {"id": "[SEP]", "type_id": 5}}],
+                                "special_tokens": WP_SPECIALS}, True),
+    "template-b-first": ({"type": "TemplateProcessing",
+                          "single": [{"Sequence": {"id": "A", "type_id": 0}}],
+                          "pair": [{"Sequence": {"id": "B", "type_id": 1}},
+                                   {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+                                   {"Sequence": {"id": "A", "type_id": 0}}],
+                          "special_tokens": WP_SPECIALS}, True),
 }
+# whether a pair's layout is served lazily (``post_processors.pair_layout``), where it
+# differs from the single text's: the second text first is not
+_PAIR_LAZY = {"template-b-first": False}
 _TEXTS = ["hello world", "", "a", "the end, again!", "zz [MASK] top", "   ", "x" * 300 + " y"]
 
 
@@ -83,6 +101,34 @@ def test_every_field_as_the_reference_under_each_post_processor(name):
         assert sum(e._rows is not None for e in got) == (len(_TEXTS) if lazy else 0)
         for text, a, b in zip(_TEXTS, got, ref.encode_batch_fast(_TEXTS, add_special_tokens=add)):
             assert diff(a, b) is None, (text, diff(a, b))
+
+
+@pytest.mark.parametrize("name", sorted(_PROCESSORS))
+def test_pairs_as_the_reference_under_each_post_processor(name):
+    """Pairs (and a batch of pairs and texts): lazy as ``encoding.PairRows`` where
+    ``post_processors.pair_layout`` finds the processor's layout, every field and the
+    sequence ids equal to the reference's, with and without padding."""
+    from gpu_tok.encoding import PairRows
+
+    pp, lazy = _PROCESSORS[name]
+    lazy = _PAIR_LAZY.get(name, lazy)
+    ours, ref = _tokenizers(pp)
+    pairs = [(a, b) for a in _TEXTS for b in _TEXTS[:4]]
+    for add in (False, True):
+        assert (post_processors.pair_layout(ours.config.post_processor, add) is not None) == lazy
+        for batch in (pairs, pairs[:5] + _TEXTS):
+            for pad in (None, {"direction": "left", "pad_to_multiple_of": 8}):
+                for t in (ours, ref):
+                    t.no_padding()
+                    if pad is not None:
+                        t.enable_padding(**pad)
+                got = ours.encode_batch(batch, add_special_tokens=add, device="cpu")
+                # "[MASK]" (an added token) is the reference path's: its pairs are not lazy
+                n_lazy = sum(isinstance(x, tuple) and "[MASK]" not in x[0] + x[1] for x in batch)
+                assert sum(isinstance(e._rows, PairRows) for e in got) == (n_lazy if lazy else 0)
+                for item, a, b in zip(batch, got, ref.encode_batch(batch, add_special_tokens=add)):
+                    assert diff(a, b) is None, (item, diff(a, b))
+                    assert a.sequence_ids == b.sequence_ids, item
 
 
 def test_lazy_fields_are_lists_of_their_own():

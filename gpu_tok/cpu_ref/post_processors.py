@@ -196,6 +196,59 @@ def single_layout(cfg, add_special_tokens: bool):
     return type_id, (before, after, ranges)
 
 
+def _probe_pair(m: int) -> Encoding:
+    """A second sequence's probe: ids and token strings apart from ``_probe``'s, type id 1
+    (as the engines encode the second texts)."""
+    return Encoding([-1001 - k for k in range(m)], [1] * m, [f"\0pair{k}" for k in range(m)],
+                    [(2 * k + 1, 2 * k + 2) for k in range(m)], [0] * m, list(range(m)))
+
+
+def pair_layout(cfg, add_special_tokens: bool):
+    """What ``process`` puts around and between a pair's tokens (no overflowing windows),
+    as ``(ta, tb, before, mid, after, ranges)`` for ``encoding.PairRows``: found by running
+    ``process`` on probe pairs of 0, 1 and 3 tokens each, and used only where each of them
+    came out as that layout says (the first's tokens before the second's, each sequence's
+    fields but its type ids as they came in). None where it does not, or where the
+    processor's output depends on the tokens themselves (offsets trimmed)."""
+    if not _layout_safe(cfg):
+        return None
+    one = process(cfg, [_probe(1), _probe_pair(1)], add_special_tokens)
+    if one.ids.count(-1) != 1 or one.ids.count(-1001) != 1:
+        return None
+    p, q = one.ids.index(-1), one.ids.index(-1001)
+    if p > q:  # the second text first (the probes below would refuse it too)
+        return None
+    before = {f: getattr(one, f)[:p] for f in _LAYOUT_FIELDS}
+    mid = {f: getattr(one, f)[p + 1:q] for f in _LAYOUT_FIELDS}
+    after = {f: getattr(one, f)[q + 1:] for f in _LAYOUT_FIELDS}
+    ta, tb = one.type_ids[p], one.type_ids[q]
+    ranges = []
+    for seq, (a, b) in one.sequence_ranges.items():
+        if (a, b) == (p, p + 1):
+            ranges.append((seq, a, False))
+        elif (a, b) == (q, q + 1):
+            ranges.append((seq, a - 1, True))
+        else:
+            return None
+    for n in (0, 1, 3):
+        for m in (0, 1, 3):
+            pa, pb = _probe(n), _probe_pair(m)
+            fields = {}
+            for f in _LAYOUT_FIELDS:
+                x, y = list(getattr(pa, f)), list(getattr(pb, f))
+                if f == "type_ids":
+                    x, y = [ta] * n, [tb] * m
+                fields[f] = before[f] + x + mid[f] + y + after[f]
+            out = process(cfg, [pa, pb], add_special_tokens)
+            want = {seq: (a + n, a + n + m) if second else (a, a + n) for seq, a, second in ranges}
+            if out.overflowing or out.sequence_ranges != want:
+                return None
+            for f in _LAYOUT_FIELDS:
+                if list(getattr(out, f)) != fields[f]:
+                    return None
+    return ta, tb, before, mid, after, ranges
+
+
 def process(cfg, encodings: List[Encoding], add_special_tokens: bool) -> Encoding:
     """The reference's ``PostProcessor::process`` (or its default without a post-processor)."""
     if cfg is None:
