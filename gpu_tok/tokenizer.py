@@ -270,7 +270,7 @@ class Tokenizer:
         from .cpu_ref import post_processors
         from .cpu_ref.pipeline import without_offsets
         from .cpu_ref.truncation import pad_encodings
-        from .encoding import EncodingRows
+        from .encoding import EncodingRows, PairRows
 
         _check_device(device)
         inputs = inputs if isinstance(inputs, list) else list(inputs)  # (read more than once below)
@@ -285,11 +285,19 @@ class Tokenizer:
                 pad_encodings(out, self._ref.padding)
             return out
         firsts, seconds, pair_at = split_pairs(inputs)
-        layout = None if seconds else post_processors.single_layout(self.config.post_processor, add_special_tokens)
-        if layout is not None:  # lazy encodings (encoding.EncodingRows)
+        pp = self.config.post_processor
+        single = post_processors.single_layout(pp, add_special_tokens) if len(seconds) < len(firsts) else None
+        pair = post_processors.pair_layout(pp, add_special_tokens, 0) if seconds else None
+        if (single is not None or len(seconds) == len(firsts)) and (pair is not None or not seconds):
+            # lazy encodings (encoding.EncodingRows, PairRows)
             ids, rs = eng.encode_ids(firsts, False, num_threads)
-            rows = EncodingRows(ids, None, None, None, None, rs, *layout)
-            out = [Encoding._lazy(rows, d) for d in range(len(firsts))]
+            a = EncodingRows(ids, None, None, None, None, rs, 0)
+            laid = a.with_layout(*single) if single is not None else None
+            if seconds:
+                ids, rs = eng.encode_ids(seconds, False, num_threads)
+                both = PairRows(a, EncodingRows(ids, None, None, None, None, rs, 0), pair)
+            out = [Encoding._lazy(laid, d) if j < 0 else Encoding._lazy(both, both.add(d, j))
+                   for d, j in enumerate(pair_at)]
             if self._ref.padding is not None:
                 pad_encodings(out, self._ref.padding)
             return out

@@ -107,7 +107,8 @@ def test_every_field_as_the_reference_under_each_post_processor(name):
 def test_pairs_as_the_reference_under_each_post_processor(name):
     """Pairs (and a batch of pairs and texts): lazy as ``encoding.PairRows`` where
     ``post_processors.pair_layout`` finds the processor's layout, every field and the
-    sequence ids equal to the reference's, with and without padding."""
+    sequence ids equal to the reference's, with and without padding; ``encode_batch_fast``
+    likewise."""
     from gpu_tok.encoding import PairRows
 
     pp, lazy = _PROCESSORS[name]
@@ -127,6 +128,13 @@ def test_pairs_as_the_reference_under_each_post_processor(name):
                 n_lazy = sum(isinstance(x, tuple) and "[MASK]" not in x[0] + x[1] for x in batch)
                 assert sum(isinstance(e._rows, PairRows) for e in got) == (n_lazy if lazy else 0)
                 for item, a, b in zip(batch, got, ref.encode_batch(batch, add_special_tokens=add)):
+                    assert diff(a, b) is None, (item, diff(a, b))
+                    assert a.sequence_ids == b.sequence_ids, item
+                # encode_batch_fast (the second text's type id 0 before the post-processor): lazy on every pair
+                got = ours.encode_batch_fast(batch, add_special_tokens=add, device="cpu")
+                n_pairs = sum(isinstance(x, tuple) for x in batch)
+                assert sum(isinstance(e._rows, PairRows) for e in got) == (n_pairs if lazy else 0)
+                for item, a, b in zip(batch, got, ref.encode_batch_fast(batch, add_special_tokens=add)):
                     assert diff(a, b) is None, (item, diff(a, b))
                     assert a.sequence_ids == b.sequence_ids, item
 

@@ -196,23 +196,24 @@ def single_layout(cfg, add_special_tokens: bool):
     return type_id, (before, after, ranges)
 
 
-def _probe_pair(m: int) -> Encoding:
-    """A second sequence's probe: ids and token strings apart from ``_probe``'s, type id 1
-    (as the engines encode the second texts)."""
-    return Encoding([-1001 - k for k in range(m)], [1] * m, [f"\0pair{k}" for k in range(m)],
+def _probe_pair(m: int, type_id: int) -> Encoding:
+    """A second sequence's probe: ids and token strings apart from ``_probe``'s."""
+    return Encoding([-1001 - k for k in range(m)], [type_id] * m, [f"\0pair{k}" for k in range(m)],
                     [(2 * k + 1, 2 * k + 2) for k in range(m)], [0] * m, list(range(m)))
 
 
-def pair_layout(cfg, add_special_tokens: bool):
+def pair_layout(cfg, add_special_tokens: bool, second_type: int = 1):
     """What ``process`` puts around and between a pair's tokens (no overflowing windows),
     as ``(ta, tb, before, mid, after, ranges)`` for ``encoding.PairRows``: found by running
-    ``process`` on probe pairs of 0, 1 and 3 tokens each, and used only where each of them
+    ``process`` on probe pairs of 0, 1 and 3 tokens each (the second's with type id
+    ``second_type``, as the engines encode the second texts: 1, or 0 for
+    ``encode_batch_fast``, as ``pipeline.without_offsets``), and used only where each of them
     came out as that layout says (the first's tokens before the second's, each sequence's
     fields but its type ids as they came in). None where it does not, or where the
     processor's output depends on the tokens themselves (offsets trimmed)."""
     if not _layout_safe(cfg):
         return None
-    one = process(cfg, [_probe(1), _probe_pair(1)], add_special_tokens)
+    one = process(cfg, [_probe(1), _probe_pair(1, second_type)], add_special_tokens)
     if one.ids.count(-1) != 1 or one.ids.count(-1001) != 1:
         return None
     p, q = one.ids.index(-1), one.ids.index(-1001)
@@ -232,7 +233,7 @@ def pair_layout(cfg, add_special_tokens: bool):
             return None
     for n in (0, 1, 3):
         for m in (0, 1, 3):
-            pa, pb = _probe(n), _probe_pair(m)
+            pa, pb = _probe(n), _probe_pair(m, second_type)
             fields = {}
             for f in _LAYOUT_FIELDS:
                 x, y = list(getattr(pa, f)), list(getattr(pb, f))
