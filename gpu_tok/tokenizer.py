@@ -228,8 +228,8 @@ class Tokenizer:
         is the GPU's form). With truncation set, texts and pairs take the engine's encodings
         cut as the reference's early stop cuts them (``fast_cpu.truncated_batch``: the
         ``overflowing`` windows and word ids follow it); padding is applied to the engine's
-        encodings. ``is_pretokenized``: each
-        input a list of words (or a pair of such lists), on the reference path.
+        encodings. ``is_pretokenized``: each input a list of words (or a pair of such
+        lists), on the reference path.
         """
         with gc_paused():
             return self._encode_batch(inputs, is_pretokenized, add_special_tokens, device, num_threads)
