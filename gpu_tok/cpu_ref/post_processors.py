@@ -166,7 +166,7 @@ def _probe(n: int) -> Encoding:
                     [(2 * k + 1, 2 * k + 2) for k in range(n)], [0] * n, list(range(n)))
 
 
-def single_layout(cfg, add_special_tokens: bool):
+def _single_layout(cfg, add_special_tokens: bool):
     """What ``process`` puts around one sequence's tokens (first input, no pair, no
     overflowing windows), as ``(type_id, (before, after, ranges))`` for
     ``encoding.EncodingRows``: found by running ``process`` on probe encodings of 0, 1
@@ -202,7 +202,7 @@ def _probe_pair(m: int, type_id: int) -> Encoding:
                     [(2 * k + 1, 2 * k + 2) for k in range(m)], [0] * m, list(range(m)))
 
 
-def pair_layout(cfg, add_special_tokens: bool, second_type: int = 1):
+def _pair_layout(cfg, add_special_tokens: bool, second_type: int):
     """What ``process`` puts around and between a pair's tokens (no overflowing windows),
     as ``(ta, tb, before, mid, after, ranges)`` for ``encoding.PairRows``: found by running
     ``process`` on probe pairs of 0, 1 and 3 tokens each (the second's with type id
@@ -248,6 +248,33 @@ def pair_layout(cfg, add_special_tokens: bool, second_type: int = 1):
                 if list(getattr(out, f)) != fields[f]:
                     return None
     return ta, tb, before, mid, after, ranges
+
+
+_LAYOUTS: dict = {}  # (kind, id(cfg), arguments) -> (cfg, layout)
+
+
+def _layout(find, cfg, *args):
+    """``find(cfg, *args)``, once per processor object (the configs are frozen; the probes
+    cost about as much as encoding a short text, on every ``encode_batch`` call)."""
+    key = (find.__name__, id(cfg), args)
+    hit = _LAYOUTS.get(key)
+    if hit is not None and hit[0] is cfg:
+        return hit[1]
+    if len(_LAYOUTS) >= 256:
+        _LAYOUTS.clear()
+    got = find(cfg, *args)
+    _LAYOUTS[key] = (cfg, got)
+    return got
+
+
+def single_layout(cfg, add_special_tokens: bool):
+    """``_single_layout``'s (see there), found once per processor."""
+    return _layout(_single_layout, cfg, add_special_tokens)
+
+
+def pair_layout(cfg, add_special_tokens: bool, second_type: int = 1):
+    """``_pair_layout``'s (see there), found once per processor."""
+    return _layout(_pair_layout, cfg, add_special_tokens, second_type)
 
 
 def process(cfg, encodings: List[Encoding], add_special_tokens: bool) -> Encoding:
