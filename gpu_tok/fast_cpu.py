@@ -156,6 +156,14 @@ def word_caches(workers: int):
             aligned_zeros((workers, _WIDE_SLOTS + _MARK_ROWS, 8), np.uint64, 128))
 
 
+def long_caches(workers: int):
+    """Empty long-piece caches for ``workers`` threads (``kernels.engine_cpu``): the index
+    (four-way sets, the last row the write counters), the bytes ring and the ids ring."""
+    return (np.zeros((workers, _LONG_SLOTS + 1, 4), np.uint64),
+            np.zeros((workers, _LONG_BYTES), np.uint8),
+            np.zeros((workers, _LONG_ID_SLOTS), np.int32))
+
+
 MAX_IDS = 1 << 21  # ids the engines serve (kernels.engine_cpu._ID_BITS: three to a 64-bit word)
 
 
@@ -511,10 +519,7 @@ class ByteBPEEngine:
     def _alloc_word_cache(self, workers: int):
         """Per worker: the short and wide word caches, the long-piece cache and the pair cache
         (``kernels.engine_cpu``): about 68 MiB per worker thread."""
-        return (*word_caches(workers),
-                np.zeros((workers, _LONG_SLOTS + 1, 4), np.uint64),
-                np.zeros((workers, _LONG_BYTES), np.uint8),
-                np.zeros((workers, _LONG_ID_SLOTS), np.int32),
+        return (*word_caches(workers), *long_caches(workers),
                 np.full((workers, 2 << self._K.PAIR_CACHE_BITS), np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64))
 
     def _scratch_out(self, n: int) -> np.ndarray:
@@ -1471,9 +1476,12 @@ class CpuSentencePieceEngine:
         self._out = KeptArray(np.int32, _KEEP_OUT_MAX, self._lock)
         self._text = KeptArray(np.uint8, _KEEP_TEXT_MAX)
 
-    # the short and wide word caches (``ByteBPEEngine``'s layout), kept across calls the same
-    # way, and so is the scratch (3 ids per input byte here)
-    _alloc_word_cache = staticmethod(word_caches)
+    # the short, wide and long word caches (``ByteBPEEngine``'s layout), kept across calls
+    # the same way, and so is the scratch (3 ids per input byte here)
+    @staticmethod
+    def _alloc_word_cache(workers: int):
+        return (*word_caches(workers), *long_caches(workers))
+
     _word_cache = ByteBPEEngine._word_cache
     _scratch_out = ByteBPEEngine._scratch_out
 

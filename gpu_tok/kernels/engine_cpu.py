@@ -2105,37 +2105,97 @@ def _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o):
     return _merge_heap(hs, n, mtab, pc, out, o)
 
 
-@njit_noalloc
-def _sp_word_cached(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, w, out, o):
-    """``_sp_word`` through the word caches (the byte-level engine's short and wide caches,
-    keyed on the normalized word's bytes: a word's ids depend on its bytes alone)."""
+_SP_BATCH = 64  # words of a piece cut and keyed (their cache sets prefetched) before they are encoded
+
+
+@njit_noalloc(inline="always")
+def _sp_key(buf, a, b, cache, lidx, w, q, kw0, kw1, kh):
+    """Key word ``q`` of a batch (``buf[a:b]``) into ``kw0``/``kw1``/``kh`` and prefetch its
+    set: a short word's (2.._SHORT_KEY bytes) ``short_key`` and short-cache set, a long
+    one's (.._LONG_MAX) ``bytes_hash`` and long-cache set."""
     n = b - a
-    if n < 2 or n > _SHORT_KEY:
-        return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
-    pw0, pw1, h = short_key(buf, a, n)
-    slot = _short_slot(cache, h)
-    if _find_to_front(cache, w, slot, pw0, pw1):
-        return _entry_ids(cache, w, slot, out, o)
-    wslot = _wide_slot(wide, h)
-    if _find_to_front(wide, w, wslot, pw0, pw1):
-        return _entry_ids(wide, w, wslot, out, o)
+    if n < 2 or n > _LONG_MAX:
+        return
+    if n <= _SHORT_KEY:
+        pw0, pw1, h = short_key(buf, a, n)
+        _prefetch3(cache, w, _short_slot(cache, h), 0)
+        kw0[_U(q)] = pw0
+        kw1[_U(q)] = pw1
+        kh[_U(q)] = h
+    else:
+        lh = bytes_hash(buf, a, b)
+        _prefetch3(lidx, w, _long_set(lidx, lh), 0)
+        kh[_U(q)] = lh
+
+
+@njit_noalloc(inline="always")
+def _sp_word_cached(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w,
+                    pw0, pw1, h, out, o):
+    """``_sp_word`` through the word caches (the byte-level engine's short, wide and long
+    caches, keyed on the normalized word's bytes: a word's ids depend on its bytes alone),
+    with the word's key from ``_sp_key``; inlined, the miss in a call of its own
+    (``_sp_word_miss``: a call passes every array field by field, hundreds of moves).
+    Words of 16.._LONG_MAX bytes go to the long cache: in the code bench file 72% of
+    llama2's bytes are in such words (an indentation is one "▁" run with the word after
+    it), each of them encoded every time before."""
+    n = b - a
+    c = -1
+    if 2 <= n <= _SHORT_KEY:
+        slot = _short_slot(cache, h)
+        if _find_to_front(cache, w, slot, pw0, pw1):
+            c = _entry_ids(cache, w, slot, out, o)
+        else:
+            wslot = _wide_slot(wide, h)
+            if _find_to_front(wide, w, wslot, pw0, pw1):
+                c = _entry_ids(wide, w, wslot, out, o)
+    elif _SHORT_KEY < n <= _LONG_MAX:
+        c = _long_find(buf, a, n, h, _long_set(lidx, h), lidx, lbytes, lids, w, out, o)
+    if c >= 0:
+        return c
+    return _sp_word_miss(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w,
+                         pw0, pw1, h, out, o)
+
+
+@njit_noalloc
+def _sp_word_miss(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w,
+                  pw0, pw1, h, out, o):
+    """``_sp_word`` of a word the caches do not hold, put in the one its length and ids
+    go to (none for 1 byte or more than ``_LONG_MAX``)."""
+    n = b - a
     c = _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
-    if c <= _SHORT_IDS:
-        _set_put(cache, w, slot, pw0, pw1, c, out, o, c)
-    elif c <= _WIDE_IDS:
-        _set_put(wide, w, wslot, pw0, pw1, c, out, o, c)
+    if 2 <= n <= _SHORT_KEY:
+        if c <= _SHORT_IDS:
+            _set_put(cache, w, _short_slot(cache, h), pw0, pw1, c, out, o, c)
+        elif c <= _WIDE_IDS:
+            _set_put(wide, w, _wide_slot(wide, h), pw0, pw1, c, out, o, c)
+    elif _SHORT_KEY < n <= _LONG_MAX and c <= _LONG_IDS:
+        _long_insert(buf, a, n, c, h, _long_set(lidx, h), lidx, lbytes, lids, w, out, o)
     return c
+
+
+@njit_noalloc(inline="always")
+def _sp_nocut_before(buf, i, nocut):
+    """Whether the character right before the "▁" at ``buf[i]`` (``i`` past the piece's
+    start) is in ``nocut``: an ASCII byte, or "▁" itself (``nocut[128]``); any other
+    character is not."""
+    y = buf[_U(i - 1)]
+    if y < 0x80:
+        return nocut[_U(y)] != 0
+    return y == 0x81 and buf[_U(i - 2)] == 0x96 and buf[_U(i - 3)] == 0xE2 and nocut[128] != 0
 
 
 @njit_noalloc
 def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals, whole_first, nocut, hs,
-              rank, cache, wide, w, out, o):
+              rank, cache, wide, lidx, lbytes, lids, bsc, w, out, o):
     """One piece: whole in the vocabulary (``ignore_merges``), else BPE. With a non-empty
     ``nocut`` (``uint8[129]``: ``nocut[x]`` for an ASCII byte, ``nocut[128]`` for "▁": the
-    characters some vocabulary token holds right before a "▁") the piece is cut before every
-    "▁" whose previous character is not in ``nocut``: no token can span such a place, so no
-    merge crosses it and BPE of the parts is BPE of the whole. Each part goes through the
-    word caches (``_sp_word_cached``)."""
+    characters some vocabulary token holds right before a "▁") the piece is cut into words
+    before every "▁" whose previous character is not in ``nocut``: no token can span such a
+    place, so no merge crosses it and BPE of the words is BPE of the whole. The words go
+    through the word caches (``_sp_word_cached``) in batches of up to ``_SP_BATCH``: each
+    batch's words cut and keyed first, their cache sets prefetched (``bsc``: the batch's
+    word starts ``int64[_SP_BATCH + 1]`` and keys ``uint64[_SP_BATCH]`` x 3), so that the
+    probes do not each wait on memory (they were a fifth of llama2's time on code)."""
     if whole_first:
         t = bytes_lookup(buf, a, b, arena, tok_off, bkeys, bvals)
         if t >= 0:
@@ -2143,23 +2203,34 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
             return 1
     if nocut.shape[0] == 0:
         return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
+    ws, kw0, kw1, kh = bsc
     o0 = o
     w0 = a
-    prev_bad = False
     i = a
-    while i < b:
-        x = buf[_U(i)]
-        is_sp = i + 2 < b and x == 0xE2 and buf[_U(i + 1)] == 0x96 and buf[_U(i + 2)] == 0x81
-        if is_sp:
-            if i > w0 and not prev_bad:
-                o += _sp_word_cached(buf, w0, i, char_id, byte_id, mtab, pc, hs, rank, cache, wide, w, out, o)
-                w0 = i
-            prev_bad = nocut[128] != 0
-            i += 3
-        else:
-            prev_bad = x < 0x80 and nocut[_U(x)] != 0
-            i += _next_char(buf, i)
-    o += _sp_word_cached(buf, w0, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, w, out, o)
+    while w0 < b:
+        nb = 0
+        while nb < _SP_BATCH and w0 < b:
+            cut = b
+            while i < b:  # the next "▁" (0xE2 is a lead byte: never inside another character)
+                if buf[_U(i)] != 0xE2:
+                    i += 1
+                    continue
+                if i + 2 < b and buf[_U(i + 1)] == 0x96 and buf[_U(i + 2)] == 0x81:
+                    if i > w0 and not _sp_nocut_before(buf, i, nocut):
+                        cut = i
+                        i += 3
+                        break
+                    i += 3
+                else:
+                    i += 1
+            ws[_U(nb)] = w0
+            _sp_key(buf, w0, cut, cache, lidx, w, nb, kw0, kw1, kh)
+            nb += 1
+            w0 = cut
+        ws[_U(nb)] = w0
+        for q in range(nb):
+            o += _sp_word_cached(buf, ws[_U(q)], ws[_U(q + 1)], char_id, byte_id, mtab, pc, hs, rank, cache, wide,
+                                 lidx, lbytes, lids, w, kw0[_U(q)], kw1[_U(q)], kh[_U(q)], out, o)
     return o - o0
 
 
@@ -2192,7 +2263,7 @@ def _sp_record(src, pos, out, o, c, rec, wd):
 
 @njit_cached
 def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-            whole_first, nocut, cache, wide, w, nbuf, pbuf, out, o, rec, nsrc, psrc):
+            whole_first, nocut, cache, wide, lidx, lbytes, lids, w, nbuf, pbuf, out, o, rec, nsrc, psrc):
     """Encode ``data[a:b]`` into ``out[o:]``; returns the new ``o``. ``rt``/``nt``: the raw and
     normalized tries ``(tkeys, tvals, term, first, flags, base)`` (empty ``term`` = none).
 
@@ -2218,6 +2289,8 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
     ng, nm = _split_added(data, a, b, rt, cls, gs, ge, ms, me, mi)
     hs = _heap_scratch(3 * L + 8)
     rank = np.empty(_SHORT + 1, np.uint64)
+    bsc = (np.empty(_SP_BATCH + 1, np.int64), np.empty(_SP_BATCH, np.uint64), np.empty(_SP_BATCH, np.uint64),
+           np.empty(_SP_BATCH, np.uint64))
     ncap = 3 * L + 8
     s2 = np.empty(ncap, np.int64)
     e2 = np.empty(ncap, np.int64)
@@ -2280,7 +2353,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                 continue
             if prepend < 2:
                 c = _sp_piece(nbuf, s2[_U(g2)], e2[_U(g2)], char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-                              whole_first, nocut, hs, rank, cache, wide, w, out, o)
+                              whole_first, nocut, hs, rank, cache, wide, lidx, lbytes, lids, bsc, w, out, o)
                 if rec is not None:
                     _sp_record(nsrc, s2[_U(g2)], out, o, c, rec, wd)
                     wd += 1
@@ -2314,7 +2387,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                         pbuf[_U(q)] = nbuf[_U(k)]
                         q += 1
                 c = _sp_piece(pbuf, 0, q, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-                              whole_first, nocut, hs, rank, cache, wide, w, out, o)
+                              whole_first, nocut, hs, rank, cache, wide, lidx, lbytes, lids, bsc, w, out, o)
                 if rec is not None:
                     _sp_record(psrc, 0, out, o, c, rec, wd)
                     wd += 1
@@ -2325,7 +2398,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
 
 @njit_cached
 def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
-              bkeys, bvals, whole_first, nocut, cache, wide, w, out, counts, rec):
+              bkeys, bvals, whole_first, nocut, cache, wide, lidx, lbytes, lids, w, out, counts, rec):
     big = 1
     for d in range(d0, d1):
         ln = doc_offsets[_U(d + 1)] - doc_offsets[_U(d)]
@@ -2339,22 +2412,23 @@ def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byt
     pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
     for d in range(d0, d1):
         counts[_U(d)] = _sp_doc(data, doc_offsets[_U(d)], doc_offsets[_U(d + 1)], rt, nt, cls, prepend, char_id, byte_id,
-                            mtab, pc, arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, w, nbuf,
-                            pbuf, out, dst[_U(d)], rec, nsrc, psrc) - dst[_U(d)]
+                            mtab, pc, arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, lidx, lbytes,
+                            lids, w, nbuf, pbuf, out, dst[_U(d)], rec, nsrc, psrc) - dst[_U(d)]
 
 
 @njit_cached(parallel=True, nogil=True)
 def sp_encode_parallel(data, doc_offsets, dst, blocks, rt, nt, cls, prepend, char_id, byte_id, mtab, arena,
-                       tok_off, bkeys, bvals, whole_first, nocut, cache, wide, out, counts, rec):
+                       tok_off, bkeys, bvals, whole_first, nocut, cache, wide, lidx, lbytes, lids, out, counts, rec):
     """``prange`` over ``blocks`` of documents (bounds into the document list); each worker
     uses its own row of the word caches (``get_thread_id()``). ``rec``: ``_sp_doc``'s."""
     for k in prange(blocks.shape[0] - 1):
         _sp_block(data, doc_offsets, dst, blocks[_U(k)], blocks[_U(k + 1)], rt, nt, cls, prepend, char_id, byte_id, mtab,
-                  arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, get_thread_id(), out, counts, rec)
+                  arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, lidx, lbytes, lids, get_thread_id(),
+                  out, counts, rec)
 
 
 @njit_cached(nogil=True)
 def sp_encode_serial(data, doc_offsets, dst, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
-                     bkeys, bvals, whole_first, nocut, cache, wide, out, counts, rec):
+                     bkeys, bvals, whole_first, nocut, cache, wide, lidx, lbytes, lids, out, counts, rec):
     _sp_block(data, doc_offsets, dst, _I0, doc_offsets.shape[0] - 1, rt, nt, cls, prepend, char_id, byte_id, mtab,
-              arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, _I0, out, counts, rec)
+              arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, lidx, lbytes, lids, _I0, out, counts, rec)
