@@ -226,20 +226,30 @@ def cache_put(wc, w, slot, w0, w1, out, o, k):
         wc[w, slot, 3] = v1
 
 
-@njit_noalloc
+@njit_noalloc(inline="always")
 def _cached_piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, wc, w, out, o):
-    """``_piece`` through worker ``w``'s word cache (``cache_get``)."""
+    """``_piece`` through worker ``w``'s word cache (``cache_get``); returns the new ``o``.
+    Inlined, with the miss a call of its own (``_piece_miss``): a call passes every array
+    argument field by field, and per piece that was most of the kernel's time (the same in
+    the SentencePiece engine's word loop, ``engine_cpu._sp_word_cached``)."""
     n = e - s
-    if n > 15:
-        return _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o, out, out, False)
-    w0, w1, h = short_key(norm, s, n)
-    slot = np.int64(h & np.uint64(wc.shape[1] - 1))
-    k = cache_get(wc, w, slot, w0, w1, out, o)
-    if k >= 0:
-        return o + k
+    if n <= 15:
+        w0, w1, h = short_key(norm, s, n)
+        k = cache_get(wc, w, np.int64(h & np.uint64(wc.shape[1] - 1)), w0, w1, out, o)
+        if k >= 0:
+            return o + k
+    return _piece_miss(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, wc, w, out, o)
+
+
+@njit_noalloc
+def _piece_miss(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, wc, w, out, o):
+    """``_piece`` of a piece the word cache does not hold, put there when it has at most 15
+    bytes (and ids: the unk token needed with none, -1, is not kept)."""
     o2 = _piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o, out, out, False)
-    if o2 > o:
-        cache_put(wc, w, slot, w0, w1, out, o, o2 - o)
+    n = e - s
+    if n <= 15 and o2 > o:
+        w0, w1, h = short_key(norm, s, n)
+        cache_put(wc, w, np.int64(h & np.uint64(wc.shape[1] - 1)), w0, w1, out, o, o2 - o)
     return o2
 
 
