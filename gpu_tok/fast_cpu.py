@@ -1476,8 +1476,9 @@ class CpuSentencePieceEngine:
         self._out = KeptArray(np.int32, _KEEP_OUT_MAX, self._lock)
         self._text = KeptArray(np.uint8, _KEEP_TEXT_MAX)
 
-    # the short, wide and long word caches (``ByteBPEEngine``'s layout), kept across calls
-    # the same way, and so is the scratch (3 ids per input byte here)
+    # the short, wide and long word caches (``ByteBPEEngine``'s layout, about 68 MiB per
+    # worker thread), kept across calls the same way, and so is the scratch (3 ids per
+    # input byte here)
     @staticmethod
     def _alloc_word_cache(workers: int):
         return (*word_caches(workers), *long_caches(workers))

@@ -2070,7 +2070,9 @@ def gather_serial(out, rec_start, rec_count, pos, ids):
 # SentencePiece way (``prepend``: "▁" before a non-empty gap; every " " becomes "▁"),
 # the normalized added-token pass on it, and each remaining piece encoded whole (these
 # files have no pre-tokenizer split): initial symbols per character (its id, else one
-# ``<0xXX>`` per byte), then ``merge_piece``. Output per document at ``out[dst[d]:]``
+# ``<0xXX>`` per byte), then ``merge_piece``; a piece is cut into words where no merge can
+# cross (``_sp_piece``), each word through the byte-level engine's short, wide and long
+# word caches (per worker, kept across calls). Output per document at ``out[dst[d]:]``
 # (``dst`` leaves 3 ids per input byte + 3, more than a document can produce).
 
 _SP_CHAR = np.array([0xE2, 0x96, 0x81], np.uint8)  # "▁" U+2581
