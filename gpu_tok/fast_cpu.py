@@ -156,12 +156,15 @@ def word_caches(workers: int):
             aligned_zeros((workers, _WIDE_SLOTS + _MARK_ROWS, 8), np.uint64, 128))
 
 
-def long_caches(workers: int):
+def long_caches(workers: int, small: bool = False):
     """Empty long-piece caches for ``workers`` threads (``kernels.engine_cpu``): the index
-    (four-way sets, the last row the write counters), the bytes ring and the ids ring."""
-    return (np.zeros((workers, _LONG_SLOTS + 1, 4), np.uint64),
-            np.zeros((workers, _LONG_BYTES), np.uint8),
-            np.zeros((workers, _LONG_ID_SLOTS), np.int32))
+    (four-way sets, the last row the write counters), the bytes ring and the ids ring;
+    ``small``: 1/256 of the size (a call that cannot use the kept ones), one set at least
+    (the sizes are powers of two: the index and the rings are addressed by masks)."""
+    k = 8 if small else 0
+    return (np.zeros((workers, max(_LONG_SLOTS >> k, 4) + 1, 4), np.uint64),
+            np.zeros((workers, max(_LONG_BYTES >> k, 64)), np.uint8),
+            np.zeros((workers, max(_LONG_ID_SLOTS >> k, 32)), np.int32))
 
 
 MAX_IDS = 1 << 21  # ids the engines serve (kernels.engine_cpu._ID_BITS: three to a 64-bit word)

@@ -125,6 +125,21 @@ class CpuUnigramEngine(PieceEngine):
                         np.float64(model.min_score - 10.0), byte_ids)
         return self._tables
 
+    def _word_cache(self, locked: bool, workers: int):
+        """``PieceEngine``'s word cache, and the long-piece cache (``fast_cpu.long_caches``:
+        pieces of 16..1024 bytes), kept across calls the same way (a caller not holding
+        ``_lock`` gets small fresh ones)."""
+        from .fast_cpu import default_threads, long_caches
+
+        wc = super()._word_cache(locked, workers)
+        if not locked:
+            return (wc, *long_caches(workers, small=True))
+        if self._lc is None or self._lc[0].shape[0] < workers:
+            self._lc = long_caches(max(workers, default_threads()))
+        return (wc, *self._lc)
+
+    _lc = None  # the kept long-piece cache
+
     def _run(self, data, offsets, status, parallel: bool, threads: int, wc, record: bool = False):
         """The kernel: ``(starts, out, counts)``, document ``d``'s ids at
         ``out[starts[d]:starts[d] + counts[d]]`` (``kernels.unigram_cpu.uni_ids``). Each
@@ -136,7 +151,7 @@ class CpuUnigramEngine(PieceEngine):
 
         da, crep, blob, use_pc, gprops, ws, trie, scores, unk, unk_score, byte_ids = self._compiled()
         n = offsets.shape[0] - 1
-        tables = (da, crep, blob, use_pc, gprops, ws, self.mode, trie, scores, unk, unk_score, byte_ids, wc)
+        tables = (da, crep, blob, use_pc, gprops, ws, self.mode, trie, scores, unk, unk_score, byte_ids, *wc)
 
         def rec_arrays(m):
             if not record:

@@ -260,6 +260,42 @@ def test_sentencepiece_word_cuts_and_cache(family):
         assert got == want
 
 
+@pytest.mark.parametrize("family", ["llama2", "gemma3"])
+def test_sentencepiece_words_through_tiny_caches(family, monkeypatch):
+    """The SentencePiece engine's words (``engine_cpu._sp_piece``: keyed in batches of
+    ``_SP_BATCH``, then served from the short, wide or long cache, or encoded and put
+    there) with caches of a few sets and rings of 64 bytes, so that entries are evicted
+    and overwritten all the time: indentations of 0..40 spaces before a word (one long
+    word each), words of 1..30 characters of several scripts, a word past ``_LONG_MAX``
+    bytes, and documents of more than one batch of words; three passes, each equal to
+    the reference."""
+    from gpu_tok.kernels import engine_cpu as K
+
+    monkeypatch.setattr(fast_cpu, "_CACHE_SLOTS", 16)
+    monkeypatch.setattr(fast_cpu, "_WIDE_SLOTS", 8)
+    monkeypatch.setattr(fast_cpu, "_LONG_SLOTS", 4)
+    monkeypatch.setattr(fast_cpu, "_LONG_BYTES", 64)
+    monkeypatch.setattr(fast_cpu, "_LONG_ID_SLOTS", 32)
+    rng = random.Random(29)
+    pool = list("abcdefghij") + ["\u00e9", "\u0436", "\u4e2d", "\u0634", "\u0e01", "\U0001F600"]
+    words = ["".join(rng.choice(pool) for _ in range(rng.randint(1, 30))) for _ in range(200)]
+    lines = [" " * rng.randint(0, 40) + rng.choice(words) + rng.choice(["", "(x);", ":"]) for _ in range(600)]
+    texts = ["\n".join(lines[i:i + 30]) for i in range(0, 600, 30)]
+    texts += [" ".join(rng.choice(words) for _ in range(3 * K._SP_BATCH)), "x" * (K._LONG_MAX + 9) + " y",
+              "\u4e2d" * 400 + " " + "\u4e2d" * 400]
+    t = tok(family)
+    eng = t._cpu_engine()
+    want = t.encode_batch_ids(texts, add_special_tokens=False, device="ref").to_list()
+    eng._wcache = None
+    try:
+        for _ in range(3):
+            got = t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list()
+            assert got == want
+        assert eng._wcache[0].shape[1] == 16 and eng._wcache[2].shape[1] == 5  # the tiny caches were used
+    finally:
+        eng._wcache = None
+
+
 @pytest.mark.parametrize("family", ["gpt2", "llama3", "gpt-4o"])
 def test_cached_pieces_of_every_length_and_id_count(family):
     """Pieces of 2..70 bytes holding 1..n ids (rare letters take one id per byte), encoded

@@ -137,6 +137,35 @@ def test_long_pieces_and_the_word_cache():
     _same_ids(ours, ref, texts[1:])
 
 
+def test_long_piece_cache_rings_and_a_second_caller(monkeypatch):
+    """Pieces of 16..1024 bytes go through the long-piece cache: here with an index of one
+    four-way set and rings of 64 bytes and 32 ids, so entries are evicted and written over
+    all the time; three passes, each equal to the reference; then a call made while
+    another holds the engine's lock (it gets small caches of its own), equal too."""
+    import random
+
+    from gpu_tok import fast_cpu
+
+    monkeypatch.setattr(fast_cpu, "_LONG_SLOTS", 4)
+    monkeypatch.setattr(fast_cpu, "_LONG_BYTES", 64)
+    monkeypatch.setattr(fast_cpu, "_LONG_ID_SLOTS", 32)
+    js = unigram_tokenizer_json(unigram_model(), normalizer="none")
+    ours, ref = _pair(("long-cache",), js)
+    rng = random.Random(31)
+    pool = ["hello", "the", "world", "\u6771\u4eac", "\u2603", "ab", "x"]
+    words = ["".join(rng.choice(pool) for _ in range(rng.randint(2, 24))) for _ in range(120)]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 40))) for _ in range(80)]
+    assert any(16 <= len(w.encode()) + 3 <= 64 for w in words) and any(len(w.encode()) > 64 for w in words)
+    eng = ours._cpu_engine()
+    assert isinstance(eng, CpuUnigramEngine)
+    eng._wc = eng._lc = None
+    for _ in range(3):
+        _same_ids(ours, ref, texts)
+    assert eng._lc[0].shape[1] == 5  # the tiny long cache was the one used
+    with eng._lock:
+        _same_ids(ours, ref, texts)
+
+
 def test_engine_on_the_grapheme_probes():
     """The grapheme probes (every rule of UAX #29 the reference's output shows: CR LF,
     Prepend, marks, Hangul, conjuncts, emoji ZWJ sequences) on a sample of code points,

@@ -37,7 +37,7 @@ import numpy as np
 from numba import get_thread_id, prange
 
 from ._intrinsics import prefetch3 as _prefetch3
-from .engine_cpu import short_key, trie_nodes
+from .engine_cpu import _LONG_IDS, _LONG_MAX, _long_find, _long_insert, _long_set, bytes_hash, short_key, trie_nodes
 from .hash_table import njit_cached, njit_noalloc
 from .pretok_cpu import _dec
 from .wordpiece_cpu import cache_get, cache_put
@@ -554,13 +554,17 @@ _BATCH = 32  # pieces keyed (and their word cache slots prefetched) ahead of the
 
 
 @njit_noalloc
-def _encode_pieces(pt, a, b, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, w, bk, out, o, rec):
+def _encode_pieces(pt, a, b, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, lidx, lbytes, lids,
+                   w, bk, out, o, rec):
     """The pieces of ``pt[a:b]`` (cut before every "▁") through the model, ids to
     ``out[o:]``; the new ``o``, or -1 (the unknown token needed and missing). Pieces go in
     batches of ``_BATCH``: their keys made and their word cache slots prefetched first
-    (``bk: int64[_BATCH, 5]`` scratch: start, end, slot or -1, key words), so the slots'
-    memory latency overlaps. ``rec``: None, or ``(tb, te, own, word)`` per token (see
-    ``_rec_token``; ``word`` its piece's index): the word cache is not used then."""
+    (``bk: int64[_BATCH, 5]`` scratch: start, end, slot (-1: none, -2: the long cache),
+    key words), so the slots' memory latency overlaps. Pieces of at most 15 bytes use the
+    word cache ``wc``, those of 16.._LONG_MAX bytes the long cache ``lidx``/``lbytes``/
+    ``lids`` (``engine_cpu``'s, keyed by ``bytes_hash``: a piece's ids depend on its bytes
+    alone). ``rec``: None, or ``(tb, te, own, word)`` per token (see ``_rec_token``;
+    ``word`` its piece's index): the caches are not used then."""
     mask = np.uint64(wc.shape[1] - 1)
     s = a
     p = a + 3 if _is_meta(pt, a, b) else a + 1
@@ -579,6 +583,11 @@ def _encode_pieces(pt, a, b, trie, scores, unk, unk_score, byte_ids, best, start
                     bk[nb, 2] = slot
                     bk[nb, 3] = np.int64(w0)
                     bk[nb, 4] = np.int64(w1)
+                elif p - s <= _LONG_MAX and rec is None:
+                    lh = bytes_hash(pt, s, p)
+                    _prefetch3(lidx, w, _long_set(lidx, lh), 0)
+                    bk[nb, 2] = -2
+                    bk[nb, 3] = np.int64(lh)
                 nb += 1
                 s = p
                 p += 3
@@ -601,6 +610,19 @@ def _encode_pieces(pt, a, b, trie, scores, unk, unk_score, byte_ids, best, start
                 if o2 > o:
                     cache_put(wc, w, slot, w0, w1, out, o, o2 - o)
                 o = o2
+            elif slot == -2:
+                lh = np.uint64(bk[q, 3])
+                lslot = _long_set(lidx, lh)
+                k = _long_find(pt, ps, pe - ps, lh, lslot, lidx, lbytes, lids, w, out, o)
+                if k >= 0:
+                    o += k
+                    continue
+                o2 = _piece(pt, ps, pe, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o, rec)
+                if o2 < 0:
+                    return -1
+                if o2 - o <= _LONG_IDS:
+                    _long_insert(pt, ps, pe - ps, o2 - o, lh, lslot, lidx, lbytes, lids, w, out, o)
+                o = o2
             else:
                 o2 = _piece(pt, ps, pe, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o, rec)
                 if o2 < 0:
@@ -615,7 +637,7 @@ def _encode_pieces(pt, a, b, trie, scores, unk, unk_score, byte_ids, best, start
 
 @njit_cached(parallel=True, nogil=True)
 def uni_ids(data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk, unk_score, byte_ids,
-            wc, status, ostart, ocap, out, counts, rec):
+            wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec):
     """The whole pipeline, one document at a time: normalized and pre-tokenized into a
     scratch buffer (twice the document's bytes; a longer result is counted, then written
     into one of its size), then its pieces through the model; ``counts[d]`` ids at
@@ -660,16 +682,16 @@ def uni_ids(data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, s
         ids = np.empty(m + 1, np.int32)
         bk = np.empty((_BATCH, 5), np.int64)
         if rec is None:
-            k = _encode_pieces(pt, 0, m, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, w, bk,
-                               ids, 0, None)
+            k = _encode_pieces(pt, 0, m, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, lidx, lbytes,
+                               lids, w, bk, ids, 0, None)
             need = k
         else:
             tb = np.empty(m + 1, np.int64)
             te = np.empty(m + 1, np.int64)
             own = np.empty(m + 1, np.uint8)
             wd = np.empty(m + 1, np.int64)
-            k = _encode_pieces(pt, 0, m, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, w, bk,
-                               ids, 0, (tb, te, own, wd))
+            k = _encode_pieces(pt, 0, m, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, lidx, lbytes,
+                               lids, w, bk, ids, 0, (tb, te, own, wd))
             need = k
             if k > 0:
                 ub = 0
