@@ -2263,11 +2263,16 @@ def _sp_record(src, pos, out, o, c, rec, wd):
         pos += k
 
 
-@njit_cached
+@njit_noalloc
 def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-            whole_first, nocut, cache, wide, lidx, lbytes, lids, w, nbuf, pbuf, out, o, rec, nsrc, psrc):
+            whole_first, nocut, cache, wide, lidx, lbytes, lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, o, rec,
+            nsrc, psrc):
     """Encode ``data[a:b]`` into ``out[o:]``; returns the new ``o``. ``rt``/``nt``: the raw and
     normalized tries ``(tkeys, tvals, term, first, flags, base)`` (empty ``term`` = none).
+    Scratch from the caller (``_sp_block``, sized for its longest document: made once
+    per block, not per document, which cost about 1.5 us a document): ``dsc``, the
+    added-token passes' gaps and matches (five arrays of ``b - a + 2`` items, five of
+    ``3 (b - a) + 8``), ``hs`` (``_heap_scratch``), ``rank``, ``bsc`` (``_sp_piece``'s).
 
     ``prepend``: 0/1 the normalizer form (``Replace(' ', '▁')``, with ``Prepend('▁')`` when 1);
     2/3: no normalizer and a ``Metaspace`` pre-tokenizer (``split: false``) with
@@ -2281,24 +2286,8 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
     recorded as ``-1 - piece``; a normalized added token gets ``te = -1`` (its token is the
     normalized text: the caller takes the reference path)."""
     wd = 0
-    L = b - a
-    cap = L + 2
-    gs = np.empty(cap, np.int64)
-    ge = np.empty(cap, np.int64)
-    ms = np.empty(cap, np.int64)
-    me = np.empty(cap, np.int64)
-    mi = np.empty(cap, np.int32)
+    gs, ge, ms, me, mi, s2, e2, ms2, me2, mi2 = dsc
     ng, nm = _split_added(data, a, b, rt, cls, gs, ge, ms, me, mi)
-    hs = _heap_scratch(3 * L + 8)
-    rank = np.empty(_SHORT + 1, np.uint64)
-    bsc = (np.empty(_SP_BATCH + 1, np.int64), np.empty(_SP_BATCH, np.uint64), np.empty(_SP_BATCH, np.uint64),
-           np.empty(_SP_BATCH, np.uint64))
-    ncap = 3 * L + 8
-    s2 = np.empty(ncap, np.int64)
-    e2 = np.empty(ncap, np.int64)
-    ms2 = np.empty(ncap, np.int64)
-    me2 = np.empty(ncap, np.int64)
-    mi2 = np.empty(ncap, np.int32)
     gi = 0
     mk = 0
     while gi < ng or mk < nm:
@@ -2412,10 +2401,19 @@ def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byt
     nsrc = np.empty(m, np.int64)
     psrc = np.empty(m, np.int64)
     pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
+    cap = big + 2
+    ncap = 3 * big + 8
+    dsc = (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64),
+           np.empty(cap, np.int32), np.empty(ncap, np.int64), np.empty(ncap, np.int64), np.empty(ncap, np.int64),
+           np.empty(ncap, np.int64), np.empty(ncap, np.int32))
+    hs = _heap_scratch(ncap)
+    rank = np.empty(_SHORT + 1, np.uint64)
+    bsc = (np.empty(_SP_BATCH + 1, np.int64), np.empty(_SP_BATCH, np.uint64), np.empty(_SP_BATCH, np.uint64),
+           np.empty(_SP_BATCH, np.uint64))
     for d in range(d0, d1):
         counts[_U(d)] = _sp_doc(data, doc_offsets[_U(d)], doc_offsets[_U(d + 1)], rt, nt, cls, prepend, char_id, byte_id,
                             mtab, pc, arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, lidx, lbytes,
-                            lids, w, nbuf, pbuf, out, dst[_U(d)], rec, nsrc, psrc) - dst[_U(d)]
+                            lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, dst[_U(d)], rec, nsrc, psrc) - dst[_U(d)]
 
 
 @njit_cached(parallel=True, nogil=True)
