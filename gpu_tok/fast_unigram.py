@@ -159,6 +159,10 @@ class CpuUnigramEngine(PieceEngine):
             return (np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64),
                     np.empty(m, np.int64), np.empty(m, np.uint8))
 
+        # blocks of documents of about equal bytes, 8 per thread (one when serial): each
+        # makes its scratch once (uni_ids)
+        cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], 8 * threads + 1 if parallel else 2))
+        blocks = np.unique(np.concatenate(([0], cuts.clip(0, n), [n]))).astype(np.int64)
         with numba_threads(threads if parallel else 1):
             starts = np.zeros(n + 1, np.int64)
             starts[:n] = offsets[:-1] + 4 * np.arange(n, dtype=np.int64)
@@ -166,7 +170,7 @@ class CpuUnigramEngine(PieceEngine):
             out = np.empty(m, np.int32)
             rec = rec_arrays(m)
             counts = np.zeros(n, np.int64)
-            U.uni_ids(data, offsets, *tables, status, starts, np.diff(offsets) + 4, out, counts, rec)
+            U.uni_ids(data, offsets, blocks, *tables, status, starts, np.diff(offsets) + 4, out, counts, rec)
             big = np.flatnonzero(status == 3)
             if big.shape[0]:
                 need = np.zeros(n, np.int64)
@@ -178,7 +182,7 @@ class CpuUnigramEngine(PieceEngine):
                     rec = tuple(np.concatenate([r, np.empty(more, r.dtype)]) for r in rec)
                 sub = np.ones(n, np.uint8)
                 sub[big] = 0
-                U.uni_ids(data, offsets, *tables, sub, starts, need, out, counts, rec)
+                U.uni_ids(data, offsets, blocks, *tables, sub, starts, need, out, counts, rec)
                 status[big] = sub[big]  # 0, or 2 (the unknown token needed and missing)
         if record:
             return starts, out, counts, rec
