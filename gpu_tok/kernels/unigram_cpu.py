@@ -649,50 +649,58 @@ def _uni_scratch(big, record):
             np.empty(r, np.int64))
 
 
-@njit_cached
+@njit_noalloc
+def _uni_docs(d0, d1, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk, unk_score,
+              byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec, w, sc):
+    """``_uni_doc`` of documents ``d0, d0 + 1, ...`` until ``d1`` or one that does not fit
+    ``sc``; returns where it stopped. Without reference counting: in the counted caller
+    each call took and dropped a reference to every array it passed."""
+    for d in range(d0, d1):
+        if _uni_doc(d, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk, unk_score,
+                    byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec, w, sc) >= 0:
+            return d
+    return d1
+
+
+@njit_noalloc
 def _uni_doc(d, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk, unk_score, byte_ids,
              wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec, w, sc):
-    """Document ``d`` of ``uni_ids`` (worker ``w``, the block's scratch ``sc``: a result
-    longer than it holds gets arrays of its own)."""
+    """Document ``d`` of ``uni_ids`` (worker ``w``) in the scratch ``sc``
+    (``_uni_scratch``); returns -1, or the pre-tokenized length when it does not fit
+    ``sc`` (nothing written: the caller runs it again with a scratch of that size).
+    Allocates nothing, so that it and its loop (``_uni_docs``) run without reference
+    counting."""
     if status[d] != 0:
-        return
+        return -1
     counts[d] = 0
     a = doc_offsets[d]
     b = doc_offsets[d + 1]
     if a == b:
-        return
+        return -1
     pt = sc[0]
     if rec is None:
         m = _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, 0, True, None)
-        if m + 16 > pt.shape[0]:
-            pt = np.empty(m + 16, np.uint8)
-            _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, 0, True, None)
     else:
         span = sc[6]
         stt = sc[7]
         stt[:] = 0
         m = _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, 0, True, (span, stt))
-        if m + 16 > pt.shape[0]:
-            pt = np.empty(m + 16, np.uint8)
-            span = np.empty(pt.shape[0], np.int64)
-            stt[:] = 0
-            _pretokenize(data, a, b, da, crep, blob, use_pc, gprops, ws, mode, pt, 0, True, (span, stt))
-    fits = m + 1 <= sc[1].shape[0]
-    best = sc[1] if fits else np.empty(m + 1, np.float64)
-    start_of = sc[2] if fits else np.empty(m + 1, np.int64)
-    id_of = sc[3] if fits else np.empty(m + 1, np.int64)
-    ids = sc[4] if fits else np.empty(m + 1, np.int32)
+    if m + 16 > pt.shape[0]:
+        return m
+    best = sc[1]
+    start_of = sc[2]
+    id_of = sc[3]
+    ids = sc[4]
     bk = sc[5]
     if rec is None:
         k = _encode_pieces(pt, 0, m, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, lidx, lbytes,
                            lids, w, bk, ids, 0, None)
         need = k
     else:
-        fits = m + 1 <= sc[8].shape[0]
-        tb = sc[8] if fits else np.empty(m + 1, np.int64)
-        te = sc[9] if fits else np.empty(m + 1, np.int64)
-        own = sc[10] if fits else np.empty(m + 1, np.uint8)
-        wd = sc[11] if fits else np.empty(m + 1, np.int64)
+        tb = sc[8]
+        te = sc[9]
+        own = sc[10]
+        wd = sc[11]
         k = _encode_pieces(pt, 0, m, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, wc, lidx, lbytes,
                            lids, w, bk, ids, 0, (tb, te, own, wd))
         need = k
@@ -729,6 +737,7 @@ def _uni_doc(d, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, tri
                         u += 1
                 else:
                     ua[o + j] = -1
+    return -1
 
 
 @njit_cached(parallel=True, nogil=True)
@@ -761,6 +770,15 @@ def uni_ids(data, doc_offsets, blocks, da, crep, blob, use_pc, gprops, ws, mode,
             big = max(big, doc_offsets[d + 1] - doc_offsets[d])
         sc = _uni_scratch(big, rec is not None)
         w = get_thread_id()
-        for d in range(d0, d1):
-            _uni_doc(d, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk, unk_score,
-                     byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec, w, sc)
+        d = d0
+        while d < d1:  # a document whose pre-tokenized text outgrows the scratch: again with its own
+            d = _uni_docs(d, d1, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk,
+                          unk_score, byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec, w, sc)
+            if d < d1:
+                m = _uni_doc(d, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk,
+                             unk_score, byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec, w,
+                             sc)
+                _uni_doc(d, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk,
+                         unk_score, byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec, w,
+                         _uni_scratch((m + 1) // 2, rec is not None))
+                d += 1
