@@ -597,41 +597,28 @@ def _encode_pieces(pt, a, b, trie, scores, unk, unk_score, byte_ids, best, start
             ps = bk[q, 0]
             pe = bk[q, 1]
             slot = bk[q, 2]
+            k = -1
             if slot >= 0:
-                w0 = np.uint64(bk[q, 3])
-                w1 = np.uint64(bk[q, 4])
-                k = cache_get(wc, w, slot, w0, w1, out, o)
-                if k >= 0:
-                    o += k
-                    continue
-                o2 = _piece(pt, ps, pe, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o, rec)
-                if o2 < 0:
-                    return -1
-                if o2 > o:
-                    cache_put(wc, w, slot, w0, w1, out, o, o2 - o)
-                o = o2
+                k = cache_get(wc, w, slot, np.uint64(bk[q, 3]), np.uint64(bk[q, 4]), out, o)
             elif slot == -2:
+                k = _long_find(pt, ps, pe - ps, np.uint64(bk[q, 3]), _long_set(lidx, np.uint64(bk[q, 3])), lidx,
+                               lbytes, lids, w, out, o)
+            if k >= 0:
+                o += k
+                continue
+            o2 = _piece(pt, ps, pe, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o, rec)
+            if o2 < 0:
+                return -1
+            if slot >= 0 and o2 > o:
+                cache_put(wc, w, slot, np.uint64(bk[q, 3]), np.uint64(bk[q, 4]), out, o, o2 - o)
+            elif slot == -2 and o2 - o <= _LONG_IDS:
                 lh = np.uint64(bk[q, 3])
-                lslot = _long_set(lidx, lh)
-                k = _long_find(pt, ps, pe - ps, lh, lslot, lidx, lbytes, lids, w, out, o)
-                if k >= 0:
-                    o += k
-                    continue
-                o2 = _piece(pt, ps, pe, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o, rec)
-                if o2 < 0:
-                    return -1
-                if o2 - o <= _LONG_IDS:
-                    _long_insert(pt, ps, pe - ps, o2 - o, lh, lslot, lidx, lbytes, lids, w, out, o)
-                o = o2
-            else:
-                o2 = _piece(pt, ps, pe, trie, scores, unk, unk_score, byte_ids, best, start_of, id_of, out, o, rec)
-                if o2 < 0:
-                    return -1
-                if rec is not None:
-                    for j in range(o, o2):
-                        rec[3][j] = piece
-                    piece += 1
-                o = o2
+                _long_insert(pt, ps, pe - ps, o2 - o, lh, _long_set(lidx, lh), lidx, lbytes, lids, w, out, o)
+            if rec is not None:
+                for j in range(o, o2):
+                    rec[3][j] = piece
+                piece += 1
+            o = o2
     return o
 
 
