@@ -640,13 +640,15 @@ def _uni_scratch(big, record):
 def _uni_docs(d0, d1, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk, unk_score,
               byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec, w, sc):
     """``_uni_doc`` of documents ``d0, d0 + 1, ...`` until ``d1`` or one that does not fit
-    ``sc``; returns where it stopped. Without reference counting: in the counted caller
-    each call took and dropped a reference to every array it passed."""
+    ``sc``; returns where it stopped and that one's pre-tokenized length (-1 at ``d1``).
+    Without reference counting: in the counted caller each call took and dropped a
+    reference to every array it passed."""
     for d in range(d0, d1):
-        if _uni_doc(d, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk, unk_score,
-                    byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec, w, sc) >= 0:
-            return d
-    return d1
+        m = _uni_doc(d, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk, unk_score,
+                     byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec, w, sc)
+        if m >= 0:
+            return d, m
+    return d1, -1
 
 
 @njit_noalloc
@@ -731,8 +733,8 @@ def _uni_doc(d, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, tri
 def uni_ids(data, doc_offsets, blocks, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk, unk_score,
             byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec):
     """The whole pipeline, one document at a time: normalized and pre-tokenized into a
-    scratch buffer (twice the document's bytes; a longer result is counted, then written
-    into one of its size), then its pieces through the model; ``counts[d]`` ids at
+    scratch buffer (twice its block's longest document's bytes; a longer result is
+    counted, then written into one of its size), then its pieces through the model; ``counts[d]`` ids at
     ``out[ostart[d]:]``. A document with more ids than its slot (``ocap[d]``) writes none:
     it gets ``status[d] = 3`` and ``counts[d]`` the number it needs (the caller runs it
     again into a slot of that size).
@@ -759,12 +761,10 @@ def uni_ids(data, doc_offsets, blocks, da, crep, blob, use_pc, gprops, ws, mode,
         w = get_thread_id()
         d = d0
         while d < d1:  # a document whose pre-tokenized text outgrows the scratch: again with its own
-            d = _uni_docs(d, d1, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk,
-                          unk_score, byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec, w, sc)
-            if d < d1:
-                m = _uni_doc(d, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk,
+            d, m = _uni_docs(d, d1, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk,
                              unk_score, byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec, w,
                              sc)
+            if d < d1:
                 _uni_doc(d, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk,
                          unk_score, byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec, w,
                          _uni_scratch((m + 1) // 2, rec is not None))
