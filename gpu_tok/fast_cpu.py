@@ -1411,6 +1411,47 @@ def _added_token_lists(ref):
     return raw, norm
 
 
+def _held_pairs(vocab, model):
+    """``(held, nocut)`` of a SentencePiece-style vocabulary (``kernels.engine_cpu._sp_piece``,
+    ``_sp_word_parts``). ``held: uint8[130 * 130 + 0x110000 // 8]``: first a pair table,
+    ``held[x * 130 + y]`` = 1 when some token holds character ``x`` right before ``y`` (the
+    ASCII bytes, "▁" as 128, 129 for a lone character: all zeros), then one bit per code
+    point (``held[130 * 130 + c // 8] >> (c % 8) & 1``) set for a lone character: one no
+    token of two or more characters holds (a character of no token is one too: its
+    ``<0xXX>`` bytes join nothing). No token spans a place between two characters the table
+    does not hold together, so no merge crosses it and words are cut there. ``nocut``: the
+    table's column for "▁" over the ASCII bytes and "▁" (``uint8[129]``, the GPU host
+    path's cuts). Both empty (no cuts) when a merge has a ``<0xXX>`` byte token on a side (a
+    token's text then no longer shows which characters it joins) or some token holds a
+    character other than ASCII and "▁" right before a "▁" (the cut before a "▁" tells only
+    those apart)."""
+    none = np.zeros(0, np.uint8), np.zeros(0, np.uint8)
+    if any(_is_byte_token(x) or _is_byte_token(y) for x, y in model.merges):
+        return none
+    pairs = np.zeros((130, 130), np.uint8)
+    lone = np.ones(0x110000, np.uint8)
+    for tok in vocab:
+        if _is_byte_token(tok) or len(tok) < 2:
+            continue
+        for c, d in zip(tok, tok[1:]):
+            x = 128 if c == _SP else ord(c)
+            y = 128 if d == _SP else ord(d)
+            if y == 128 and x > 128:
+                return none
+            if x <= 128 and y <= 128:
+                pairs[x, y] = 1
+        for c in tok:
+            lone[ord(c)] = 0
+    lone[:0x80] = 0  # ASCII and "▁" have rows of their own
+    lone[ord(_SP)] = 0
+    held = np.concatenate((pairs.reshape(-1), np.packbits(lone, bitorder="little")))
+    return held, np.ascontiguousarray(pairs[:129, 128])
+
+
+def _is_byte_token(t: str) -> bool:
+    return len(t) == 6 and t.startswith("<0x") and t.endswith(">")
+
+
 _NO_RECORD = None  # kernels.engine_cpu._sp_doc's rec when only ids are wanted (its checks compiled away)
 
 
@@ -1459,14 +1500,7 @@ class CpuSentencePieceEngine:
         self.cfg = cfg
         self.ref = ref
         self.whole_first = bool(m.ignore_merges)
-        # the characters some token holds right before a "▁": pieces are cut before every
-        # other "▁" (kernels.engine_cpu._sp_piece); only when they are ASCII or "▁" itself
-        bad = {c for tok in vocab if _SP in tok[1:] for c, d in zip(tok, tok[1:]) if d == _SP}
-        self.nocut = np.zeros(0, np.uint8)
-        if all(c == _SP or ord(c) < 0x80 for c in bad):
-            self.nocut = np.zeros(129, np.uint8)
-            for c in bad:
-                self.nocut[128 if c == _SP else ord(c)] = 1
+        self.held, self.nocut = _held_pairs(vocab, m)
         self.bt = K.build_bytes_table(token_bytes)
         self.mtab = interleave(*merge_table_from_model(ref.model))
         raw, norm = _added_token_lists(ref)
@@ -1537,7 +1571,7 @@ class CpuSentencePieceEngine:
         n = offsets.shape[0] - 1
         cache = self._word_cache(locked, threads if par else 1)
         args = (self.rt, self.nt, self.cls, self.prepend, self.char_id, self.byte_id, self.mtab,
-                *self.bt, self.whole_first, self.nocut, *cache, out, counts, rec)
+                *self.bt, self.whole_first, self.held, *cache, out, counts, rec)
         if par:
             blocks = np.unique(np.searchsorted(offsets, np.linspace(0, data.shape[0], 8 * threads + 1)))
             blocks = np.unique(np.concatenate(([0], blocks.clip(0, n), [n]))).astype(np.int64)

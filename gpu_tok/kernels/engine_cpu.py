@@ -2131,40 +2131,25 @@ def _sp_key(buf, a, b, cache, lidx, w, q, kw0, kw1, kh):
 
 
 @njit_noalloc(inline="always")
-def _sp_word_cached(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w,
-                    pw0, pw1, h, out, o):
-    """``_sp_word`` through the word caches (the byte-level engine's short, wide and long
-    caches, keyed on the normalized word's bytes: a word's ids depend on its bytes alone),
-    with the word's key from ``_sp_key``; inlined, the miss in a call of its own
-    (``_sp_word_miss``: a call passes every array field by field, hundreds of moves).
-    Words of 16.._LONG_MAX bytes go to the long cache: in the code bench file 72% of
-    llama2's bytes are in such words (an indentation is one "▁" run with the word after
-    it), each of them encoded every time before."""
-    n = b - a
-    c = -1
+def _sp_find(buf, a, n, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o):
+    """The ids of word ``buf[a:a + n]`` (keyed by ``_sp_key``/``_sp_keyed``) from the word
+    caches to ``out[o:]``; returns how many, or -1 when they do not hold it."""
     if 2 <= n <= _SHORT_KEY:
         slot = _short_slot(cache, h)
         if _find_to_front(cache, w, slot, pw0, pw1):
-            c = _entry_ids(cache, w, slot, out, o)
-        else:
-            wslot = _wide_slot(wide, h)
-            if _find_to_front(wide, w, wslot, pw0, pw1):
-                c = _entry_ids(wide, w, wslot, out, o)
+            return _entry_ids(cache, w, slot, out, o)
+        wslot = _wide_slot(wide, h)
+        if _find_to_front(wide, w, wslot, pw0, pw1):
+            return _entry_ids(wide, w, wslot, out, o)
     elif _SHORT_KEY < n <= _LONG_MAX:
-        c = _long_find(buf, a, n, h, _long_set(lidx, h), lidx, lbytes, lids, w, out, o)
-    if c >= 0:
-        return c
-    return _sp_word_miss(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w,
-                         pw0, pw1, h, out, o)
+        return _long_find(buf, a, n, h, _long_set(lidx, h), lidx, lbytes, lids, w, out, o)
+    return -1
 
 
-@njit_noalloc
-def _sp_word_miss(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w,
-                  pw0, pw1, h, out, o):
-    """``_sp_word`` of a word the caches do not hold, put in the one its length and ids
-    go to (none for 1 byte or more than ``_LONG_MAX``)."""
-    n = b - a
-    c = _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
+@njit_noalloc(inline="always")
+def _sp_put(buf, a, n, c, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o):
+    """Put word ``buf[a:a + n]`` and its ``c`` ids ``out[o:o + c]`` in the word cache its
+    length and ids go to (none for 1 byte or more than ``_LONG_MAX``)."""
     if 2 <= n <= _SHORT_KEY:
         if c <= _SHORT_IDS:
             _set_put(cache, w, _short_slot(cache, h), pw0, pw1, c, out, o, c)
@@ -2172,38 +2157,158 @@ def _sp_word_miss(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, 
             _set_put(wide, w, _wide_slot(wide, h), pw0, pw1, c, out, o, c)
     elif _SHORT_KEY < n <= _LONG_MAX and c <= _LONG_IDS:
         _long_insert(buf, a, n, c, h, _long_set(lidx, h), lidx, lbytes, lids, w, out, o)
+
+
+@njit_noalloc(inline="always")
+def _sp_keyed(buf, a, n):
+    """``(pw0, pw1, h)``: ``_sp_key``'s key of word ``buf[a:a + n]`` without the prefetch."""
+    if 2 <= n <= _SHORT_KEY:
+        return short_key(buf, a, n)
+    if _SHORT_KEY < n <= _LONG_MAX:
+        return np.uint64(0), np.uint64(0), bytes_hash(buf, a, a + n)
+    return np.uint64(0), np.uint64(0), np.uint64(0)
+
+
+@njit_noalloc(inline="always")
+def _sp_word_cached(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w,
+                    held, bsc, pw0, pw1, h, out, o):
+    """``_sp_word`` through the word caches (the byte-level engine's short, wide and long
+    caches, keyed on the normalized word's bytes: a word's ids depend on its bytes alone),
+    with the word's key from ``_sp_key``; inlined, the miss in a call of its own
+    (``_sp_word_miss``: a call passes every array field by field, hundreds of moves).
+    Words of 16.._LONG_MAX bytes go to the long cache: in the code bench file 72% of
+    llama2's bytes are in such words (an indentation is one "▁" run with the word after
+    it), each of them encoded every time before."""
+    c = _sp_find(buf, a, b - a, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o)
+    if c >= 0:
+        return c
+    return _sp_word_miss(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w,
+                         held, bsc, pw0, pw1, h, out, o)
+
+
+_PAIR_ROW = 130  # ``held``'s pair table: the 128 ASCII bytes, "▁" (128), a lone character (129)
+_LONE = _PAIR_ROW * _PAIR_ROW  # then one bit per code point: no token of two or more characters holds it
+
+
+@njit_noalloc(inline="always")
+def _pair_class(buf, i, b, held):
+    """``(class, length)`` of the character at ``buf[i]`` (before ``b``): its row in
+    ``held``'s pair table (an ASCII byte, 128 for "▁", 129 for a character no token of two
+    or more characters holds) or -1 for any other character."""
+    x = buf[_U(i)]
+    if x < 0x80:
+        return np.int64(x), np.int64(1)
+    if x == 0xE2 and i + 2 < b and buf[_U(i + 1)] == 0x96 and buf[_U(i + 2)] == 0x81:
+        return np.int64(128), np.int64(3)
+    c = np.int64(_decode_at(buf, i))
+    if (held[_U(_LONE + (c >> 3))] >> (c & 7)) & 1:
+        return np.int64(129), _next_char(buf, i)
+    return np.int64(-1), _next_char(buf, i)
+
+
+@njit_noalloc
+def _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w, held, bsc,
+                   out, o):
+    """``_sp_word`` of a word the caches missed, cut first into parts at every place
+    between two characters (ASCII, "▁" or lone: ``_pair_class``) that no vocabulary token
+    holds next to each other (``held[x * 130 + y] == 0``): no token spans such a place, so
+    no merge crosses it
+    and the BPE of the parts is the BPE of the word. Each part goes through the word caches
+    (a part of a new word is mostly not new: "▁▁▁▁▁▁▁▁return", "▁self.x_max", "(x,"); only
+    the parts they miss are merged. The parts are cut and keyed (their sets prefetched) up
+    to ``_SP_BATCH`` at a time, in ``bsc``'s second half (``_sp_piece``'s batch is in the
+    first). Returns the number of ids."""
+    ws, kw0, kw1, kh = bsc
+    B = _SP_BATCH + 1
+    o0 = o
+    s = a
+    px = np.int64(-1)
+    i = a
+    while s < b:
+        nq = 0
+        while nq < _SP_BATCH and s < b:
+            e = b
+            while i < b:
+                x, ln = _pair_class(buf, i, b, held)
+                if i > s and px >= 0 and x >= 0 and held[_U(px * _PAIR_ROW + x)] == 0:
+                    e = i
+                    px = x
+                    i += ln
+                    break
+                px = x
+                i += ln
+            if nq == 0 and s == a and e == b:  # no place to cut
+                return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
+            ws[_U(B + nq)] = s
+            _sp_key(buf, s, e, cache, lidx, w, B + nq, kw0, kw1, kh)
+            nq += 1
+            s = e
+        ws[_U(B + nq)] = s
+        for q in range(B, B + nq):
+            p0 = ws[_U(q)]
+            n = ws[_U(q + 1)] - p0
+            if n == 1:  # an ASCII character
+                t = char_id[_U(buf[_U(p0)])]
+                out[_U(o)] = t if t >= 0 else byte_id[_U(buf[_U(p0)])]
+                o += 1
+                continue
+            pw0 = kw0[_U(q)]
+            pw1 = kw1[_U(q)]
+            h = kh[_U(q)]
+            c = _sp_find(buf, p0, n, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o)
+            if c < 0:
+                c = _sp_word(buf, p0, p0 + n, char_id, byte_id, mtab, pc, hs, rank, out, o)
+                _sp_put(buf, p0, n, c, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o)
+            o += c
+    return o - o0
+
+
+@njit_noalloc
+def _sp_word_miss(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w,
+                  held, bsc, pw0, pw1, h, out, o):
+    """``_sp_word`` of a word the caches do not hold (through its parts, ``_sp_word_parts``,
+    with a non-empty ``held``), put in the cache its length and ids go to."""
+    n = b - a
+    if held.shape[0] != 0 and n > 2:
+        c = _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w, held,
+                           bsc, out, o)
+    else:
+        c = _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
+    _sp_put(buf, a, n, c, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o)
     return c
 
 
 @njit_noalloc(inline="always")
-def _sp_nocut_before(buf, i, nocut):
-    """Whether the character right before the "▁" at ``buf[i]`` (``i`` past the piece's
-    start) is in ``nocut``: an ASCII byte, or "▁" itself (``nocut[128]``); any other
-    character is not."""
+def _sp_nocut_before(buf, i, held):
+    """Whether a vocabulary token holds the character right before the "▁" at ``buf[i]``
+    (``i`` past the piece's start) right before a "▁": an ASCII byte or "▁" itself
+    (``held[x * 130 + 128]``); no token holds any other character there."""
     y = buf[_U(i - 1)]
     if y < 0x80:
-        return nocut[_U(y)] != 0
-    return y == 0x81 and buf[_U(i - 2)] == 0x96 and buf[_U(i - 3)] == 0xE2 and nocut[128] != 0
+        return held[_U(np.int64(y) * _PAIR_ROW + 128)] != 0
+    return y == 0x81 and buf[_U(i - 2)] == 0x96 and buf[_U(i - 3)] == 0xE2 and held[_U(128 * _PAIR_ROW + 128)] != 0
 
 
 @njit_noalloc
-def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals, whole_first, nocut, hs,
+def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals, whole_first, held, hs,
               rank, cache, wide, lidx, lbytes, lids, bsc, w, out, o):
     """One piece: whole in the vocabulary (``ignore_merges``), else BPE. With a non-empty
-    ``nocut`` (``uint8[129]``: ``nocut[x]`` for an ASCII byte, ``nocut[128]`` for "▁": the
-    characters some vocabulary token holds right before a "▁") the piece is cut into words
-    before every "▁" whose previous character is not in ``nocut``: no token can span such a
-    place, so no merge crosses it and BPE of the words is BPE of the whole. The words go
+    ``held`` (``fast_cpu._held_pairs``: ``held[x * 130 + y]`` whether some vocabulary token
+    holds character ``x`` right before ``y``, for the ASCII bytes and "▁" as 128; no token
+    holds any other character right before a "▁") the piece is cut into words before every "▁"
+    whose previous character no token holds there: no token can span such a place, so no
+    merge crosses it and BPE of the words is BPE of the whole. The words go
     through the word caches (``_sp_word_cached``) in batches of up to ``_SP_BATCH``: each
     batch's words cut and keyed first, their cache sets prefetched (``bsc``: the batch's
-    word starts ``int64[_SP_BATCH + 1]`` and keys ``uint64[_SP_BATCH]`` x 3), so that the
+    word starts ``int64[2 * _SP_BATCH + 2]`` and keys ``uint64[2 * _SP_BATCH + 1]`` x 3, the
+    first ``_SP_BATCH + 1`` items this batch's, the rest ``_sp_word_parts``'s), so that the
     probes do not each wait on memory (they were a fifth of llama2's time on code)."""
     if whole_first:
         t = bytes_lookup(buf, a, b, arena, tok_off, bkeys, bvals)
         if t >= 0:
             out[_U(o)] = t
             return 1
-    if nocut.shape[0] == 0:
+    if held.shape[0] == 0:
         return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
     ws, kw0, kw1, kh = bsc
     o0 = o
@@ -2218,7 +2323,7 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
                     i += 1
                     continue
                 if i + 2 < b and buf[_U(i + 1)] == 0x96 and buf[_U(i + 2)] == 0x81:
-                    if i > w0 and not _sp_nocut_before(buf, i, nocut):
+                    if i > w0 and not _sp_nocut_before(buf, i, held):
                         cut = i
                         i += 3
                         break
@@ -2232,7 +2337,7 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
         ws[_U(nb)] = w0
         for q in range(nb):
             o += _sp_word_cached(buf, ws[_U(q)], ws[_U(q + 1)], char_id, byte_id, mtab, pc, hs, rank, cache, wide,
-                                 lidx, lbytes, lids, w, kw0[_U(q)], kw1[_U(q)], kh[_U(q)], out, o)
+                                 lidx, lbytes, lids, w, held, bsc, kw0[_U(q)], kw1[_U(q)], kh[_U(q)], out, o)
     return o - o0
 
 
@@ -2265,7 +2370,7 @@ def _sp_record(src, pos, out, o, c, rec, wd):
 
 @njit_noalloc
 def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-            whole_first, nocut, cache, wide, lidx, lbytes, lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, o, rec,
+            whole_first, held, cache, wide, lidx, lbytes, lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, o, rec,
             nsrc, psrc):
     """Encode ``data[a:b]`` into ``out[o:]``; returns the new ``o``. ``rt``/``nt``: the raw and
     normalized tries ``(tkeys, tvals, term, first, flags, base)`` (empty ``term`` = none).
@@ -2344,7 +2449,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                 continue
             if prepend < 2:
                 c = _sp_piece(nbuf, s2[_U(g2)], e2[_U(g2)], char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-                              whole_first, nocut, hs, rank, cache, wide, lidx, lbytes, lids, bsc, w, out, o)
+                              whole_first, held, hs, rank, cache, wide, lidx, lbytes, lids, bsc, w, out, o)
                 if rec is not None:
                     _sp_record(nsrc, s2[_U(g2)], out, o, c, rec, wd)
                     wd += 1
@@ -2378,7 +2483,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                         pbuf[_U(q)] = nbuf[_U(k)]
                         q += 1
                 c = _sp_piece(pbuf, 0, q, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-                              whole_first, nocut, hs, rank, cache, wide, lidx, lbytes, lids, bsc, w, out, o)
+                              whole_first, held, hs, rank, cache, wide, lidx, lbytes, lids, bsc, w, out, o)
                 if rec is not None:
                     _sp_record(psrc, 0, out, o, c, rec, wd)
                     wd += 1
@@ -2389,7 +2494,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
 
 @njit_cached
 def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
-              bkeys, bvals, whole_first, nocut, cache, wide, lidx, lbytes, lids, w, out, counts, rec):
+              bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, w, out, counts, rec):
     big = 1
     for d in range(d0, d1):
         ln = doc_offsets[_U(d + 1)] - doc_offsets[_U(d)]
@@ -2408,39 +2513,39 @@ def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byt
            np.empty(ncap, np.int64), np.empty(ncap, np.int32))
     hs = _heap_scratch(ncap)
     rank = np.empty(_SHORT + 1, np.uint64)
-    bsc = (np.empty(_SP_BATCH + 1, np.int64), np.empty(_SP_BATCH, np.uint64), np.empty(_SP_BATCH, np.uint64),
-           np.empty(_SP_BATCH, np.uint64))
+    bsc = (np.empty(2 * _SP_BATCH + 2, np.int64), np.empty(2 * _SP_BATCH + 1, np.uint64),
+           np.empty(2 * _SP_BATCH + 1, np.uint64), np.empty(2 * _SP_BATCH + 1, np.uint64))
     _sp_docs(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena, tok_off, bkeys,
-             bvals, whole_first, nocut, cache, wide, lidx, lbytes, lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, counts,
+             bvals, whole_first, held, cache, wide, lidx, lbytes, lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, counts,
              rec, nsrc, psrc)
 
 
 @njit_noalloc
 def _sp_docs(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena, tok_off, bkeys,
-             bvals, whole_first, nocut, cache, wide, lidx, lbytes, lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, counts,
+             bvals, whole_first, held, cache, wide, lidx, lbytes, lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, counts,
              rec, nsrc, psrc):
     """``_sp_block``'s loop over its documents, compiled without reference counting: in
     the counted caller each ``_sp_doc`` call took and dropped a reference to every array
     it passed (a fifth of the kernel's time on documents of 100 characters)."""
     for d in range(d0, d1):
         counts[_U(d)] = _sp_doc(data, doc_offsets[_U(d)], doc_offsets[_U(d + 1)], rt, nt, cls, prepend, char_id, byte_id,
-                            mtab, pc, arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, lidx, lbytes,
+                            mtab, pc, arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes,
                             lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, dst[_U(d)], rec, nsrc, psrc) - dst[_U(d)]
 
 
 @njit_cached(parallel=True, nogil=True)
 def sp_encode_parallel(data, doc_offsets, dst, blocks, rt, nt, cls, prepend, char_id, byte_id, mtab, arena,
-                       tok_off, bkeys, bvals, whole_first, nocut, cache, wide, lidx, lbytes, lids, out, counts, rec):
+                       tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, out, counts, rec):
     """``prange`` over ``blocks`` of documents (bounds into the document list); each worker
     uses its own row of the word caches (``get_thread_id()``). ``rec``: ``_sp_doc``'s."""
     for k in prange(blocks.shape[0] - 1):
         _sp_block(data, doc_offsets, dst, blocks[_U(k)], blocks[_U(k + 1)], rt, nt, cls, prepend, char_id, byte_id, mtab,
-                  arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, lidx, lbytes, lids, get_thread_id(),
+                  arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, get_thread_id(),
                   out, counts, rec)
 
 
 @njit_cached(nogil=True)
 def sp_encode_serial(data, doc_offsets, dst, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
-                     bkeys, bvals, whole_first, nocut, cache, wide, lidx, lbytes, lids, out, counts, rec):
+                     bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, out, counts, rec):
     _sp_block(data, doc_offsets, dst, _I0, doc_offsets.shape[0] - 1, rt, nt, cls, prepend, char_id, byte_id, mtab,
-              arena, tok_off, bkeys, bvals, whole_first, nocut, cache, wide, lidx, lbytes, lids, _I0, out, counts, rec)
+              arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, _I0, out, counts, rec)
