@@ -90,6 +90,47 @@ def test_kept_non_starters_are_reordered_as_the_reference_does():
     _same_ids(ours, ref, texts)
 
 
+def test_texts_with_kept_non_starters_are_checked_for_a_reordering():
+    """A text holding a non-starter BertNormalizer keeps goes to the reference path only when
+    NFD would move one (``kernels.wordpiece_cpu._order_ok``: a kept non-starter after one of
+    a higher class in the same run of non-starters); else the kernels rewrite it. The
+    paths asserted on chosen texts, then random strings of kept non-starters of five
+    classes, dropped marks (non-starters, and a starter), a character clean_text drops
+    before NFD, characters whose NFD starts with a starter, letters and spaces: with every
+    one of those characters a token, any wrong order shows in the ids; equal to the
+    reference under three normalizers."""
+    import random
+
+    import numpy as np
+
+    kept = ["\ua9c0", "\U0001e94a", "\U0001d165", "\U0001d16d", "\u08d4"]  # classes 9, 7, 216, 226, 230 (kept)
+    pool = kept + ["\u0301", "\u0323", "\u0e31", "\x01", "\U0001d15f", "\U0001d160", "\u00e9", "a", "x", " "]
+    model = wordpiece_model(_WP_CHARS)
+    for c in pool + ["\U0001d158"]:
+        if c.strip():
+            model["vocab"].setdefault(c, len(model["vocab"]))
+            model["vocab"].setdefault("##" + c, len(model["vocab"]))
+    chosen = {  # text: whether it takes the reference path (NFD moves a kept non-starter)
+        "a\U0001d165\U0001d16d": False, "a\U0001d16d\U0001d165": True,
+        "a\U0001d16d\x01\U0001d165": True,  # clean_text drops \x01 before NFD: one run
+        "a\U0001d16d\u0301\U0001d165": True, "a\U0001d16d\u0e31\U0001d165": False,  # U+0E31: a starter
+        "\U0001d16d\U0001d15f": False, "\U0001d15f\ua9c0": True, "\ua9c0\U0001d15f": False,
+        "\U0001e94a\U0001e94a\ua9c0": False, "x\u08d4 \U0001d165": False, "x\u08d4\U0001d165": True,
+    }
+    rng = random.Random(25)
+    texts = ["".join(rng.choice(pool) for _ in range(rng.randint(1, 12))) for _ in range(3000)]
+    for normalizer in ("Bert", "BertStripNoLower", "BertNoClean"):
+        js = wordpiece_tokenizer_json(model, normalizer=NORMALIZERS[normalizer])
+        ours, ref = _pair(("kept-order", normalizer), js)
+        eng = ours._cpu_engine()
+        assert len(eng._order_tables()[1]) > 0
+        status = eng._packed_run(list(chosen) + texts, 1)[0]
+        if normalizer != "BertNoClean":  # there \x01 stays: a starter between the two
+            assert status[:len(chosen)].tolist() == [int(v) for v in chosen.values()]
+        assert 0 < np.count_nonzero(status[len(chosen):]) < len(texts)
+        _same_ids(ours, ref, list(chosen) + texts)
+
+
 def test_added_tokens_raw_and_normalized_send_the_text_to_the_reference():
     """A normalized added token ("HeLLo" matches "hello" after Lowercase) and raw ones with
     lstrip / rstrip / single_word: found in the text, whole texts take the reference path."""
@@ -148,7 +189,7 @@ def test_compiled_rewrite_is_the_reference_normalizer(which):
             c = chr(o)
             k = int(kind[o])
             got = {0: c, 1: "", 2: " ", 3: "\U0010ffff", 5: f" {c} "}.get(k)
-            if k == 4:
+            if k in (4, 6):
                 r = int(rep_idx[o])
                 got = bytes(rep_bytes[rep_off[r]:rep_off[r + 1]]).decode("utf-8")
             if got != eng.rewrite(c):

@@ -9,7 +9,10 @@ Rewrite, what each code point becomes (built by ``fast_wordpiece`` from the refe
 normalizer, one character at a time): ``kind: uint8[0x110000]``:
 0 itself, 1 nothing, 2 a space, 3 the reference path (the whole document),
 4 ``rep_bytes[rep_off[rep_idx[c]]:rep_off[rep_idx[c] + 1]]`` (the UTF-8 of its normalized
-form, white space made spaces), 5 itself between two spaces.
+form, white space made spaces), 5 itself between two spaces, 6 as 4, a character whose
+NFD holds a non-starter ``strip_accents`` keeps: its document is checked for a canonical
+reordering that would move such a non-starter (``order: uint16[0x110000]``, ``desc``; see
+``_order_ok``) and goes to the reference path only then.
 ``punct: uint8[0x110000]``: 1 for a character ``BertPreTokenizer`` isolates (all 0 under
 ``WhitespaceSplit``). After the rewrite the only white space is the byte 0x20.
 
@@ -48,8 +51,10 @@ _U8 = np.uint64(8)
 
 @njit_noalloc(inline="always")
 def _norm_len(data, a, b, kind, rep_idx, rep_off):
-    """Bytes of ``data[a:b]`` rewritten, or -1 when a character sends it to the reference."""
+    """``(bytes, checked)``: bytes of ``data[a:b]`` rewritten, or -1 when a character sends
+    it to the reference; whether a character of kind 6 is in it."""
     total = 0
+    checked = False
     p = a
     while p < b:
         c, n = _dec(data, p)
@@ -59,26 +64,63 @@ def _norm_len(data, a, b, kind, rep_idx, rep_off):
         elif k == 2:
             total += 1
         elif k == 3:
-            return -1
-        elif k == 4:
+            return -1, checked
+        elif k == 4 or k == 6:
             r = rep_idx[c]
             total += rep_off[r + 1] - rep_off[r]
+            checked = checked or k == 6
         elif k == 5:
             total += n + 2
         p += n
-    return total
+    return total, checked
+
+
+@njit_noalloc
+def _order_ok(data, a, b, order, desc):
+    """Whether NFD's canonical reordering leaves the kept non-starters of ``data[a:b]``
+    where the per-character rewrite puts them. It sorts each run of non-starters by
+    combining class (stably); the marks ``strip_accents`` drops then vanish, so the result
+    changes exactly when a kept non-starter follows one of a higher class in the same run.
+    ``state``: the class of the last kept non-starter in the current run (0: none).
+    ``order[c]``: 0 the character's NFD holds a starter and no kept non-starter after its
+    last one (the run ends: state 0); 1 it changes nothing (``clean_text`` drops it before
+    NFD, or its NFD is non-starters the normalizer drops); ``2 + j``: ``desc[j]``, its NFD
+    in four bytes: the class of the first kept non-starter before its first starter (0:
+    none), that of the last one there, that of the last kept non-starter after its last
+    starter, and 1 when it holds a starter."""
+    state = 0
+    p = a
+    while p < b:
+        c, n = _dec(data, p)
+        r = np.int64(order[c])
+        if r == 0:
+            state = 0
+        elif r >= 2:
+            dsc = np.int64(desc[r - 2])
+            lead_first = dsc & 0xFF
+            if lead_first != 0 and lead_first < state:
+                return False
+            if (dsc >> 24) & 1:
+                state = (dsc >> 16) & 0xFF
+            elif (dsc >> 8) & 0xFF:
+                state = (dsc >> 8) & 0xFF
+        p += n
+    return True
 
 
 @njit_cached(parallel=True, nogil=True)
-def wp_norm_lengths(data, doc_offsets, kind, rep_idx, rep_off, status, nlen):
+def wp_norm_lengths(data, doc_offsets, kind, rep_idx, rep_off, order, desc, status, nlen):
     """``nlen[d]``: bytes of document ``d`` rewritten (0 for one the reference encodes;
-    ``status[d] = 1`` when a character sends it there)."""
+    ``status[d] = 1`` when a character sends it there, or a canonical reordering would
+    move a kept non-starter of it: ``_order_ok``, run on the documents holding kind 6;
+    an empty ``order``: every such document goes to the reference)."""
     for d in prange(doc_offsets.shape[0] - 1):
         if status[d] != 0:
             nlen[d] = 0
             continue
-        t = _norm_len(data, doc_offsets[d], doc_offsets[d + 1], kind, rep_idx, rep_off)
-        if t < 0:
+        t, checked = _norm_len(data, doc_offsets[d], doc_offsets[d + 1], kind, rep_idx, rep_off)
+        if t < 0 or (checked and (order.shape[0] == 0
+                                  or not _order_ok(data, doc_offsets[d], doc_offsets[d + 1], order, desc))):
             status[d] = 1
             nlen[d] = 0
         else:
@@ -104,7 +146,7 @@ def wp_normalize(data, doc_offsets, kind, rep_idx, rep_off, rep_bytes, status, n
             elif k == 2:
                 norm[o] = 32
                 o += 1
-            elif k == 4:
+            elif k == 4 or k == 6:
                 r = rep_idx[c]
                 for j in range(rep_off[r], rep_off[r + 1]):
                     norm[o] = rep_bytes[j]
@@ -309,7 +351,7 @@ def wp_sources(data, doc_offsets, kind, rep_idx, rep_off, status, noff, src):
                 m = 0
             elif k == 2:
                 m = 1
-            elif k == 4:
+            elif k == 4 or k == 6:
                 r = rep_idx[c]
                 m = rep_off[r + 1] - rep_off[r]
             elif k == 5:
