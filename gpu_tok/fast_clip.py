@@ -41,15 +41,16 @@ GPT-2 piece too; ``tests/test_clip_engine.py`` holds that against the reference.
 
 from __future__ import annotations
 
+import threading
 from typing import List, Optional, Sequence
 
 import numpy as np
 
 from . import config as C
 from .encoding import Encoding
-from .fast_cpu import (ByteBPEEngine, CpuTokenizerEngine, EngineSpec, MAX_IDS, NotServed, _added_token_lists,
-                       _char_index, add_template, batch_of_singles, encodings_with_nfc, gathered, numba_threads,
-                       pack_probed, plan_threads, rows_after_nfc, splice_rows, template_ids)
+from .fast_cpu import (_KEEP_OUT_MAX, ByteBPEEngine, CpuTokenizerEngine, EngineSpec, KeptArray, MAX_IDS, NotServed,
+                       _added_token_lists, _char_index, add_template, batch_of_singles, encodings_with_nfc, gathered,
+                       numba_threads, pack_probed, plan_threads, rows_after_nfc, splice_rows, template_ids)
 
 CLIP_PATTERN = (r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]"
                 r"|[^\s\p{L}\p{N}]+")
@@ -177,10 +178,17 @@ class CpuClipEngine:
         self.literal_engine = self.engine.with_added([(c, 0, 0) for c in _LITERALS])
         self.prefix, self.suffix = template_ids(cfg, ref)
         self._vocab_r = None
+        # the ids path's scratch (``_pieces``: ``low``, ``buf``, ``p_s``, ``p_e``, about 40
+        # bytes per byte of text), kept between calls under one lock: made fresh, its pages
+        # were faulted in on every call, by two threads at once at two threads (on this
+        # VM, 2 MB of code: 71-92 ms a call at two threads against 34 at one)
+        self._lock = threading.Lock()
+        self._kept = tuple(KeptArray(dt, _KEEP_OUT_MAX, self._lock)
+                           for dt in (np.uint8, np.uint8, np.int64, np.int64))
 
     # ------------------------------------------------------------------ ids
     def _pieces(self, data: np.ndarray, offsets: np.ndarray, skip: np.ndarray, hint, threads: int,
-                parallel: bool, record: bool = False):
+                parallel: bool, record: bool = False, kept: bool = False):
         """``(buf, starts, ends, special, doc)``: every item of the active documents in text
         order (``special``: an added token's id, -1 a piece of ``buf``, -2 nothing: it parts
         two pieces that are not back to back in ``buf``), ``doc`` its document; ``skip``
@@ -191,13 +199,16 @@ class CpuClipEngine:
         ``record``: also ``(src, src_e, sp_s, sp_e, orig, low)``, per item where a piece
         starts in ``low``, where a normalized added token is in ``low`` (``src:src_e``; -1
         for a raw one), where an added token is in ``data`` (``sp_s:sp_e``), and for each
-        byte of ``low`` the ``data`` position of its character."""
+        byte of ``low`` the ``data`` position of its character. ``kept``: ``low``, ``buf`` and
+        the piece scratch from ``self._kept`` (the caller holds ``self._lock`` until it is
+        done with ``buf``)."""
         from .kernels import clip_cpu
 
         K = self.K
         N = data.shape[0]
         seg_s, seg_e, r_s, r_e, r_id = self.engine._segments(data, offsets, skip, parallel, hint)
-        low = np.empty(2 * N + 1, np.uint8)
+        take = (lambda k, n: self._kept[k].take(n)) if kept else (lambda k, n: np.empty(n, self._kept[k].dtype))
+        low = take(0, 2 * N + 1)
         ls = np.empty(seg_s.shape[0], np.int64)
         le = np.empty(seg_s.shape[0], np.int64)
         orig = np.empty(low.shape[0] if record else 0, np.int64)
@@ -218,9 +229,9 @@ class CpuClipEngine:
         blocks = np.unique(np.searchsorted(ls, np.linspace(0, low.shape[0], 8 * threads + 1 if parallel else 2)))
         blocks = np.unique(np.concatenate(([0], blocks.clip(0, S), [S]))).astype(np.int64)
         n_sp = r_s.shape[0] + n_s.shape[0]
-        buf = np.empty(2 * low.shape[0] + n_sp, np.uint8)  # the added tokens' slots at the end
-        p_s = np.empty(low.shape[0], np.int64)
-        p_e = np.empty(low.shape[0], np.int64)
+        buf = take(1, 2 * low.shape[0] + n_sp)  # the added tokens' slots at the end
+        p_s = take(2, low.shape[0])
+        p_e = take(3, low.shape[0])
         p_l = np.empty(low.shape[0] if record else 0, np.int64)
         counts = np.zeros(S, np.int64)
         bcounts = np.zeros(blocks.shape[0] - 1, np.int64)
@@ -281,8 +292,14 @@ class CpuClipEngine:
         threads, parallel = plan_threads(num_threads, data.shape[0])
         skip = (self.engine._nfc_changed(data, offsets, None, hint).astype(np.uint8) if check_nfc
                 else np.zeros(n, np.uint8))
-        buf, starts, ends, special, doc = self._pieces(data, offsets, skip, hint, threads, parallel)
-        ids, pts = self.engine.encode_pieces(buf, starts, ends, special, parallel, threads)
+        locked = self._lock.acquire(blocking=False)  # else (another call holds it) fresh scratch
+        try:
+            buf, starts, ends, special, doc = self._pieces(data, offsets, skip, hint, threads, parallel, kept=locked)
+            ids, pts = self.engine.encode_pieces(buf, starts, ends, special, parallel, threads)
+            del buf
+        finally:
+            if locked:
+                self._lock.release()
         item_rs = np.zeros(n + 1, np.int64)
         np.cumsum(np.bincount(doc, minlength=n), out=item_rs[1:])
         return ids, pts[item_rs], skip

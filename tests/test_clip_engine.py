@@ -116,6 +116,45 @@ def test_parallel_equals_serial_and_reference(monkeypatch):
     assert par == want
 
 
+def test_scratch_kept_and_never_shared(monkeypatch):
+    """The ids path's scratch (``low``, ``buf``, the piece bounds) is kept between calls
+    (``KeptArray``s under the engine's lock): a smaller batch after a larger one reuses it
+    (its bytes past the batch's end are the last batch's), ids returned earlier do not
+    change, four threads at once (those finding it held make their own), one call while
+    another holds the lock, and a batch with added tokens and NFC documents after it; all
+    equal to the reference."""
+    import threading
+
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    t = gpu_tok.Tokenizer.from_file(str(model_path(FAMILY)))
+    eng = t._cpu_engine()
+    texts = bench_texts(60_000) + random_texts(7, 300) + ["x <|endoftext|> y", "Cafe\u0301 " * 30]
+    want = t.encode_batch_ids(texts, device="ref").to_list()
+    for threads in (1, 2):
+        first = t.encode_batch_ids(texts, device="cpu", num_threads=threads)
+        assert first.to_list() == want
+        bufs = [k._buf for k in eng._kept]
+        assert all(b is not None for b in bufs)
+        later = texts[::-1][::2]
+        assert t.encode_batch_ids(later, device="cpu", num_threads=threads).to_list() == want[::-1][::2]
+        assert all(k._buf is b for k, b in zip(eng._kept, bufs))
+        assert first.to_list() == want
+    results = [None] * 4
+
+    def run(k):
+        results[k] = t.encode_batch_ids(texts[k::3] + texts, device="cpu", num_threads=2).to_list()
+
+    workers = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    for k in range(4):
+        assert results[k] == want[k::3] + want
+    with eng._lock:  # held: the call makes its own scratch
+        assert t.encode_batch_ids(texts[:80], device="cpu").to_list() == want[:80]
+
+
 def test_nfc_documents():
     """Documents NFC changes are normalized gap by gap and run again; where a raw token
     would match the normalized text differently, the reference path."""
