@@ -129,13 +129,14 @@ class CpuUnigramEngine(PieceEngine):
         """``PieceEngine``'s word cache, and the long-piece cache (``fast_cpu.long_caches``:
         pieces of 16..1024 bytes), kept across calls the same way (a caller not holding
         ``_lock`` gets small fresh ones)."""
-        from .fast_cpu import default_threads, long_caches
+        from .fast_cpu import default_threads, faulted_in, long_caches
 
         wc = super()._word_cache(locked, workers)
         if not locked:
             return (wc, *long_caches(workers, small=True))
         if self._lc is None or self._lc[0].shape[0] < workers:
-            self._lc = long_caches(max(workers, default_threads()))
+            self._lc = None
+            self._lc = faulted_in(*long_caches(max(workers, default_threads())))
         return (wc, *self._lc)
 
     _lc = None  # the kept long-piece cache

@@ -109,12 +109,12 @@ class PieceEngine:
         """Per worker thread, ``_CACHE_SLOTS`` pieces and their ids (``kernels.wordpiece_cpu``'s
         ``cache_get``), kept across calls for the caller holding ``_lock``; another caller at
         the same time gets a small one of its own (two calls writing one entry could tear it)."""
-        from .fast_cpu import default_threads
+        from .fast_cpu import default_threads, faulted_in
 
         if not locked:
             return np.zeros((workers, 1 << 12, 4), np.uint64)
         if self._wc is None or self._wc.shape[0] < workers:
-            self._wc = np.zeros((max(workers, default_threads()), _CACHE_SLOTS, 4), np.uint64)
+            self._wc = faulted_in(np.zeros((max(workers, default_threads()), _CACHE_SLOTS, 4), np.uint64))[0]
         return self._wc
 
     def _status(self, texts: List[str], data: np.ndarray, offsets: np.ndarray) -> np.ndarray:

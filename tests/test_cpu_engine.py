@@ -1141,6 +1141,26 @@ def test_parallel_scratch_kept_and_never_shared(family, monkeypatch):
     assert getattr(eng2, "engine", eng2)._out._buf is None
 
 
+def test_kept_caches_faulted_in_unchanged():
+    """``faulted_in`` writes every page of the caches an engine keeps once, with the byte it
+    holds: contents unchanged (the pair cache is not zeros), and a kept cache of a real
+    engine is still all empty after it."""
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 2**63, (3, 5000, 4), dtype=np.uint64)
+    b = np.full(70_000, np.uint64(0xFFFFFFFFFFFFFFFF))
+    c = rng.integers(0, 255, 123_457, dtype=np.uint8)
+    before = [x.copy() for x in (a, b, c)]
+    out = fast_cpu.faulted_in(a, b, c)
+    assert all(x is y for x, y in zip(out, (a, b, c)))
+    assert all(np.array_equal(x, y) for x, y in zip((a, b, c), before))
+    t = gpu_tok.Tokenizer.from_file(str(model_path("gpt2")))
+    eng = t._cpu_engine().engine
+    eng._wcache = None
+    caches = eng._word_cache(True, 1)
+    assert all(not x.any() for x in caches[:-1]) and (caches[-1] == np.uint64(0xFFFFFFFFFFFFFFFF)).all()
+    eng._wcache = None
+
+
 @pytest.mark.parametrize("family", ["gpt2", "qwen3", "llama2", "cl100k_base"])
 def test_packed_text_kept_and_never_shared(family, monkeypatch):
     """The packed text goes into a buffer the engine keeps between calls (``KeptArray``; a
