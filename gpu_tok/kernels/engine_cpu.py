@@ -2132,7 +2132,7 @@ def _sp_key(buf, a, b, cache, lidx, w, q, kw0, kw1, kh):
 
 @njit_noalloc(inline="always")
 def _sp_find(buf, a, n, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o):
-    """The ids of word ``buf[a:a + n]`` (keyed by ``_sp_key``/``_sp_keyed``) from the word
+    """The ids of word ``buf[a:a + n]`` (keyed by ``_sp_key``) from the word
     caches to ``out[o:]``; returns how many, or -1 when they do not hold it."""
     if 2 <= n <= _SHORT_KEY:
         slot = _short_slot(cache, h)
@@ -2157,16 +2157,6 @@ def _sp_put(buf, a, n, c, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, 
             _set_put(wide, w, _wide_slot(wide, h), pw0, pw1, c, out, o, c)
     elif _SHORT_KEY < n <= _LONG_MAX and c <= _LONG_IDS:
         _long_insert(buf, a, n, c, h, _long_set(lidx, h), lidx, lbytes, lids, w, out, o)
-
-
-@njit_noalloc(inline="always")
-def _sp_keyed(buf, a, n):
-    """``(pw0, pw1, h)``: ``_sp_key``'s key of word ``buf[a:a + n]`` without the prefetch."""
-    if 2 <= n <= _SHORT_KEY:
-        return short_key(buf, a, n)
-    if _SHORT_KEY < n <= _LONG_MAX:
-        return np.uint64(0), np.uint64(0), bytes_hash(buf, a, a + n)
-    return np.uint64(0), np.uint64(0), np.uint64(0)
 
 
 @njit_noalloc(inline="always")
@@ -2212,8 +2202,8 @@ def _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide,
     """``_sp_word`` of a word the caches missed, cut first into parts at every place
     between two characters (ASCII, "▁" or lone: ``_pair_class``) that no vocabulary token
     holds next to each other (``held[x * 130 + y] == 0``): no token spans such a place, so
-    no merge crosses it
-    and the BPE of the parts is the BPE of the word. Each part goes through the word caches
+    no merge crosses it and the BPE of the parts is the BPE of the word. Each part goes
+    through the word caches
     (a part of a new word is mostly not new: "▁▁▁▁▁▁▁▁return", "▁self.x_max", "(x,"); only
     the parts they miss are merged. The parts are cut and keyed (their sets prefetched) up
     to ``_SP_BATCH`` at a time, in ``bsc``'s second half (``_sp_piece``'s batch is in the
