@@ -49,8 +49,9 @@ import numpy as np
 from . import config as C
 from .encoding import Encoding
 from .fast_cpu import (_KEEP_OUT_MAX, ByteBPEEngine, CpuTokenizerEngine, EngineSpec, KeptArray, MAX_IDS, NotServed,
-                       _added_token_lists, _char_index, add_template, batch_of_singles, encodings_with_nfc, gathered,
-                       numba_threads, pack_probed, plan_threads, rows_after_nfc, splice_rows, template_ids)
+                       _added_token_lists, _char_index, add_template, batch_of_singles, byte_blocks,
+                       encodings_with_nfc, gathered, numba_threads, pack_probed, plan_threads, rows_after_nfc,
+                       splice_rows, template_ids)
 
 CLIP_PATTERN = (r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]"
                 r"|[^\s\p{L}\p{N}]+")
@@ -226,8 +227,7 @@ class CpuClipEngine:
         if lit.any():
             skip[seg_doc[lit != 0]] = 1
         S = ls.shape[0]
-        blocks = np.unique(np.searchsorted(ls, np.linspace(0, low.shape[0], 8 * threads + 1 if parallel else 2)))
-        blocks = np.unique(np.concatenate(([0], blocks.clip(0, S), [S]))).astype(np.int64)
+        blocks = byte_blocks(ls, low.shape[0], S, 8 * threads if parallel else 1)
         n_sp = r_s.shape[0] + n_s.shape[0]
         buf = take(1, 2 * low.shape[0] + n_sp)  # the added tokens' slots at the end
         p_s = take(2, low.shape[0])

@@ -146,6 +146,14 @@ def aligned_zeros(shape, dtype, align: int = 64) -> np.ndarray:
     return raw[k:k + n].view(dtype).reshape(shape)
 
 
+def byte_blocks(starts, total: int, n: int, parts: int) -> np.ndarray:
+    """``int64`` bounds cutting ``n`` items (item ``k`` starts at byte ``starts[k]``) into
+    at most ``parts`` blocks of about equal bytes out of ``total``: 0, ``n``, and the first
+    item at or after each of ``parts - 1`` evenly spaced bytes, without repeats."""
+    cuts = np.searchsorted(starts, np.linspace(0, total, parts + 1))
+    return np.unique(np.concatenate(([0], cuts.clip(0, n), [n]))).astype(np.int64)
+
+
 def faulted_in(*arrays):
     """The arrays, each page of them written once here (with the byte it holds: pages the
     system maps on the first write). A kept word cache is filled at random places, a page
@@ -331,8 +339,7 @@ class ByteBPEEngine:
             args = (self.init_ids, self.grid, self.mtab, self.arena, self.tok_off, self.wkeys, self.wvals,
                     self.spec.whole_first, *cache, out, opos, counts)
             if parallel and P > 1:
-                blocks = np.searchsorted(starts, np.linspace(0, data.shape[0], 8 * threads + 1)).astype(np.int64)
-                blocks = np.unique(np.concatenate(([0], blocks.clip(0, P), [P]))).astype(np.int64)
+                blocks = byte_blocks(starts, data.shape[0], P, 8 * threads)
                 with numba_chunksize(1):
                     K.encode_pieces_parallel(data, starts, ends, special, blocks, *args)
             else:
@@ -1588,8 +1595,7 @@ class CpuSentencePieceEngine:
         args = (self.rt, self.nt, self.cls, self.prepend, self.char_id, self.byte_id, self.mtab,
                 *self.bt, self.whole_first, self.held, *cache, out, counts, rec)
         if par:
-            blocks = np.unique(np.searchsorted(offsets, np.linspace(0, data.shape[0], 8 * threads + 1)))
-            blocks = np.unique(np.concatenate(([0], blocks.clip(0, n), [n]))).astype(np.int64)
+            blocks = byte_blocks(offsets, data.shape[0], n, 8 * threads)
             with numba_threads(threads), numba_chunksize(1):
                 K.sp_encode_parallel(data, offsets, dst, blocks, *args)
         else:

@@ -147,7 +147,7 @@ class CpuUnigramEngine(PieceEngine):
         document gets a slot of its bytes + 4 ids; the few that need more (rules that
         expand) run again into slots of the size they reported. ``record``: a fourth item,
         ``uni_ids``'s ``rec`` arrays (in the slots of ``out``)."""
-        from .fast_cpu import numba_threads
+        from .fast_cpu import byte_blocks, numba_threads
         from .kernels import unigram_cpu as U
 
         da, crep, blob, use_pc, gprops, ws, trie, scores, unk, unk_score, byte_ids = self._compiled()
@@ -162,8 +162,7 @@ class CpuUnigramEngine(PieceEngine):
 
         # blocks of documents of about equal bytes, 8 per thread (one when serial): each
         # makes its scratch once (uni_ids)
-        cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], 8 * threads + 1 if parallel else 2))
-        blocks = np.unique(np.concatenate(([0], cuts.clip(0, n), [n]))).astype(np.int64)
+        blocks = byte_blocks(offsets, offsets[-1], n, 8 * threads if parallel else 1)
         with numba_threads(threads if parallel else 1):
             starts = np.zeros(n + 1, np.int64)
             starts[:n] = offsets[:-1] + 4 * np.arange(n, dtype=np.int64)

@@ -248,8 +248,7 @@ class CpuWordPieceEngine(PieceEngine):
         for c in sorted(set(ccc) | set(T.nfd) | set(self._unsafe)):
             o = ord(c)
             if self.norm.clean_text and flags[o] & BERT_REMOVED:
-                order[o] = 1  # dropped before NFD
-                continue
+                continue  # marked above
             d = T.nfd.get(c, c)
             segs = [[]]  # the kept classes between the starters of its NFD
             for x in d:
