@@ -233,8 +233,12 @@ def _dist_version(mod: str) -> str:
 
 
 def git_rev() -> str:
+    """``$GPU_TOK_GIT`` where set (a lent machine's copy of the tree may carry a stale .git),
+    else ``git rev-parse --short HEAD``."""
     import subprocess
 
+    if os.environ.get("GPU_TOK_GIT"):
+        return os.environ["GPU_TOK_GIT"]
     try:
         return subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, timeout=10).stdout.strip() or "?"

@@ -14,7 +14,7 @@
 #
 # Everything goes to $OUT (default build/gpu_check_out): at most 8 files. Each step has a time
 # limit and its exit status is recorded; the script goes on after a failing step and exits 1 if
-# any failed. About 3-5 minutes (the worst case is the sum of the limits, 7 minutes), so it can
+# any failed. About 3-5 minutes (the worst case is the sum of the limits, 8 minutes), so it can
 # run twice in a 15-minute lease.
 #
 # Data: GPU_TOK_MODELS / GPU_TOK_CORPORA if set; else build/gpu_stage/stage.tar.xz (made by
@@ -24,7 +24,9 @@
 # downloaded.
 #
 # GPU_CHECK_DRY=1: a dry run without a GPU (the tests under the simulator, gpu_bench on the CPU
-# twins), to check the script itself.
+# twins), to check the script itself. GPU_CHECK_STEPS=tests,gpu (say): a rerun that leaves a
+# step out (default tests,gpu,cpu). GPU_TOK_GIT: the commit to name in the results (the copy
+# on a lent machine may carry a stale .git).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
@@ -34,6 +36,7 @@ PY=${PYTHON:-python3}
 THREADS=${GPU_CHECK_THREADS:-$(nproc)}
 MODELS=${GPU_CHECK_MODELS:-gpt2,llama3,o200k_base}
 MAX_MB=${GPU_CHECK_MAX_MB:-8}
+STEPS=${GPU_CHECK_STEPS:-tests,gpu,cpu}  # which of steps 2-4 run (a rerun may leave one out)
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 unset NUMBA_ENABLE_CUDASIM
@@ -120,22 +123,31 @@ cat "$OUT/card.txt"
 
 # ---------------------------------------------------------------- 2. tests on the GPU
 if [ "${GPU_CHECK_DRY:-0}" = 1 ]; then REAL=0; DEVICE=twin; else REAL=1; DEVICE=cuda; fi
-step "tests on the GPU" 150 "$OUT/pytest.log" \
-  env GPU_TOK_REAL_CUDA=$REAL $PY -m pytest -q -p no:cacheprovider -rs tests/test_gpu_sim.py
+# on the GPU machine the device tests are spread over several processes (pytest-xdist, where
+# importable): each compiles the kernels once (tens of seconds); one process ran out of 150 s
+XDIST=()
+if [ "$REAL" = 1 ] && [ "${GPU_CHECK_TEST_WORKERS:-8}" -gt 1 ] && $PY -c "import xdist" > /dev/null 2>&1; then
+  XDIST=(-n "${GPU_CHECK_TEST_WORKERS:-8}" --dist load)
+fi
+has_step() { case ",$STEPS," in *",$1,"*) return 0;; esac; return 1; }
+has_step tests && step "tests on the GPU" "${GPU_CHECK_TEST_LIMIT:-200}" "$OUT/pytest.log" \
+  env GPU_TOK_REAL_CUDA=$REAL $PY -m pytest -q -p no:cacheprovider -rs "${XDIST[@]}" tests/test_gpu_sim.py
 
 # ---------------------------------------------------------------- 3. equality and GPU timing
-step "gpu_bench" 170 "$OUT/gpu_bench.log" \
+has_step gpu && step "gpu_bench" 170 "$OUT/gpu_bench.log" \
   $PY benchmarks/gpu_bench.py --device $DEVICE --models "$MODELS" --files code,english_prose,multilingual \
     --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" --out "$OUT" --budget-s 140
 
 # ---------------------------------------------------------------- 4. CPU engines, same texts
 ENGINES=ours,hf,tiktoken
-if $PY -c "import gigatoken, awkward" > /dev/null 2>&1; then
+if ! has_step cpu; then
+  :
+elif $PY -c "import gigatoken, awkward" > /dev/null 2>&1; then
   ENGINES=$ENGINES,gigatoken
 else
   echo "gigatoken (with awkward): not importable, and no wheel staged in build/gpu_stage/whl: skipped" | tee -a "$OUT/cpu_bench.log"
 fi
-step "cpu engines" 110 "$OUT/cpu_bench.log" \
+has_step cpu && step "cpu engines" 110 "$OUT/cpu_bench.log" \
   $PY benchmarks/bench.py --models "$MODELS" --engines "$ENGINES" --threads "$THREADS" --repeat 2 \
     --check-docs 50 --max-mb "$MAX_MB"
 

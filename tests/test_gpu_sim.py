@@ -646,6 +646,19 @@ def test_import_needs_neither_cupy_nor_numba_cuda():
     assert proc.returncode == 0, proc.stderr
 
 
+def test_numpy_alias_for_numba_cuda(monkeypatch):
+    """NumPy 2.5 has no ``np.row_stack``, which numba-cuda 0.30.4 looks up when it compiles its
+    first kernel (every compile failed on the H200 machine): ``twins.load("cuda")`` puts back
+    the alias of ``np.vstack`` where it is missing, and leaves a present one alone."""
+    from gpu_tok.kernels import twins
+
+    monkeypatch.delattr(np, "row_stack", raising=False)
+    assert not hasattr(np, "row_stack")
+    assert twins.numpy_aliases_for_numba_cuda() is True
+    assert np.row_stack is np.vstack
+    assert twins.numpy_aliases_for_numba_cuda() is False
+
+
 def test_batch_plan():
     """Batches cover every document once, in order; at most ``batch_bytes`` unless one document
     is larger; a mid-sized input is cut in at least four so host and device work overlap."""

@@ -17,6 +17,8 @@ import threading
 import types
 from pathlib import Path
 
+import numpy as np
+
 _HERE = Path(__file__).resolve().parent
 _SOURCES = ("bpe_cuda.py", "dedupe_cuda.py")
 _LOADED: dict = {}
@@ -30,6 +32,19 @@ def simulator_enabled() -> bool:
     return bool(numba.config.ENABLE_CUDASIM)
 
 
+def numpy_aliases_for_numba_cuda() -> bool:
+    """Put back ``np.row_stack`` (an alias of ``np.vstack`` that NumPy 2.5 removed) where it is
+    missing; returns whether it did. numba-cuda 0.30.4 registers an overload for
+    ``np.row_stack`` without a version guard when it compiles its first kernel, so with NumPy
+    2.5 every ``cuda.jit`` compile raised ``AttributeError: module 'numpy' has no attribute
+    'row_stack'`` (seen on the H200 machine, 2026-12-04: numba-cuda 0.30.4, NumPy 2.5.2).
+    The alias is the same function NumPy had, so nothing else changes."""
+    if hasattr(np, "row_stack"):
+        return False
+    np.row_stack = np.vstack
+    return True
+
+
 def load(kind: str) -> types.ModuleType:
     """The compiled namespace for ``kind`` (``"cuda"`` or ``"cpu"``), built once per process."""
     if kind not in ("cuda", "cpu"):
@@ -37,6 +52,8 @@ def load(kind: str) -> types.ModuleType:
     with _LOCK:
         mod = _LOADED.get(kind)
         if mod is None:
+            if kind == "cuda":
+                numpy_aliases_for_numba_cuda()
             if kind == "cuda" and simulator_enabled():
                 import warnings
 
