@@ -8,14 +8,16 @@
 #   3. benchmarks/gpu_bench.py: device="cuda" == device="cpu" on the whole bench corpus (the first
 #      8 MB of each bench file), end-to-end MB/s (ids back on the host, and left on the device),
 #      and the split host / copies / kernels;
+#      benchmarks/gpu_overheads.py: what one launch, wait, allocation and copy cost, launches per
+#      run, MB/s as the input grows (same log);
 #   4. benchmarks/bench.py: our CPU engine, HF tokenizers, tiktoken and gigatoken (when installed
 #      or carried as a wheel) on all host cores, same texts;
 #   5. summary.md.
 #
 # Everything goes to $OUT (default build/gpu_check_out): at most 8 files. Each step has a time
 # limit and its exit status is recorded; the script goes on after a failing step and exits 1 if
-# any failed. About 3-5 minutes (the worst case is the sum of the limits, 8 minutes), so it can
-# run twice in a 15-minute lease.
+# any failed. About 4-5 minutes, so it can run twice in a 15-minute lease (the worst case is the
+# sum of the limits, 9.5 minutes; GPU_CHECK_STEPS shortens a rerun).
 #
 # Data: GPU_TOK_MODELS / GPU_TOK_CORPORA if set; else build/gpu_stage/stage.tar.xz (made by
 # benchmarks/gpu_stage.py, carried as build/gpu_stage) unpacked to /tmp; else ../shared.
@@ -36,7 +38,7 @@ PY=${PYTHON:-python3}
 THREADS=${GPU_CHECK_THREADS:-$(nproc)}
 MODELS=${GPU_CHECK_MODELS:-gpt2,llama3,o200k_base}
 MAX_MB=${GPU_CHECK_MAX_MB:-8}
-STEPS=${GPU_CHECK_STEPS:-tests,gpu,cpu}  # which of steps 2-4 run (a rerun may leave one out)
+STEPS=${GPU_CHECK_STEPS:-tests,gpu,overheads,cpu}  # which steps run (a rerun may leave some out)
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 unset NUMBA_ENABLE_CUDASIM
@@ -138,6 +140,10 @@ has_step gpu && step "gpu_bench" 170 "$OUT/gpu_bench.log" \
   $PY benchmarks/gpu_bench.py --device $DEVICE --models "$MODELS" --files code,english_prose,multilingual \
     --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" --out "$OUT" --budget-s 140
 
+# fixed costs: one launch, wait, allocation, scalar read; launches per run; MB/s as input grows
+has_step overheads && step "overheads" 90 "$OUT/gpu_bench.log" \
+  $PY benchmarks/gpu_overheads.py --device $DEVICE --model gpt2 --threads "$THREADS" --sizes-mb 2,8,24
+
 # ---------------------------------------------------------------- 4. CPU engines, same texts
 ENGINES=ours,hf,tiktoken
 if ! has_step cpu; then
@@ -162,6 +168,12 @@ has_step cpu && step "cpu engines" 110 "$OUT/cpu_bench.log" \
   echo '```'
   echo
   [ -f "$OUT/gpu_bench.md" ] && cat "$OUT/gpu_bench.md"
+  echo
+  echo "Fixed costs (benchmarks/gpu_overheads.py):"
+  echo
+  echo '```'
+  grep -A8 '^fixed costs' "$OUT/gpu_bench.log" 2>/dev/null
+  echo '```'
   echo
   echo "CPU engines on $THREADS threads (benchmarks/bench.py):"
   echo

@@ -128,23 +128,26 @@ class _Backend:
     name = "?"
     K = None
 
-    def scan(self, x, n: int, out, stream):
+    def scan(self, x, n: int, out, stream, scratch=None, level: int = 0):
         """``out[:n+1]`` = exclusive prefix sums of ``x[:n]`` (``out[n]`` the total), by chunks
-        of ``SCAN_CHUNK`` items per thread, recursively over the chunk sums."""
+        of ``SCAN_CHUNK`` items per thread, recursively over the chunk sums. ``scratch(name,
+        k, dtype)``: where the chunk sums of each level go (a batch's pooled arrays; fresh ones
+        when None: an allocation per level cost a device allocation each, on the H200)."""
         K = self.K
         if n == 0:
             self.launch(K.k_fill_i64, 1, stream, 1, out, np.int64(0))
             return
+        get = scratch if scratch is not None else (lambda name, k, dt: self.empty(k, dt))
         ch = K.SCAN_CHUNK
         nc = (n + ch - 1) // ch
         if nc == 1:
-            base = self.empty(1, np.int64)
+            base = get(f"scan_base{level}", 1, np.int64)
             self.launch(K.k_fill_i64, 1, stream, 1, base, np.int64(0))
         else:
-            sums = self.empty(nc, np.int64)
+            sums = get(f"scan_sums{level}", nc, np.int64)
             self.launch(K.k_chunk_sums, nc, stream, nc, n, x, sums)
-            base = self.empty(nc + 1, np.int64)
-            self.scan(sums, nc, base, stream)
+            base = get(f"scan_base{level}", nc + 1, np.int64)
+            self.scan(sums, nc, base, stream, scratch, level + 1)
         self.launch(K.k_chunk_scan, nc, stream, nc, n, x, base, out)
 
 
@@ -170,7 +173,7 @@ class TwinBackend(_Backend):
         return np.ascontiguousarray(host)
 
     def to_host(self, dev, stream=None):
-        return np.asarray(dev)
+        return np.array(dev)  # a copy, as from a device: the engine reuses pooled arrays
 
     def read_scalar(self, dev, i, stream=None):
         return dev[i]
@@ -575,7 +578,7 @@ class GpuEngine:
           T.byte_id, T.mtab, T.whole_first, T.arena, T.tok_off, T.bkeys, T.bvals, lsym, llen, lprv, lnxt, hkey, hnew,
           out, cnt)
         L(K.k_counts, P, s, P, data, starts, special, rep, T.mode, T.init_ids, T.char_id, T.byte_id, out, cnt)
-        self._scan(cnt, P, pos, s)
+        self._scan(cnt, P, pos, s, sc)
         a.update(out=out, rep=rep, cnt=cnt, pos=pos, bounds=bounds)
         self._tick("kernel_s", t0, s)
         self.stats["pieces"] += P
@@ -595,8 +598,10 @@ class GpuEngine:
         total = int(be.read_scalar(a["pos"], f.P, s))
         self._tick("d2h_s", t0, s)
         t0 = time.perf_counter()
-        ids = be.empty(total, np.int32)
-        rs = be.empty(f.n + 1, np.int64)
+        if device_out:  # handed to the caller: arrays of their own
+            ids, rs = be.empty(total, np.int32), be.empty(f.n + 1, np.int64)
+        else:  # copied to the host below: the slot's pooled arrays (no device allocation)
+            ids, rs = self._scratch(f.slot, "ids", total, np.int32), self._scratch(f.slot, "rs", f.n + 1, np.int64)
         self._kernel(K.k_scatter, f.P, s, f.P, a["starts"], a["special"], a["rep"], a["cnt"], a["pos"], a["out"], ids)
         self._kernel(K.k_rows, f.n + 1, s, f.n + 1, a["first"], a["pos"], rs)
         if prefix is not None and (prefix.shape[0] or suffix.shape[0]):
@@ -636,10 +641,10 @@ class GpuEngine:
         self.be.launch(kernel, n, stream, *args)
         self._kernel_time(_kernel_name(kernel), t0, stream)
 
-    def _scan(self, x, n, out, stream):
+    def _scan(self, x, n, out, stream, scratch=None):
         """``be.scan`` (several kernels), timed as ``"scan"`` with ``profile``."""
         t0 = time.perf_counter()
-        self.be.scan(x, n, out, stream)
+        self.be.scan(x, n, out, stream, scratch)
         if self.profile:
             self._kernel_time("scan", t0, stream)
 

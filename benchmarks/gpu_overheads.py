@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""A GPU batch's fixed costs (used by ``benchmarks/gpu_check.sh``): what one kernel launch,
+one wait, one device allocation, one scalar read and one small copy cost through the GPU
+engine's backend (``gpu_engine.CudaBackend``), how many launches one ``encode_batch_ids``
+makes, and end-to-end MB/s as the input grows (fixed costs fall per byte; work does not).
+
+The first H200 run (2026-12-04) showed every kernel of an 8 MB input at 0.1-0.4 ms,
+whatever its size of work: the device time was in the launches. This says how much.
+
+Prints one JSON object per measurement and a short table. ``--device twin``: a dry run on
+the CPU twins (the launch numbers are then the twins' calls). Nothing is downloaded; models
+and texts as ``benchmarks/bench.py``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+
+def per_call_us(fn, n: int, after=None) -> float:
+    """Mean microseconds of ``fn()`` over ``n`` calls (one warm-up call first; ``after()`` once
+    at the end, inside the timing: a final wait)."""
+    fn()
+    if after is not None:
+        after()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    if after is not None:
+        after()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", choices=["cuda", "twin"], default="cuda")
+    p.add_argument("--model", default="gpt2")
+    p.add_argument("--calls", type=int, default=300)
+    p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--sizes-mb", default="2,8,24")
+    args = p.parse_args(argv)
+
+    import numpy as np
+
+    import gpu_tok
+    from gpu_tok import gpu_engine as G
+    from gpu_tok.bench import bench_file, load_texts, resolve_model, utf8_len
+
+    be = G.backend(args.device)
+    K = be.K
+    s = be.stream()
+    n = args.calls
+    a = be.empty(1 << 20, np.int64)
+    h = np.zeros(1 << 16, np.int64)
+    out = {}
+    sync = lambda: be.sync(s)  # noqa: E731
+    out["launch_us"] = per_call_us(lambda: be.launch(K.k_fill_i64, 1, s, 1, a, np.int64(0)), n, sync)
+    out["launch_1M_items_us"] = per_call_us(lambda: be.launch(K.k_fill_i64, 1 << 20, s, 1 << 20, a, np.int64(0)),
+                                            n, sync)
+    out["launch_and_wait_us"] = per_call_us(lambda: (be.launch(K.k_fill_i64, 1, s, 1, a, np.int64(0)), sync()), n)
+    out["wait_idle_us"] = per_call_us(sync, n)
+    out["alloc_512KiB_us"] = per_call_us(lambda: be.empty(1 << 16, np.int64), n, sync)
+    out["read_scalar_us"] = per_call_us(lambda: be.read_scalar(a, 0, s), n)
+    out["h2d_512KiB_pageable_us"] = per_call_us(lambda: be.copy_into(a, 0, h, s), n, sync)
+    out["chunk_scan_5_args_us"] = per_call_us(
+        lambda: be.launch(K.k_chunk_scan, 1, s, 1, 1, a, a, a), n, sync)
+    if args.device == "cuda":
+        try:  # the compiled kernel launched directly: Numba's dispatch left out
+            kern = next(iter(K.k_fill_i64.overloads.values()))
+            out["launch_direct_us"] = per_call_us(
+                lambda: kern.launch((1, a, np.int64(0)), (1, 1, 1), (256, 1, 1), s, 0), n, sync)
+        except Exception as e:  # noqa: BLE001
+            out["launch_direct_us"] = f"{type(e).__name__}: {e}"
+    for k, v in out.items():
+        print(json.dumps({"what": k, "value": round(v, 2) if isinstance(v, float) else v}), flush=True)
+
+    model = resolve_model(args.model)
+    if model.error:
+        print(f"model {args.model}: {model.error}")
+        return 1
+    tok = gpu_tok.Tokenizer.from_file(str(model.path))
+    texts = []
+    for f in ("english_prose", "code", "multilingual"):
+        path = bench_file(f)
+        if path.is_file():
+            texts += load_texts(path, 8e6)
+    launches = [0]
+    plain = be.launch
+
+    def counting(*x, **kw):
+        launches[0] += 1
+        return plain(*x, **kw)
+
+    rows = []
+    for mb in [float(x) for x in args.sizes_mb.split(",") if x]:
+        part, total = [], 0
+        for t in texts:
+            if total >= mb * 1e6:
+                break
+            part.append(t)
+            total += len(t.encode("utf-8"))
+        run = lambda: G.tokenizer_batch_ids(tok, part, False, args.device, args.threads, True)  # noqa: E731
+        run()
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            run()
+            best = min(best, time.perf_counter() - t0)
+        be.launch = counting
+        launches[0] = 0
+        try:
+            run()
+        finally:
+            del be.launch
+        r = {"what": "e2e", "model": args.model, "mb": round(utf8_len(part) / 1e6, 3), "docs": len(part),
+             "s": round(best, 4), "mbps": round(utf8_len(part) / 1e6 / best, 1), "launches": launches[0],
+             "launch_share": round(launches[0] * out["launch_us"] / 1e6 / best, 3)}
+        rows.append(r)
+        print(json.dumps(r), flush=True)
+    print()
+    print(f"fixed costs through {type(be).__name__} (microseconds each): "
+          + ", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in out.items()))
+    print("end-to-end as the input grows (ids on the host; launches: be.launch calls of one run; launch share: "
+          "launches x launch_us / time):")
+    for r in rows:
+        print(f"  {r['model']} {r['mb']:.1f} MB ({r['docs']} docs): {r['mbps']:.0f} MB/s, {r['launches']} launches, "
+              f"launch share {r['launch_share']:.0%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
