@@ -2,10 +2,12 @@
 """A GPU batch's fixed costs (used by ``benchmarks/gpu_check.sh``): what one kernel launch,
 one wait, one device allocation, one scalar read and one small copy cost through the GPU
 engine's backend (``gpu_engine.CudaBackend``), how many launches one ``encode_batch_ids``
-makes, and end-to-end MB/s as the input grows (fixed costs fall per byte; work does not).
+makes, and end-to-end MB/s as the input grows (fixed costs fall per byte; work does not; a
+long run also keeps the card's clocks up, where a 20 ms one may not: the bench files give
+24 MB, cycled beyond that).
 
-The first H200 run (2026-12-04) showed every kernel of an 8 MB input at 0.1-0.4 ms,
-whatever its size of work: the device time was in the launches. This says how much.
+The first H200 runs (2026-12-04) showed every kernel of an 8 MB input at 0.1-0.4 ms, whatever
+its size of work; this measured a launch at about 21 us, 5% of the time at 8 MB.
 
 Prints one JSON object per measurement and a short table. ``--device twin``: a dry run on
 the CPU twins (the launch numbers are then the twins' calls). Nothing is downloaded; models
@@ -45,7 +47,7 @@ def main(argv=None) -> int:
     p.add_argument("--model", default="gpt2")
     p.add_argument("--calls", type=int, default=300)
     p.add_argument("--threads", type=int, default=os.cpu_count())
-    p.add_argument("--sizes-mb", default="2,8,24")
+    p.add_argument("--sizes-mb", default="2,8,24,240", help="input sizes; past the texts' 24 MB they are cycled")
     args = p.parse_args(argv)
 
     import numpy as np
@@ -101,12 +103,12 @@ def main(argv=None) -> int:
 
     rows = []
     for mb in [float(x) for x in args.sizes_mb.split(",") if x]:
-        part, total = [], 0
-        for t in texts:
-            if total >= mb * 1e6:
-                break
+        part, total, i = [], 0, 0
+        while texts and total < mb * 1e6:  # past the texts' end they come round again
+            t = texts[i % len(texts)]
             part.append(t)
             total += len(t.encode("utf-8"))
+            i += 1
         run = lambda: G.tokenizer_batch_ids(tok, part, False, args.device, args.threads, True)  # noqa: E731
         run()
         best = float("inf")
