@@ -8,6 +8,8 @@ For every model and bench file (the first ``--max-mb`` MB, as ``benchmarks/bench
 * **end-to-end MB/s**: texts in, ids out, best of ``--repeat`` after a warm-up: with the ids
   copied back to the host (``return_numpy=True``) and, where CuPy is installed, left on the
   device (CuPy arrays, synchronized); the CPU engine on all ``--threads`` cores beside it;
+* **the host thread**: one more run as the timed ones, and what its thread spent in each phase
+  (making pieces, issuing copies and launches, waiting for the device and copying back);
 * **where the time goes**: one more run with the engine's ``profile`` switch (it waits for
   the device after every phase and every kernel, so nothing overlaps): packing the texts,
   host pre-tokenization (pieces), copies to the device, kernels (and each kernel's share),
@@ -154,6 +156,15 @@ def run_case(name, fname, texts, mb, cpu, gpu, obj, args, cp, np, G):
         dev_s, _ = best_of(lambda: gpu(texts, False), args.repeat, sync)
         r.update(gpu_dev_s=round(dev_s, 4), gpu_dev_mbps=round(mb / dev_s, 1))
     eng = obj.__dict__["_gpu_engines"]["cuda" if args.device == "cuda" else "twin"].engine
+    # the host thread in an overlapped run (no waits added): what it spent making pieces,
+    # issuing copies and launches, and in d2h (waiting for the device, then copying back)
+    eng.stats = G._new_stats()
+    t0 = time.perf_counter()
+    gpu(texts, True)
+    run_s = time.perf_counter() - t0
+    st = eng.stats
+    r["host_thread"] = {k: round(st[k], 4) for k in ("pack_s", "host_s", "h2d_s", "kernel_s", "d2h_s")}
+    r["host_thread"]["total_s"] = round(run_s, 4)
     eng.stats = G._new_stats()
     eng.profile = True
     try:
@@ -192,6 +203,15 @@ def render(meta, results) -> str:
         lines.append(f"| {r['model']} | {r['file']} | {r['mb']:.2f} | {eq} | {r['cpu_mbps']} | {r['gpu_e2e_mbps']} | "
                      f"{r.get('gpu_dev_mbps', '-')} | {p['pack_s']} | {p['host_s']} | {p['h2d_s']} | {p['kernel_s']} | {p['d2h_s']} | "
                      f"{r['kernel_mbps']} | {p['pieces']} | {p['distinct']} | {p['batches']} |")
+    thread = [r for r in results if not r.get("error") and r.get("host_thread")]
+    if thread:
+        lines += ["", "The host thread in one overlapped run (no added waits; seconds): pack, pieces, issuing the "
+                  "copies (h2d) and the launches (kernel), d2h (waiting for the device, then the copy back), "
+                  "and the run's total:", ""]
+        for r in thread:
+            h = r["host_thread"]
+            lines.append(f"- {r['model']} {r['file']}: pack {h['pack_s']}, pieces {h['host_s']}, h2d {h['h2d_s']}, "
+                         f"kernel {h['kernel_s']}, d2h {h['d2h_s']}, total {h['total_s']}")
     split = [r for r in results if not r.get("error") and r["profile"].get("kernels")]
     if split:
         lines += ["", "Kernel split of the profiled run (seconds, each kernel waited for alone; the scan's "
