@@ -141,9 +141,37 @@ has_step gpu && step "gpu_bench" 200 "$OUT/gpu_bench.log" \
   $PY benchmarks/gpu_bench.py --device $DEVICE --models "$MODELS" --files code,english_prose,multilingual \
     --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" --out "$OUT" --budget-s 140
 
-# fixed costs: one launch, wait, allocation, scalar read; launches per run; MB/s as input grows
+# fixed costs: one launch, wait, allocation, scalar read; launches per run; MB/s as input grows;
+# the card's SM and memory clocks and load sampled every 100 ms meanwhile (they idle low, and a
+# run of a few ms may end before they rise), summarized into the same log
+CLOCKS=""
+if has_step overheads && [ "$REAL" = 1 ] && command -v nvidia-smi > /dev/null 2>&1; then
+  nvidia-smi --query-gpu=clocks.sm,clocks.mem,utilization.gpu --format=csv,noheader,nounits -lms 100 \
+    > /tmp/gpu_tok_clocks.csv 2>/dev/null &
+  CLOCKS=$!
+fi
 has_step overheads && step "overheads" 90 "$OUT/gpu_bench.log" \
   $PY benchmarks/gpu_overheads.py --device $DEVICE --model gpt2 --threads "$THREADS" --sizes-mb 2,8,24,240
+if [ -n "$CLOCKS" ]; then
+  kill "$CLOCKS" 2>/dev/null
+  $PY - <<'EOF' 2>&1 | tee -a "$OUT/gpu_bench.log"
+rows = []
+for line in open("/tmp/gpu_tok_clocks.csv"):
+    try:
+        rows.append([float(x) for x in line.split(",")])
+    except ValueError:
+        pass
+if rows:
+    def q(i, f):
+        v = sorted(r[i] for r in rows)
+        return v[min(len(v) - 1, int(f * len(v)))]
+    print(f"clocks during the overheads step ({len(rows)} samples, 100 ms apart): SM MHz min {q(0, 0):.0f} "
+          f"median {q(0, 0.5):.0f} max {q(0, 1):.0f}; memory MHz median {q(1, 0.5):.0f}; "
+          f"load % median {q(2, 0.5):.0f} max {q(2, 1):.0f}")
+else:
+    print("clocks: no samples from nvidia-smi")
+EOF
+fi
 
 # ---------------------------------------------------------------- 4. CPU engines, same texts
 ENGINES=ours,hf,tiktoken
@@ -174,6 +202,7 @@ has_step cpu && step "cpu engines" 110 "$OUT/cpu_bench.log" \
   echo
   echo '```'
   grep -A8 '^fixed costs' "$OUT/gpu_bench.log" 2>/dev/null
+  grep '^clocks' "$OUT/gpu_bench.log" 2>/dev/null
   echo '```'
   echo
   echo "CPU engines on $THREADS threads (benchmarks/bench.py):"
