@@ -871,7 +871,7 @@ def test_nfc_check_and_spans_over_long_inert_stretches():
     from gpu_tok.kernels.engine_cpu import nfc_unchanged_docs
 
     tables = fast_cpu.nfc_tables()
-    lr, bad_lead = tables[5], tables[6]
+    bad_lead = tables[6]
     assert bad_lead[0xC3] == 0 and bad_lead[0xD0] == 0 and bad_lead[0xCC] == 1 and bad_lead[0xE4] == 1
     nfc = UnicodeNormalizer("NFC")
     rng = random.Random(11)
