@@ -10,14 +10,15 @@
 #      and the split host / copies / kernels;
 #      benchmarks/gpu_overheads.py: what one launch, wait, allocation and copy cost, launches per
 #      run, MB/s as the input grows (same log);
-#   4. benchmarks/bench.py: our CPU engine, HF tokenizers, tiktoken and gigatoken (when installed
-#      or carried as a wheel) on all host cores, same texts;
+#   4. benchmarks/bench.py: our CPU engine and gigatoken at 4 and 8 threads on english_prose,
+#      then our CPU engine, HF tokenizers, tiktoken and gigatoken (when installed or carried as a
+#      wheel) on all host cores, same texts;
 #   5. summary.md.
 #
 # Everything goes to $OUT (default build/gpu_check_out): at most 8 files. Each step has a time
 # limit and its exit status is recorded; the script goes on after a failing step and exits 1 if
 # any failed. About 4-5 minutes, so it can run twice in a 15-minute lease (the worst case is the
-# sum of the limits, 10 minutes; GPU_CHECK_STEPS shortens a rerun). On a fresh machine the first
+# sum of the limits, 11.5 minutes; GPU_CHECK_STEPS shortens a rerun). On a fresh machine the first
 # step that runs the kernels compiles them (and the CPU engine's) first: about 2 minutes.
 #
 # Data: GPU_TOK_MODELS / GPU_TOK_CORPORA if set; else build/gpu_stage/stage.tar.xz (made by
@@ -181,6 +182,16 @@ elif $PY -c "import gigatoken, awkward" > /dev/null 2>&1; then
   ENGINES=$ENGINES,gigatoken
 else
   echo "gigatoken (with awkward): not importable, and no wheel staged in build/gpu_stage/whl: skipped" | tee -a "$OUT/cpu_bench.log"
+fi
+# our CPU engine and gigatoken at 4 and 8 threads on one file (the first H200 run had ours on
+# english_prose with llama3 and o200k_base at 16 threads no faster than at 2 here, while the
+# other files scaled): how each scales, before the full table (which stays at the log's end)
+if has_step cpu; then
+  for th in 4 8; do
+    step "cpu engines, $th threads" 40 "$OUT/cpu_bench.log" \
+      $PY benchmarks/bench.py --models gpt2,llama3,o200k_base --engines "ours${ENGINES#ours,hf,tiktoken}" \
+        --files english_prose --threads "$th" --repeat 3 --check-docs 20 --max-mb "$MAX_MB"
+  done
 fi
 has_step cpu && step "cpu engines" 110 "$OUT/cpu_bench.log" \
   $PY benchmarks/bench.py --models "$MODELS" --engines "$ENGINES" --threads "$THREADS" --repeat 2 \
