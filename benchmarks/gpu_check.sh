@@ -146,13 +146,15 @@ has_step gpu && step "gpu_bench" 200 "$OUT/gpu_bench.log" \
 # the card's SM and memory clocks and load sampled every 100 ms meanwhile (they idle low, and a
 # run of a few ms may end before they rise), summarized into the same log
 CLOCKS=""
+SIZES=2,8,24,240
+[ "$REAL" = 1 ] || SIZES=2,8  # the twins run about 10 MB/s
 if has_step overheads && [ "$REAL" = 1 ] && command -v nvidia-smi > /dev/null 2>&1; then
   nvidia-smi --query-gpu=clocks.sm,clocks.mem,utilization.gpu --format=csv,noheader,nounits -lms 100 \
     > /tmp/gpu_tok_clocks.csv 2>/dev/null &
   CLOCKS=$!
 fi
 has_step overheads && step "overheads" 90 "$OUT/gpu_bench.log" \
-  $PY benchmarks/gpu_overheads.py --device $DEVICE --model gpt2 --threads "$THREADS" --sizes-mb 2,8,24,240
+  $PY benchmarks/gpu_overheads.py --device $DEVICE --model gpt2 --threads "$THREADS" --sizes-mb "$SIZES"
 if [ -n "$CLOCKS" ]; then
   kill "$CLOCKS" 2>/dev/null
   $PY - <<'EOF' 2>&1 | tee -a "$OUT/gpu_bench.log"
