@@ -10,6 +10,8 @@ For every model and bench file (the first ``--max-mb`` MB, as ``benchmarks/bench
   device (CuPy arrays, synchronized); the CPU engine on all ``--threads`` cores beside it;
 * **the host thread**: one more run as the timed ones, and what its thread spent in each phase
   (making pieces, issuing copies and launches, waiting for the device and copying back);
+* **the device's own time**: one more run with CUDA events around each kernel, the scan and each
+  copy (no waits added): the kernels' and copies' device time and the span of the run on it;
 * **where the time goes**: one more run with the engine's ``profile`` switch (it waits for
   the device after every phase and every kernel, so nothing overlaps): packing the texts,
   host pre-tokenization (pieces), copies to the device, kernels (and each kernel's share),
@@ -165,6 +167,19 @@ def run_case(name, fname, texts, mb, cpu, gpu, obj, args, cp, np, G):
     st = eng.stats
     r["host_thread"] = {k: round(st[k], 4) for k in ("pack_s", "host_s", "h2d_s", "kernel_s", "d2h_s")}
     r["host_thread"]["total_s"] = round(run_s, 4)
+    # the device's own time (CUDA events around each kernel, scan and copy; no waits added)
+    eng.stats = G._new_stats()
+    eng.events = True
+    try:
+        t0 = time.perf_counter()
+        gpu(texts, True)
+        ev_s = time.perf_counter() - t0
+    finally:
+        eng.events = False
+    gt = eng.stats.get("gpu", {})
+    if gt:
+        r["device_time"] = {k: round(v, 5) for k, v in sorted(gt.items(), key=lambda kv: -kv[1])}
+        r["device_time"]["run_s"] = round(ev_s, 4)
     eng.stats = G._new_stats()
     eng.profile = True
     try:
@@ -212,6 +227,18 @@ def render(meta, results) -> str:
             h = r["host_thread"]
             lines.append(f"- {r['model']} {r['file']}: pack {h['pack_s']}, pieces {h['host_s']}, h2d {h['h2d_s']}, "
                          f"kernel {h['kernel_s']}, d2h {h['d2h_s']}, total {h['total_s']}")
+    dev = [r for r in results if not r.get("error") and r.get("device_time")]
+    if dev:
+        lines += ["", "The device's own time in one overlapped run (CUDA events around each kernel, the scan and "
+                  "each copy; seconds): span from the first event to the last, the run's wall time, kernels "
+                  "(sum, then the largest), copies:", ""]
+        for r in dev:
+            d = dict(r["device_time"])
+            span, run = d.pop("span", 0.0), d.pop("run_s", 0.0)
+            h2d, d2h = d.pop("h2d", 0.0), d.pop("d2h", 0.0)
+            top = ", ".join(f"{k} {v:.4f}" for k, v in list(d.items())[:4])
+            lines.append(f"- {r['model']} {r['file']}: span {span:.4f}, run {run:.4f}; kernels {sum(d.values()):.4f} "
+                         f"({top}); h2d {h2d:.4f}, d2h {d2h:.4f}")
     split = [r for r in results if not r.get("error") and r["profile"].get("kernels")]
     if split:
         lines += ["", "Kernel split of the profiled run (seconds, each kernel waited for alone; the scan's "

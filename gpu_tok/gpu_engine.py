@@ -184,6 +184,10 @@ class TwinBackend(_Backend):
     def sync(self, stream):
         pass
 
+    def event(self, stream):
+        """A CUDA event recorded on ``stream`` (None where there is no device)."""
+        return None
+
     def release(self):
         pass
 
@@ -256,6 +260,11 @@ class CudaBackend(_Backend):
             self.cuda.synchronize()
         else:
             stream.synchronize()
+
+    def event(self, stream):
+        e = self.cuda.event()  # timing on by default (the simulator takes no arguments)
+        e.record(stream=stream if stream is not None else 0)
+        return e
 
     def release(self):
         """Give cached device memory back after an out-of-memory error."""
@@ -454,6 +463,10 @@ class GpuEngine:
         self.huge_bytes = int(env) if env else _HUGE_BYTES  # longer pieces: BPE on the host
         self.key_mask = np.uint64(0xFFFFFFFFFFFFFFFF)  # dedupe key bits (tests narrow it to force collisions)
         self.profile = False  # synchronize after each phase and kernel and time it (stats); no overlap
+        # CUDA events around each kernel, scan and copy (no waits added): their device time
+        # by name in stats["gpu"] after the call, and the device's span from the first to the last
+        self.events = False
+        self._ev: list = []
         self.stats = _new_stats()
         self.batch_log: List[Tuple[int, int]] = []  # (d0, d1) of every batch collected, in order
         self._lock = threading.Lock()
@@ -495,7 +508,9 @@ class GpuEngine:
             stage = self._staging(slot, name, n, host.dtype)[:n]
             if stage.ctypes.data != host.ctypes.data:
                 stage[:] = host
+            e0 = self._ev_begin(stream)
             dev.copy_to_device(stage, stream=stream)
+            self._ev_end("h2d", e0, stream)
         return dev
 
     def _host_alloc(self, slot):
@@ -613,7 +628,9 @@ class GpuEngine:
             cp = _cupy()
             ids, rs = cp.asarray(ids), cp.asarray(rs)
         else:
+            e0 = self._ev_begin(s)
             ids, rs = be.to_host(ids, s), be.to_host(rs, s)
+            self._ev_end("d2h", e0, s)
             be.sync(s)
         self._tick("d2h_s", t0, s)
         return ids, rs
@@ -635,7 +652,10 @@ class GpuEngine:
         """``be.launch``; with ``profile``, waited for and its time added to
         ``stats["kernels"][name]`` (so the split says which kernel the device time is in)."""
         if not self.profile:
+            e0 = self._ev_begin(stream)
             self.be.launch(kernel, n, stream, *args)
+            if e0 is not None:
+                self._ev_end(_kernel_name(kernel), e0, stream)
             return
         t0 = time.perf_counter()
         self.be.launch(kernel, n, stream, *args)
@@ -644,9 +664,34 @@ class GpuEngine:
     def _scan(self, x, n, out, stream, scratch=None):
         """``be.scan`` (several kernels), timed as ``"scan"`` with ``profile``."""
         t0 = time.perf_counter()
+        e0 = self._ev_begin(stream)
         self.be.scan(x, n, out, stream, scratch)
+        self._ev_end("scan", e0, stream)
         if self.profile:
             self._kernel_time("scan", t0, stream)
+
+    def _ev_begin(self, stream):
+        return self.be.event(stream) if self.events and not self.profile else None
+
+    def _ev_end(self, name: str, e0, stream):
+        if e0 is not None:
+            self._ev.append((name, e0, self.be.event(stream)))
+
+    def _ev_collect(self):
+        """The events' times into ``stats["gpu"]`` (seconds by name; ``"span"``: from the
+        first event recorded to the last one's end), after the streams are idle."""
+        if not self._ev:
+            return
+        for st in self._streams:
+            self.be.sync(st)
+        g = self.stats.setdefault("gpu", {})
+        first = self._ev[0][1]
+        span = 0.0
+        for name, e0, e1 in self._ev:
+            g[name] = g.get(name, 0.0) + e0.elapsed_time(e1) / 1e3
+            span = max(span, first.elapsed_time(e1) / 1e3)
+        g["span"] = g.get("span", 0.0) + span
+        self._ev = []
 
     def _kernel_time(self, name: str, t0: float, stream):
         self.be.sync(stream)
@@ -686,6 +731,7 @@ class GpuEngine:
             return self._encode_packed(host, data, offsets, num_threads, device_out, prefix, suffix)
 
     def _encode_packed(self, host, data, offsets, num_threads, device_out, prefix, suffix):
+        self._ev = []
         n = offsets.shape[0] - 1
         queue = deque(self.plan(offsets))
         flights: deque = deque()
@@ -731,6 +777,7 @@ class GpuEngine:
                 self.stats["oom_splits"] += 1
                 self.release()
                 k = 0
+        self._ev_collect()
         return self._join(parts, skips, n, device_out, prefix, suffix)
 
     def _join(self, parts, skips, n, device_out, prefix, suffix):

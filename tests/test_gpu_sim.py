@@ -298,6 +298,45 @@ def test_device_profile_split():
 
 
 @on_device
+def test_device_event_times():
+    """The engine's ``events`` switch (``benchmarks/gpu_bench.py``'s device times): same ids,
+    and each kernel, the scan and the copies both ways timed by CUDA events by name in
+    ``stats["gpu"]``, over several batches, with the device's span at least the longest;
+    none left pending; off, nothing recorded (on the simulator the times are all zero)."""
+    import warnings
+
+    from gpu_tok import gpu_engine as G
+
+    texts = [" ".join(bench_texts(3000)[0].split()[:30])] * 4 + ["", "x" * 80, "the cat"]
+    t = tok("gpt2")
+    want = t.encode_batch_ids(texts, device="cpu")
+    g = G._engine_for(t, "cuda", lambda be: G.GpuTokenizer(t, be))
+    old = g.engine.batch_bytes
+    g.engine.stats = G._new_stats()
+    g.engine.events = True
+    g.engine.batch_bytes = 400
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the simulator's "timings are bogus"
+            ids, rs = g.encode_ids(texts, False, None, True)
+    finally:
+        g.engine.events = False
+        g.engine.batch_bytes = old
+    assert np.array_equal(np.asarray(rs), want.row_splits) and np.array_equal(np.asarray(ids), want.ids)
+    st = g.engine.stats
+    assert st["batches"] >= 2
+    gt = st["gpu"]
+    assert {"k_insert", "k_resolve", "k_fill", "k_short", "k_counts", "k_scatter", "k_rows", "scan", "h2d",
+            "d2h", "span"} <= set(gt), sorted(gt)
+    assert all(v >= 0 for v in gt.values())
+    assert gt["span"] >= max(v for k, v in gt.items() if k != "span") - 1e-9
+    assert g.engine._ev == []
+    g.engine.stats = G._new_stats()
+    g.encode_ids(texts, False, None, True)
+    assert "gpu" not in g.engine.stats and g.engine._ev == []
+
+
+@on_device
 def test_device_kernels_equal_twins():
     """The same kernels, compiled for the device and by njit, on the same inputs: BPE counts
     and ids of every distinct piece, the scan, the whole pipeline's arrays."""
