@@ -29,6 +29,7 @@ and its arrays are NumPy (CuPy needs a real device).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -38,11 +39,12 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from .fast_cpu import numba_threads, plan_threads
+from .fast_cpu import KeptArray, numba_threads, plan_threads
 
 _BATCH_BYTES = 64 << 20  # bytes of input text per batch at most (GPU_TOK_CUDA_BATCH_MB overrides)
 _MIN_BATCH_BYTES = 4 << 20  # an input is cut into at least _SPLIT batches of at least this much,
 _SPLIT = 4  # so the host's work on one batch overlaps the device's on the previous one
+_PINNED_TEXT_MAX = 256 << 20  # bytes of packed text kept in pinned host memory between calls
 _HUGE_BYTES = 8 << 10  # pieces longer than this are encoded on the host (GPU_TOK_CUDA_HOST_PIECE overrides)
 _CUDA_ERROR_OUT_OF_MEMORY = 2
 
@@ -434,6 +436,31 @@ def _stats(starts, special):
 _POOL_GROWTH = 1.25
 
 
+class PinnedText(KeptArray):
+    """A ``fast_cpu.KeptArray`` of bytes in pinned host memory (``be.pinned``), up to
+    ``limit`` bytes (past it ``take`` makes an ordinary array); ``holds(a)``: ``a`` lies in
+    the kept buffer. One call at a time (``hold``), as the packed text's."""
+
+    def __init__(self, be, limit: int):
+        super().__init__(np.uint8, limit)
+        self.be = be
+
+    def take(self, n: int) -> np.ndarray:
+        if n > self.limit:
+            return np.empty(n, np.uint8)
+        if self._buf is None or self._buf.shape[0] < n:
+            self._buf = None  # the old one dropped first
+            self._buf = self.be.pinned(min(n + n // 4, self.limit), np.uint8)
+        return self._buf[:n]
+
+    def holds(self, a: np.ndarray) -> bool:
+        b = self._buf
+        if b is None or a.dtype != np.uint8:
+            return False
+        lo, p = b.ctypes.data, a.ctypes.data
+        return lo <= p and p + a.nbytes <= lo + b.nbytes
+
+
 @dataclass
 class _Flight:
     """A batch whose kernels were launched and whose ids are not collected yet."""
@@ -473,6 +500,7 @@ class GpuEngine:
         self._streams = [be.stream(), be.stream()]
         self._pools: List[dict] = [{}, {}]
         self._hscratch = None
+        self._text = None  # PinnedText: the packed text in pinned memory (CUDA backend)
 
     # ----------------------------------------------------------- memory pools
     def _scratch(self, slot: int, name: str, n: int, dtype):
@@ -496,6 +524,17 @@ class GpuEngine:
             pool[key] = have
         return have
 
+    def text_buffer(self):
+        """Where ``fast_cpu.pack`` may put the texts (its ``kept``): pinned host memory kept
+        between calls on a CUDA backend, so the batches' text is copied to the device from
+        there, not through the slot's staging buffer first (a host copy of every byte); None
+        on the twins."""
+        if not isinstance(self.be, CudaBackend):
+            return None
+        if self._text is None:
+            self._text = PinnedText(self.be, _PINNED_TEXT_MAX)
+        return self._text
+
     def _put(self, slot, name, host, stream):
         """``host`` into the slot's device array ``name``, asynchronously through pinned memory
         (``host`` may already be the slot's staging buffer: ``_host_alloc``)."""
@@ -505,9 +544,12 @@ class GpuEngine:
             return host
         dev = self._scratch(slot, name, n, host.dtype)
         if n:
-            stage = self._staging(slot, name, n, host.dtype)[:n]
-            if stage.ctypes.data != host.ctypes.data:
-                stage[:] = host
+            if self._text is not None and self._text.holds(host):  # pinned already
+                stage = host
+            else:
+                stage = self._staging(slot, name, n, host.dtype)[:n]
+                if stage.ctypes.data != host.ctypes.data:
+                    stage[:] = host
             e0 = self._ev_begin(stream)
             dev.copy_to_device(stage, stream=stream)
             self._ev_end("h2d", e0, stream)
@@ -872,11 +914,16 @@ class GpuTokenizer:
 
     def encode_ids(self, texts: List[str], add_special_tokens: bool, num_threads: Optional[int],
                    return_numpy: bool):
+        text = self.engine.text_buffer()  # the texts packed into pinned memory (one call at a time)
+        with (text.hold() if text is not None else contextlib.nullcontext()) as kept:
+            return self._encode_ids(texts, add_special_tokens, num_threads, return_numpy, kept)
+
+    def _encode_ids(self, texts, add_special_tokens, num_threads, return_numpy, kept):
         from .cpu_ref.pipeline import check_text
         from .fast_cpu import pack, splice_rows
 
         t0 = time.perf_counter()
-        data, offsets = pack(texts, check_text, num_threads)
+        data, offsets = pack(texts, check_text, num_threads, kept=kept)
         self.engine.stats["pack_s"] += time.perf_counter() - t0
         device_out = not return_numpy and self.engine.be.name == "cuda" and _cupy() is not None
         pre = suf = None

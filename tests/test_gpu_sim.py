@@ -337,6 +337,37 @@ def test_device_event_times():
 
 
 @on_device
+def test_device_text_packed_in_pinned_memory(monkeypatch):
+    """``GpuTokenizer`` packs the texts into the engine's pinned buffer (``text_buffer``), and
+    the batches' text goes to the device from there, not through a staging buffer; a text
+    larger than the buffer's limit is packed into ordinary memory and staged as before."""
+    from gpu_tok import gpu_engine as G
+
+    t = tok("gpt2")
+    texts = [" ".join(bench_texts(3000)[0].split()[:30])] * 4 + ["", "x" * 80, "the cat"]
+    want = t.encode_batch_ids(texts, device="cpu")
+    g = G._engine_for(t, "cuda", lambda be: G.GpuTokenizer(t, be))
+    staged = []
+    real = G.GpuEngine._staging
+
+    def staging(self, slot, name, n, dtype):
+        staged.append(name)
+        return real(self, slot, name, n, dtype)
+
+    monkeypatch.setattr(G.GpuEngine, "_staging", staging)
+    ids, rs = g.encode_ids(texts, False, None, True)
+    assert np.array_equal(np.asarray(rs), want.row_splits) and np.array_equal(np.asarray(ids), want.ids)
+    buf = g.engine.text_buffer()._buf
+    assert buf is not None and buf.shape[0] >= sum(len(x.encode()) for x in texts)
+    assert "data" not in staged and "starts" in staged
+    staged.clear()
+    monkeypatch.setattr(g.engine.text_buffer(), "limit", 16)
+    ids, rs = g.encode_ids(texts, False, None, True)
+    assert np.array_equal(np.asarray(rs), want.row_splits) and np.array_equal(np.asarray(ids), want.ids)
+    assert "data" in staged
+
+
+@on_device
 def test_device_kernels_equal_twins():
     """The same kernels, compiled for the device and by njit, on the same inputs: BPE counts
     and ids of every distinct piece, the scan, the whole pipeline's arrays."""
