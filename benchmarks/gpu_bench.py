@@ -138,6 +138,21 @@ def best_of(fn, repeat, sync=None):
     return best, out
 
 
+def one_run(eng, gpu, texts, G, switch=None):
+    """``(seconds, stats)`` of one ``gpu(texts, True)`` with the engine's stats fresh and its
+    ``switch`` (``"events"``, ``"profile"``) on for that run."""
+    eng.stats = G._new_stats()
+    if switch:
+        setattr(eng, switch, True)
+    try:
+        t0 = time.perf_counter()
+        gpu(texts, True)
+        return time.perf_counter() - t0, eng.stats
+    finally:
+        if switch:
+            setattr(eng, switch, False)
+
+
 def run_case(name, fname, texts, mb, cpu, gpu, obj, args, cp, np, G):
     r = {"model": name, "file": fname, "docs": len(texts), "mb": round(mb, 3)}
     cpu(texts[:50])  # compile and build the engine
@@ -160,35 +175,16 @@ def run_case(name, fname, texts, mb, cpu, gpu, obj, args, cp, np, G):
     eng = obj.__dict__["_gpu_engines"]["cuda" if args.device == "cuda" else "twin"].engine
     # the host thread in an overlapped run (no waits added): what it spent making pieces,
     # issuing copies and launches, and in d2h (waiting for the device, then copying back)
-    eng.stats = G._new_stats()
-    t0 = time.perf_counter()
-    gpu(texts, True)
-    run_s = time.perf_counter() - t0
-    st = eng.stats
+    run_s, st = one_run(eng, gpu, texts, G)
     r["host_thread"] = {k: round(st[k], 4) for k in ("pack_s", "host_s", "h2d_s", "kernel_s", "d2h_s")}
     r["host_thread"]["total_s"] = round(run_s, 4)
     # the device's own time (CUDA events around each kernel, scan and copy; no waits added)
-    eng.stats = G._new_stats()
-    eng.events = True
-    try:
-        t0 = time.perf_counter()
-        gpu(texts, True)
-        ev_s = time.perf_counter() - t0
-    finally:
-        eng.events = False
-    gt = eng.stats.get("gpu", {})
+    ev_s, st = one_run(eng, gpu, texts, G, "events")
+    gt = st.get("gpu", {})
     if gt:
         r["device_time"] = {k: round(v, 5) for k, v in sorted(gt.items(), key=lambda kv: -kv[1])}
         r["device_time"]["run_s"] = round(ev_s, 4)
-    eng.stats = G._new_stats()
-    eng.profile = True
-    try:
-        t0 = time.perf_counter()
-        gpu(texts, True)
-        prof_s = time.perf_counter() - t0
-    finally:
-        eng.profile = False
-    st = eng.stats
+    prof_s, st = one_run(eng, gpu, texts, G, "profile")
     r["profile"] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in st.items()}
     # each kernel waited for and timed alone (the scan's kernels together): where kernel_s goes
     r["profile"]["kernels"] = {k: round(v, 5) for k, v in sorted(st.get("kernels", {}).items(), key=lambda kv: -kv[1])}
@@ -218,35 +214,36 @@ def render(meta, results) -> str:
         lines.append(f"| {r['model']} | {r['file']} | {r['mb']:.2f} | {eq} | {r['cpu_mbps']} | {r['gpu_e2e_mbps']} | "
                      f"{r.get('gpu_dev_mbps', '-')} | {p['pack_s']} | {p['host_s']} | {p['h2d_s']} | {p['kernel_s']} | {p['d2h_s']} | "
                      f"{r['kernel_mbps']} | {p['pieces']} | {p['distinct']} | {p['batches']} |")
-    thread = [r for r in results if not r.get("error") and r.get("host_thread")]
-    if thread:
-        lines += ["", "The host thread in one overlapped run (no added waits; seconds): pack, pieces, issuing the "
-                  "copies (h2d) and the launches (kernel), d2h (waiting for the device, then the copy back), "
-                  "and the run's total:", ""]
-        for r in thread:
-            h = r["host_thread"]
-            lines.append(f"- {r['model']} {r['file']}: pack {h['pack_s']}, pieces {h['host_s']}, h2d {h['h2d_s']}, "
-                         f"kernel {h['kernel_s']}, d2h {h['d2h_s']}, total {h['total_s']}")
-    dev = [r for r in results if not r.get("error") and r.get("device_time")]
-    if dev:
-        lines += ["", "The device's own time in one overlapped run (CUDA events around each kernel, the scan and "
-                  "each copy; seconds): span from the first event to the last, the run's wall time, kernels "
-                  "(sum, then the largest), copies:", ""]
-        for r in dev:
-            d = dict(r["device_time"])
-            span, run = d.pop("span", 0.0), d.pop("run_s", 0.0)
-            h2d, d2h = d.pop("h2d", 0.0), d.pop("d2h", 0.0)
-            top = ", ".join(f"{k} {v:.4f}" for k, v in list(d.items())[:4])
-            lines.append(f"- {r['model']} {r['file']}: span {span:.4f}, run {run:.4f}; kernels {sum(d.values()):.4f} "
-                         f"({top}); h2d {h2d:.4f}, d2h {d2h:.4f}")
-    split = [r for r in results if not r.get("error") and r["profile"].get("kernels")]
-    if split:
-        lines += ["", "Kernel split of the profiled run (seconds, each kernel waited for alone; the scan's "
-                  "kernels together), largest first:", ""]
-        for r in split:
-            ks = r["profile"]["kernels"]
-            lines.append(f"- {r['model']} {r['file']}: " + ", ".join(f"{k} {v:.4f}" for k, v in ks.items()))
+    lines += section(results, lambda r: r.get("host_thread"),
+                     "The host thread in one overlapped run (no added waits; seconds): pack, pieces, issuing the "
+                     "copies (h2d) and the launches (kernel), d2h (waiting for the device, then the copy back), "
+                     "and the run's total:",
+                     lambda h: f"pack {h['pack_s']}, pieces {h['host_s']}, h2d {h['h2d_s']}, kernel {h['kernel_s']}, "
+                               f"d2h {h['d2h_s']}, total {h['total_s']}")
+    lines += section(results, lambda r: r.get("device_time"),
+                     "The device's own time in one overlapped run (CUDA events around each kernel, the scan and "
+                     "each copy; seconds): span from the first event to the last, the run's wall time, kernels "
+                     "(sum, then the largest), copies:", device_line)
+    lines += section(results, lambda r: r["profile"].get("kernels"),
+                     "Kernel split of the profiled run (seconds, each kernel waited for alone; the scan's "
+                     "kernels together), largest first:",
+                     lambda ks: ", ".join(f"{k} {v:.4f}" for k, v in ks.items()))
     return "\n".join(lines) + "\n"
+
+
+def section(results, get, title: str, line) -> list:
+    """Markdown lines: ``title``, then ``- model file: line(get(r))`` for every case that ran
+    and has ``get(r)`` (none at all when no case has)."""
+    rows = [r for r in results if not r.get("error") and get(r)]
+    return ["", title, ""] + [f"- {r['model']} {r['file']}: {line(get(r))}" for r in rows] if rows else []
+
+
+def device_line(dt: dict) -> str:
+    d = dict(dt)
+    span, run = d.pop("span", 0.0), d.pop("run_s", 0.0)
+    h2d, d2h = d.pop("h2d", 0.0), d.pop("d2h", 0.0)
+    top = ", ".join(f"{k} {v:.4f}" for k, v in list(d.items())[:4])
+    return f"span {span:.4f}, run {run:.4f}; kernels {sum(d.values()):.4f} ({top}); h2d {h2d:.4f}, d2h {d2h:.4f}"
 
 
 def card_name(device) -> str:
