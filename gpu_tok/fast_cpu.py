@@ -96,13 +96,16 @@ class KeptArray:
     6.5 against 9.4 / 11.5) and the parallel id scratch (``ByteBPEEngine._scratch_out``),
     decision 0019. One call at a time uses it: ``hold`` (None when another thread holds it;
     that call makes a fresh array), or ``lock``, a lock the engine already takes for it;
-    what ``take`` returns must not outlive the hold."""
+    what ``take`` returns must not outlive the hold. ``alloc(n, dtype)``: how the kept array
+    is made (default ``np.empty``, its pages then faulted in; the GPU engine passes its
+    backend's pinned allocation)."""
 
-    def __init__(self, dtype, limit: int, lock: Optional[threading.Lock] = None):
+    def __init__(self, dtype, limit: int, lock: Optional[threading.Lock] = None, alloc=None):
         self.dtype = np.dtype(dtype)
         self.limit = int(limit)
         self._buf: Optional[np.ndarray] = None
         self._lock = threading.Lock() if lock is None else lock
+        self._alloc = alloc
 
     def hold(self) -> "_KeptHold":
         return _KeptHold(self)
@@ -115,11 +118,22 @@ class KeptArray:
         if self._buf is None or self._buf.shape[0] < n:
             grow = min(n + n // 4, self.limit // size)
             self._buf = None  # the old one dropped first: never two held at once
-            self._buf = np.empty(max(grow, 1), self.dtype)
-            # its pages faulted in here by one thread: nearly every page of it is written anyway, and
-            # threads faulting at once were slow on the VM measured (decision 0023)
-            self._buf.view(np.uint8)[::4096] = 0
+            if self._alloc is not None:
+                self._buf = self._alloc(max(grow, 1), self.dtype)
+            else:
+                self._buf = np.empty(max(grow, 1), self.dtype)
+                # its pages faulted in here by one thread: nearly every page of it is written anyway,
+                # and threads faulting at once were slow on the VM measured (decision 0023)
+                self._buf.view(np.uint8)[::4096] = 0
         return self._buf[:n]
+
+    def holds(self, a: np.ndarray) -> bool:
+        """Whether ``a`` lies in the kept array (what ``take`` returned, or part of it)."""
+        b = self._buf
+        if b is None or a.dtype != self.dtype:
+            return False
+        lo, p = b.ctypes.data, a.ctypes.data
+        return lo <= p and p + a.nbytes <= lo + b.nbytes
 
 
 class _KeptHold:

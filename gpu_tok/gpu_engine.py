@@ -436,31 +436,6 @@ def _stats(starts, special):
 _POOL_GROWTH = 1.25
 
 
-class PinnedText(KeptArray):
-    """A ``fast_cpu.KeptArray`` of bytes in pinned host memory (``be.pinned``), up to
-    ``limit`` bytes (past it ``take`` makes an ordinary array); ``holds(a)``: ``a`` lies in
-    the kept buffer. One call at a time (``hold``), as the packed text's."""
-
-    def __init__(self, be, limit: int):
-        super().__init__(np.uint8, limit)
-        self.be = be
-
-    def take(self, n: int) -> np.ndarray:
-        if n > self.limit:
-            return np.empty(n, np.uint8)
-        if self._buf is None or self._buf.shape[0] < n:
-            self._buf = None  # the old one dropped first
-            self._buf = self.be.pinned(min(n + n // 4, self.limit), np.uint8)
-        return self._buf[:n]
-
-    def holds(self, a: np.ndarray) -> bool:
-        b = self._buf
-        if b is None or a.dtype != np.uint8:
-            return False
-        lo, p = b.ctypes.data, a.ctypes.data
-        return lo <= p and p + a.nbytes <= lo + b.nbytes
-
-
 @dataclass
 class _Flight:
     """A batch whose kernels were launched and whose ids are not collected yet."""
@@ -500,7 +475,7 @@ class GpuEngine:
         self._streams = [be.stream(), be.stream()]
         self._pools: List[dict] = [{}, {}]
         self._hscratch = None
-        self._text = None  # PinnedText: the packed text in pinned memory (CUDA backend)
+        self._text = None  # KeptArray of pinned memory: the packed text (CUDA backend)
 
     # ----------------------------------------------------------- memory pools
     def _scratch(self, slot: int, name: str, n: int, dtype):
@@ -532,7 +507,7 @@ class GpuEngine:
         if not isinstance(self.be, CudaBackend):
             return None
         if self._text is None:
-            self._text = PinnedText(self.be, _PINNED_TEXT_MAX)
+            self._text = KeptArray(np.uint8, _PINNED_TEXT_MAX, alloc=self.be.pinned)
         return self._text
 
     def _put(self, slot, name, host, stream):
