@@ -12,6 +12,8 @@ For every model and bench file (the first ``--max-mb`` MB, as ``benchmarks/bench
   (making pieces, issuing copies and launches, waiting for the device and copying back);
 * **the device's own time**: one more run with CUDA events around each kernel, the scan and each
   copy (no waits added): the kernels' and copies' device time and the span of the run on it;
+* **long pieces on the host** (``--host-piece 64,32``): e2e MB/s, equality and the device's
+  own time again with the pieces longer than each length encoded on the host;
 * **where the time goes**: one more run with the engine's ``profile`` switch (it waits for
   the device after every phase and every kernel, so nothing overlaps): packing the texts,
   host pre-tokenization (pieces), copies to the device, kernels (and each kernel's share),
@@ -47,6 +49,9 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--device", choices=["cuda", "twin"], default="cuda")
     p.add_argument("--batch-mb", type=float, default=None, help="GPU batch size (GPU_TOK_CUDA_BATCH_MB)")
+    p.add_argument("--host-piece", default="",
+                   help="comma-separated byte lengths: for each, e2e MB/s, equality and the device's own time with "
+                        "pieces longer than that encoded on the host (the engine's huge_bytes; default 8192)")
     p.add_argument("--out", default=os.environ.get("OUT", "."))
     p.add_argument("--budget-s", type=float, default=0,
                    help="stop starting new cases this many seconds after the first case ended (its time is mostly "
@@ -110,7 +115,8 @@ def main(argv=None) -> int:
             except Exception as e:  # noqa: BLE001
                 traceback.print_exc()
                 r = {"model": name, "file": fname, "error": f"{type(e).__name__}: {e}"}
-            failed |= bool(r.get("error")) or not r.get("equal", False)
+            failed |= bool(r.get("error")) or not r.get("equal", False) \
+                or not all(c["equal"] for c in r.get("host_piece", {}).values())
             if not results or all(x.get("error") for x in results):
                 t_start = time.perf_counter()  # the budget counts from the first case's end
             results.append(r)
@@ -192,7 +198,31 @@ def run_case(name, fname, texts, mb, cpu, gpu, obj, args, cp, np, G):
     r["profile"]["other_s"] = round(prof_s - st["pack_s"] - st["host_s"] - st["h2d_s"] - st["kernel_s"]
                                     - st["d2h_s"], 4)
     r["kernel_mbps"] = round(mb / st["kernel_s"], 1) if st["kernel_s"] > 0 else None
+    for t in [int(x) for x in args.host_piece.split(",") if x]:
+        r.setdefault("host_piece", {})[str(t)] = host_piece_case(eng, gpu, texts, mb, t, c_ids, c_rs, args, np, G)
     return r
+
+
+def host_piece_case(eng, gpu, texts, mb, huge, c_ids, c_rs, args, np, G) -> dict:
+    """With pieces of more than ``huge`` bytes encoded on the host (one GPU thread runs a
+    piece's BPE as a serial chain of memory loads, a CPU core is faster at it): e2e MB/s,
+    equality, the pieces the host encoded and the device's own time (events run)."""
+    old = eng.huge_bytes
+    eng.huge_bytes = huge
+    try:
+        gpu(texts, True)  # warm-up
+        s, (ids, rs) = best_of(lambda: gpu(texts, True), args.repeat)
+        out = {"gpu_e2e_mbps": round(mb / s, 1), "equal": bool(np.array_equal(rs, c_rs) and np.array_equal(ids, c_ids))}
+        ev_s, st = one_run(eng, gpu, texts, G, "events")
+        out["host_pieces"] = st["host_pieces"]
+        out["host_s"] = round(st["host_s"], 4)
+        gt = st.get("gpu", {})
+        if gt:
+            out["device_time"] = {k: round(v, 5) for k, v in sorted(gt.items(), key=lambda kv: -kv[1])}
+            out["device_time"]["run_s"] = round(ev_s, 4)
+        return out
+    finally:
+        eng.huge_bytes = old
 
 
 def render(meta, results) -> str:
@@ -224,6 +254,13 @@ def render(meta, results) -> str:
                      "The device's own time in one overlapped run (CUDA events around each kernel, the scan and "
                      "each copy; seconds): span from the first event to the last, the run's wall time, kernels "
                      "(sum, then the largest), copies:", device_line)
+    lines += section(results, lambda r: r.get("host_piece"),
+                     "Pieces longer than N bytes encoded on the host (N = 8192 in the table above): e2e MB/s, "
+                     "ids == cpu, pieces the host encoded, the host's pieces time, the device's own time:",
+                     lambda hp: "; ".join(f"**{n}**: {c['gpu_e2e_mbps']} MB/s, {'equal' if c['equal'] else 'NOT EQUAL'}, "
+                                          f"{c['host_pieces']} on the host, pieces {c['host_s']} s"
+                                          + (f", {device_line(c['device_time'])}" if c.get("device_time") else "")
+                                          for n, c in hp.items()))
     lines += section(results, lambda r: r["profile"].get("kernels"),
                      "Kernel split of the profiled run (seconds, each kernel waited for alone; the scan's "
                      "kernels together), largest first:",

@@ -7,7 +7,9 @@
 #      family whose model is there, tiktoken encodings, edge cases, OOM halving, twins);
 #   3. benchmarks/gpu_bench.py: device="cuda" == device="cpu" on the whole bench corpus (the first
 #      8 MB of each bench file), end-to-end MB/s (ids back on the host, and left on the device),
-#      and the split host / copies / kernels;
+#      and the split host / copies / kernels; then again with the pieces longer than 64, 32 and 16
+#      bytes encoded on the host (GPU_CHECK_HOST_PIECE; a GPU thread runs one piece's BPE as a
+#      serial chain of memory loads);
 #      benchmarks/gpu_overheads.py: what one launch, wait, allocation and copy cost, launches per
 #      run, MB/s as the input grows (same log);
 #   4. benchmarks/bench.py: our CPU engine and gigatoken at 4 and 8 threads on english_prose,
@@ -140,7 +142,8 @@ has_step tests && step "tests on the GPU" "${GPU_CHECK_TEST_LIMIT:-200}" "$OUT/p
 # ---------------------------------------------------------------- 3. equality and GPU timing
 has_step gpu && step "gpu_bench" 200 "$OUT/gpu_bench.log" \
   $PY benchmarks/gpu_bench.py --device $DEVICE --models "$MODELS" --files code,english_prose,multilingual \
-    --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" --out "$OUT" --budget-s 140
+    --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" --out "$OUT" --budget-s 140 \
+    --host-piece "${GPU_CHECK_HOST_PIECE:-64,32,16}"
 
 # fixed costs: one launch, wait, allocation, scalar read; launches per run; MB/s as input grows;
 # the card's SM and memory clocks and load sampled every 100 ms meanwhile (they idle low, and a

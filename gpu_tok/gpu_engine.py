@@ -353,7 +353,8 @@ class ByteLevelHost:
             if stats[3]:
                 idx = H.huge_pieces(starts, special, huge_bytes)
                 huge = (idx,) + H.huge_byte_level(data, starts, special, idx, eng.init_ids, eng.mtab, eng.arena,
-                                                  eng.tok_off, eng.bkeys, eng.bvals, eng.spec.whole_first)
+                                                  eng.tok_off, eng.bkeys, eng.bvals, eng.spec.whole_first,
+                                                  threads if parallel else 1)
         return HostPieces(data, starts, special, first, skip, stats[:3], huge)
 
 
@@ -377,7 +378,8 @@ class SentencePieceHost:
         if idx.shape[0]:
             threads, parallel = plan_threads(num_threads, data.shape[0])
             with numba_threads(threads if parallel else None):
-                huge = (idx,) + H.huge_sentencepiece(buf, starts, special, idx, sp.char_id, sp.byte_id, sp.mtab)
+                huge = (idx,) + H.huge_sentencepiece(buf, starts, special, idx, sp.char_id, sp.byte_id, sp.mtab,
+                                                     threads if parallel else 1)
         return HostPieces(buf, starts.astype(np.int32), special, first, None, _stats(starts, special), huge)
 
 
@@ -417,7 +419,8 @@ class ClipHost:
         if idx.shape[0]:
             with numba_threads(threads if parallel else None):
                 huge = (idx,) + H.huge_byte_level(packed, starts32, special, idx, eng.init_ids, eng.mtab, eng.arena,
-                                                  eng.tok_off, eng.bkeys, eng.bvals, eng.spec.whole_first)
+                                                  eng.tok_off, eng.bkeys, eng.bvals, eng.spec.whole_first,
+                                                  threads if parallel else 1)
         return HostPieces(packed, starts32, special, first, skip if skip.any() else None,
                           _stats(starts32, special), huge)
 
@@ -569,6 +572,13 @@ class GpuEngine:
         a["starts"] = self._put(slot, "starts", hp.starts, s)
         a["special"] = self._put(slot, "special", hp.special, s)
         a["first"] = self._put(slot, "first", hp.first, s)
+        huge = None
+        if hp.huge is not None:  # pieces the host encoded: their ids in one array (k_place)
+            idx, ids, off = hp.huge
+            self.stats["host_pieces"] += int(idx.shape[0])
+            if ids.shape[0]:
+                huge = (int(ids.shape[0]), int(idx.shape[0]), self._put(slot, "huge_idx", idx, s),
+                        self._put(slot, "huge_off", off, s), self._put(slot, "huge_ids", ids, s))
         self._tick("h2d_s", t0, s)
         t0 = time.perf_counter()
         C = 16
@@ -587,14 +597,10 @@ class GpuEngine:
         hkey, hnew = sc("hkey", max(3 * lb, 1), np.uint64), sc("hnew", max(3 * lb, 1), np.int32)
         pos = sc("pos", P + 1, np.int64)
         data, starts, special = a["data"], a["starts"], a["special"]
-        if hp.huge is not None:  # ids the host computed, at each huge piece's first byte
-            idx, ids, off = hp.huge
-            a["huge_ids"] = ids  # alive until the copies are done
-            for k in range(idx.shape[0]):
-                s0 = int(hp.starts[idx[k]])
-                be.copy_into(out, s0, ids[off[k]:off[k + 1]], s)
-            self.stats["host_pieces"] += int(idx.shape[0])
         L = self._kernel
+        if huge is not None:  # ids the host computed, put at each huge piece's first byte
+            n_ids, n_huge, d_idx, d_off, d_ids = huge
+            L(K.k_place, n_ids, s, n_ids, n_huge, d_idx, d_off, d_ids, starts, out)
         L(K.k_fill_u64, C, s, C, tkeys, K.EMPTY)
         L(K.k_fill_i32, C, s, C, towner, K.INT32_MAX)
         L(K.k_fill_i64, K.NBUCKETS, s, K.NBUCKETS, bcount, np.int64(0))

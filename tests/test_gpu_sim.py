@@ -278,13 +278,16 @@ def test_device_huge_pieces_on_the_host(family):
     texts = ["q" * 150 + " tail", "short one", "\u4e2d" * 60, "z" * 90, "q" * 150 + " tail", "", "w " * 80]
     want = t.encode_batch_ids(texts, device="cpu")
     g = G._engine_for(t, "cuda", lambda be: G.GpuTokenizer(t, be))
-    g.engine.huge_bytes = 100
-    g.engine.stats["host_pieces"] = 0
-    try:
-        same(t.encode_batch_ids(texts, device="cuda", return_numpy=True), want, family)
-    finally:
-        g.engine.huge_bytes = G._HUGE_BYTES
-    assert g.engine.stats["host_pieces"] >= 2
+    on_host = {}
+    for huge in (100, 4):  # 4: most pieces, their ids placed by one k_place
+        g.engine.huge_bytes = huge
+        g.engine.stats["host_pieces"] = 0
+        try:
+            same(t.encode_batch_ids(texts, device="cuda", return_numpy=True), want, family)
+        finally:
+            g.engine.huge_bytes = G._HUGE_BYTES
+        on_host[huge] = g.engine.stats["host_pieces"]
+    assert on_host[4] > on_host[100] >= 2, on_host
 
 
 @on_device
@@ -517,10 +520,11 @@ def test_twin_oom_halves_the_batch(monkeypatch):
 
 
 @twin_only
-@pytest.mark.parametrize("huge", [100, 2 ** 62])
+@pytest.mark.parametrize("huge", [8, 100, 2 ** 62])
 def test_twin_collisions_and_long_pieces(huge):
     """Every dedupe key collides (two bits): still exact; long pieces of many sizes, on the
-    device's heap (``huge`` = never) or encoded on the host (over 100 bytes)."""
+    device's heap (``huge`` = never) or encoded on the host (over 100 bytes; over 8: most
+    words, thousands of pieces placed by one ``k_place``)."""
     from gpu_tok import gpu_engine as G
 
     for family in ("llama3", "gpt-oss", "gemma3", "llama2"):
@@ -538,7 +542,9 @@ def test_twin_collisions_and_long_pieces(huge):
             g.engine.key_mask = np.uint64(0xFFFFFFFFFFFFFFFF)
             g.engine.huge_bytes = G._HUGE_BYTES
         assert np.array_equal(rs, want.row_splits) and np.array_equal(ids, want.ids), family
-        assert (g.engine.stats["host_pieces"] > 0) == (huge == 100), family
+        assert (g.engine.stats["host_pieces"] > 0) == (huge < 2 ** 62), family
+        if huge == 8:
+            assert g.engine.stats["host_pieces"] > 1000, family
 
 
 @twin_only

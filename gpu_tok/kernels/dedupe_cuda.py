@@ -22,7 +22,8 @@ free), ``C`` a power of two at least ``2 P``; the key of a piece is its ``bytes_
    distinct pieces bucket by bucket in ``work`` and gives each long one its scratch offset
    ``loff`` (the order inside a bucket depends on the threads; the ids do not).
 4. BPE (``k_short``, ``k_long``), then ``k_counts``: pieces of one byte, fixed ids, pieces
-   the host encoded (``special = -3 - count``, ids copied to ``out``), and every duplicate
+   the host encoded (``special = -3 - count``; their ids, copied to the device in one array,
+   put in ``out`` by ``k_place``, one thread per id), and every duplicate
    take their count (``cnt[rep[p]]``); ``scan`` gives ``pos: int64[P+1]``;
    ``k_scatter`` copies each piece's ids from its representative's scratch to ``ids[pos[p]:]``;
    ``k_rows`` gives ``row_splits[d] = pos[first[d]]`` (``first``: the first piece of each
@@ -224,6 +225,21 @@ def rows_one(d, first, pos, rs):
 
 
 @dev
+def place_one(i, K, idx, off, ids, starts, out):
+    """Id ``i`` of the pieces the host encoded (``gpu_host.huge_*``: piece ``idx[k]``'s ids at
+    ``ids[off[k]:off[k+1]]``) to its place in ``out``, at the piece's first byte and on."""
+    lo = 0
+    hi = K  # the piece k with off[k] <= i < off[k + 1]
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if off[mid] <= i:
+            lo = mid
+        else:
+            hi = mid
+    out[np.int64(starts[idx[lo]]) + i - off[lo]] = ids[i]
+
+
+@dev
 def template_rows_one(d, rs, a, b, rs2):
     rs2[d] = rs[d] + d * (a + b)
 
@@ -327,6 +343,12 @@ if _KIND == "cuda":
             rows_one(d, first, pos, rs)
 
     @cuda.jit
+    def k_place(T, K, idx, off, ids, starts, out):
+        i = cuda.grid(1)
+        if i < T:
+            place_one(i, K, idx, off, ids, starts, out)
+
+    @cuda.jit
     def k_template_rows(n, rs, a, b, rs2):
         d = cuda.grid(1)
         if d < n:
@@ -402,6 +424,11 @@ else:
     def k_rows(n, first, pos, rs):
         for d in range(n):
             rows_one(d, first, pos, rs)
+
+    @njit_cached
+    def k_place(T, K, idx, off, ids, starts, out):
+        for i in range(T):
+            place_one(i, K, idx, off, ids, starts, out)
 
     @njit_cached
     def k_template_rows(n, rs, a, b, rs2):

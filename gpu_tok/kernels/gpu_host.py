@@ -247,34 +247,37 @@ def _alloc(name, n, dtype):
 # device's scratch at the piece's first byte).
 
 @njit_cached(parallel=True)
-def huge_byte_level(data, starts, special, huge, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first):
+def huge_byte_level(data, starts, special, huge, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, workers):
     """Ids of the pieces ``huge`` (indices): ``(ids, off)``, piece ``huge[k]``'s ids at
-    ``ids[off[k]:off[k+1]]``; marks them in ``special``."""
+    ``ids[off[k]:off[k+1]]``; marks them in ``special``. ``workers`` (the threads): each has
+    its own pair cache and takes every ``workers``-th piece."""
     K = huge.shape[0]
     room = np.zeros(K + 1, np.int64)
     for k in range(K):
         room[k + 1] = room[k] + starts[huge[k] + 1] - starts[huge[k]]
     buf = np.empty(max(room[K], 1), np.int32)
     cnt = np.zeros(K, np.int64)
-    for k in prange(K):
-        p = huge[k]
-        a = np.int64(starts[p])
-        b = np.int64(starts[p + 1])
-        c = -1
-        if whole_first:
-            t = bytes_lookup(data, a, b, arena, tok_off, bkeys, bvals)
-            if t >= 0:
-                buf[room[k]] = t
-                c = 1
-        if c < 0:
-            pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
-            c = _bpe_long(data, a, b, init_ids, mtab, pc, buf, room[k])
-        cnt[k] = c
+    W = max(min(K, workers), 1)
+    for w in prange(W):  # each worker its own pair cache, its pieces every W-th
+        pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
+        for k in range(w, K, W):
+            p = huge[k]
+            a = np.int64(starts[p])
+            b = np.int64(starts[p + 1])
+            c = -1
+            if whole_first:
+                t = bytes_lookup(data, a, b, arena, tok_off, bkeys, bvals)
+                if t >= 0:
+                    buf[room[k]] = t
+                    c = 1
+            if c < 0:
+                c = _bpe_long(data, a, b, init_ids, mtab, pc, buf, room[k])
+            cnt[k] = c
     return _pack_huge(starts, special, huge, buf, room, cnt)
 
 
 @njit_cached(parallel=True)
-def huge_sentencepiece(data, starts, special, huge, char_id, byte_id, mtab):
+def huge_sentencepiece(data, starts, special, huge, char_id, byte_id, mtab, workers):
     """``huge_byte_level`` for SentencePiece-style pieces (``engine_cpu._sp_word``: initial
     symbols per character, else ``<0xXX>`` per byte; ``whole_first`` was applied on the host
     to the whole piece before words were cut)."""
@@ -284,14 +287,19 @@ def huge_sentencepiece(data, starts, special, huge, char_id, byte_id, mtab):
         room[k + 1] = room[k] + starts[huge[k] + 1] - starts[huge[k]]
     buf = np.empty(max(room[K], 1), np.int32)
     cnt = np.zeros(K, np.int64)
-    for k in prange(K):
-        p = huge[k]
-        a = np.int64(starts[p])
-        b = np.int64(starts[p + 1])
+    W = max(min(K, workers), 1)
+    for w in prange(W):  # each worker its own pair cache and scratch, its pieces every W-th
         pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
-        hs = _heap_scratch(b - a + 8)
+        cap = np.int64(_SHORT)
+        hs = _heap_scratch(cap + 8)
         rank = np.empty(_SHORT + 1, np.uint64)
-        cnt[k] = _sp_word(data, a, b, char_id, byte_id, mtab, pc, hs, rank, buf, room[k])
+        for k in range(w, K, W):
+            if room[k + 1] - room[k] > cap:  # grown for the longest piece so far
+                cap = room[k + 1] - room[k]
+                hs = _heap_scratch(cap + 8)
+            p = huge[k]
+            cnt[k] = _sp_word(data, np.int64(starts[p]), np.int64(starts[p + 1]), char_id, byte_id, mtab, pc, hs,
+                              rank, buf, room[k])
     return _pack_huge(starts, special, huge, buf, room, cnt)
 
 
