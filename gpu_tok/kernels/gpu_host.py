@@ -317,7 +317,19 @@ def _pack_huge(starts, special, huge, buf, room, cnt):
     return ids, off
 
 
-def huge_pieces(starts, special, threshold: int):
-    """Indices of the model pieces longer than ``threshold`` bytes."""
-    lens = np.diff(starts)
-    return np.flatnonzero((special == -1) & (lens > threshold)).astype(np.int64)
+@njit_cached
+def huge_pieces(starts, special, threshold):
+    """Indices of the model pieces longer than ``threshold`` bytes (two passes over the
+    pieces, no temporary arrays of their size: those were page faults each batch)."""
+    P = special.shape[0]
+    k = 0
+    for p in range(P):
+        if special[p] == -1 and starts[p + 1] - starts[p] > threshold:
+            k += 1
+    idx = np.empty(k, np.int64)
+    k = 0
+    for p in range(P):
+        if special[p] == -1 and starts[p + 1] - starts[p] > threshold:
+            idx[k] = p
+            k += 1
+    return idx
