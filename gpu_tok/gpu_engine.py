@@ -365,22 +365,28 @@ class SentencePieceHost:
         self.sp = sp
 
     def pieces(self, data, offsets, num_threads, alloc=None, scratch=None, huge_bytes=_HUGE_BYTES) -> HostPieces:
+        from .fast_cpu import byte_blocks
         from .kernels import gpu_host as H
-        from .kernels.sp_host import sp_pieces
+        from .kernels.sp_host import sp_pieces_parallel
 
         sp = self.sp
-        buf, starts, special, first = sp_pieces(data, offsets, sp.rt, sp.nt, sp.cls, sp.prepend, *sp.bt,
-                                                sp.whole_first, sp.nocut)
-        if buf.shape[0] >= 2 ** 31:
-            raise ValueError("a batch's normalized text must stay below 2**31 bytes: lower GPU_TOK_CUDA_BATCH_MB")
-        huge = None
-        idx = H.huge_pieces(starts, special, huge_bytes)
-        if idx.shape[0]:
-            threads, parallel = plan_threads(num_threads, data.shape[0])
-            with numba_threads(threads if parallel else None):
+        n = offsets.shape[0] - 1
+        threads, parallel = plan_threads(num_threads, data.shape[0])
+        blocks = byte_blocks(offsets[:-1], data.shape[0], n, 4 * threads) if parallel else np.array([0, n], np.int64)
+        with numba_threads(threads if parallel else 1):
+            buf, starts, special, first, stats = sp_pieces_parallel(
+                data, offsets, blocks, sp.rt, sp.nt, sp.cls, sp.prepend, *sp.bt, sp.whole_first, sp.nocut, H.SHORT,
+                alloc)
+            huge = None
+            idx = H.huge_pieces(starts, special, huge_bytes)
+            if idx.shape[0]:
                 huge = (idx,) + H.huge_sentencepiece(buf, starts, special, idx, sp.char_id, sp.byte_id, sp.mtab,
                                                      threads if parallel else 1)
-        return HostPieces(buf, starts.astype(np.int32), special, first, None, _stats(starts, special), huge)
+        if huge is not None:  # those pieces are the host's now: out of the device's counts
+            lens = starts[idx + 1].astype(np.int64) - starts[idx]
+            model, long_ = lens >= 2, lens > H.SHORT
+            stats = (stats[0] - int(model.sum()), stats[1] - int(long_.sum()), stats[2] - int(lens[long_].sum()))
+        return HostPieces(buf, starts, special, first, None, stats, huge)
 
 
 class ClipHost:

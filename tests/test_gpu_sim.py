@@ -586,6 +586,37 @@ def test_host_pieces_equal_cpu_engine(family, monkeypatch):
 
 
 @twin_only
+@pytest.mark.parametrize("family", ["llama2", "gemma3", "mistral-v0.3-metaspace"])
+def test_sentencepiece_host_blocks_equal_one_thread(family):
+    """``sp_host.sp_pieces_parallel`` (blocks of documents in parallel, then gathered) gives
+    the one-thread ``sp_pieces``'s pieces, ``int32`` starts, and the model-piece counts;
+    with blocks of one document, uneven blocks, empty documents and added tokens; and
+    ``SentencePieceHost.pieces`` on two threads (a parallel plan) gives the same."""
+    from gpu_tok import fast_cpu
+    from gpu_tok import gpu_engine as G
+    from gpu_tok.kernels import sp_host
+    from gpu_tok.kernels.gpu_host import SHORT
+
+    sp = tok(family)._cpu_engine()
+    added = [t.content for t in sp.ref.added.map_r.values()][:3]
+    texts = bench_texts(300_000) + ["", "x", " lead", "  two"] + [f"{a}w{a} {a}" for a in added] + ["q" * 200, ""]
+    data, off = fast_cpu.pack(texts, None)
+    args = (sp.rt, sp.nt, sp.cls, sp.prepend, *sp.bt, sp.whole_first, sp.nocut)
+    buf, starts, special, first = sp_host.sp_pieces(data, off, *args)
+    lens = np.diff(starts)
+    model = (special == -1) & (lens >= 2)
+    want_stats = (int(model.sum()), int((model & (lens > SHORT)).sum()), int(lens[model & (lens > SHORT)].sum()))
+    n = len(texts)
+    for blocks in ([0, n], [0, 1, 2, 3, n], [0, n - 7, n - 6, n - 1, n], list(range(n + 1))):
+        b, st, spc, fi, stats = sp_host.sp_pieces_parallel(data, off, np.array(blocks, np.int64), *args, SHORT)
+        assert st.dtype == np.int32 and np.array_equal(b, buf) and np.array_equal(st, starts), blocks[:5]
+        assert np.array_equal(spc, special) and np.array_equal(fi, first) and stats == want_stats, blocks[:5]
+    hp = G.SentencePieceHost(sp).pieces(data, off, 2)
+    assert np.array_equal(hp.buf, buf) and np.array_equal(hp.starts, starts) and hp.stats == want_stats
+    assert np.array_equal(hp.special, special) and np.array_equal(hp.first, first)
+
+
+@twin_only
 def test_twin_bytes_hash_is_the_cpu_engines():
     """The device's piece hash is ``engine_cpu.bytes_hash`` (the vocabulary table's key)."""
     from gpu_tok.kernels import engine_cpu
