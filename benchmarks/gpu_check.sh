@@ -40,7 +40,7 @@ OUT=${OUT:-$ROOT/build/gpu_check_out}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 THREADS=${GPU_CHECK_THREADS:-$(nproc)}
-MODELS=${GPU_CHECK_MODELS:-gpt2,llama3,o200k_base}
+MODELS=${GPU_CHECK_MODELS:-gpt2,llama3,o200k_base,llama2}  # llama2: the SentencePiece host step
 MAX_MB=${GPU_CHECK_MAX_MB:-8}
 STEPS=${GPU_CHECK_STEPS:-tests,gpu,overheads,cpu}  # which steps run (a rerun may leave some out)
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
@@ -199,7 +199,8 @@ if has_step cpu; then
   done
 fi
 has_step cpu && step "cpu engines" 110 "$OUT/cpu_bench.log" \
-  $PY benchmarks/bench.py --models "$MODELS" --engines "$ENGINES" --threads "$THREADS" --repeat 2 \
+  $PY benchmarks/bench.py --models "${GPU_CHECK_CPU_MODELS:-gpt2,llama3,o200k_base}" --engines "$ENGINES" \
+    --threads "$THREADS" --repeat 2 \
     --check-docs 50 --max-mb "$MAX_MB"
 
 # ---------------------------------------------------------------- 5. summary
