@@ -225,18 +225,26 @@ def rows_one(d, first, pos, rs):
 
 
 @dev
-def place_one(i, K, idx, off, ids, starts, out):
-    """Id ``i`` of the pieces the host encoded (``gpu_host.huge_*``: piece ``idx[k]``'s ids at
-    ``ids[off[k]:off[k+1]]``) to its place in ``out``, at the piece's first byte and on."""
+def row_of(bounds, n, i):
+    """The row ``k`` (``0 <= k < n``) with ``bounds[k] <= i < bounds[k + 1]`` (binary search;
+    ``bounds`` non-decreasing, ``bounds[0] <= i``)."""
     lo = 0
-    hi = K  # the piece k with off[k] <= i < off[k + 1]
+    hi = n
     while hi - lo > 1:
         mid = (lo + hi) >> 1
-        if off[mid] <= i:
+        if bounds[mid] <= i:
             lo = mid
         else:
             hi = mid
-    out[np.int64(starts[idx[lo]]) + i - off[lo]] = ids[i]
+    return lo
+
+
+@dev
+def place_one(i, K, idx, off, ids, starts, out):
+    """Id ``i`` of the pieces the host encoded (``gpu_host.huge_*``: piece ``idx[k]``'s ids at
+    ``ids[off[k]:off[k+1]]``) to its place in ``out``, at the piece's first byte and on."""
+    k = row_of(off, K, i)
+    out[np.int64(starts[idx[k]]) + i - off[k]] = ids[i]
 
 
 @dev
@@ -258,15 +266,8 @@ def template_doc_one(d, rs2, prefix, suffix, n_in, ids2):
 @dev
 def template_tok_one(t, ids, rs, n_docs, a, b, ids2):
     """Token ``t`` of the flat ids moves to its row's place after the template's ids."""
-    lo = 0
-    hi = n_docs  # the row d with rs[d] <= t < rs[d + 1]
-    while hi - lo > 1:
-        mid = (lo + hi) >> 1
-        if rs[mid] <= t:
-            lo = mid
-        else:
-            hi = mid
-    ids2[t + lo * (a + b) + a] = ids[t]
+    d = row_of(rs, n_docs, t)
+    ids2[t + d * (a + b) + a] = ids[t]
 
 
 # ------------------------------------------------------------------ kernels
