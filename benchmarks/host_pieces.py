@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""The GPU path's host step without a GPU: how fast ``device="cuda"``'s host side makes the
+pieces of a batch (``gpu_engine.ByteLevelHost`` / ``SentencePieceHost.pieces``: the NFC
+check, added tokens, pre-tokenization or SentencePiece normalization, the pieces' bounds), the
+ceiling of the GPU path's end-to-end MB/s on this host. Each threshold of ``--host-piece``
+also encodes the pieces longer than it on the host (``huge_bytes``), as
+``gpu_bench.py --host-piece`` does on a card.
+
+    python benchmarks/host_pieces.py --models gpt2,llama2 --threads 1,2 --host-piece 8192,64
+
+Output buffers and scratch are kept between calls, as the engine keeps them (pinned staging
+there, ordinary memory here); best of ``--repeat`` calls per line; MB = 10^6 bytes of input.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", default="gpt2,llama3,llama2,gemma3")
+    p.add_argument("--files", default="code,english_prose,multilingual")
+    p.add_argument("--max-mb", type=float, default=4.0, help="MB of texts per file (one batch)")
+    p.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    p.add_argument("--host-piece", default="8192", help="comma-separated huge_bytes thresholds")
+    p.add_argument("--repeat", type=int, default=15)
+    args = p.parse_args(argv)
+
+    import numpy as np
+
+    import gpu_tok
+    from gpu_tok import gpu_engine as G
+    from gpu_tok.bench import bench_file, load_texts, resolve_model, utf8_len
+    from gpu_tok.fast_cpu import pack
+
+    pool: dict = {}
+
+    def alloc(name, n, dtype):
+        a = pool.get(name)
+        if a is None or a.shape[0] < n or a.dtype != np.dtype(dtype):
+            a = pool[name] = np.empty(int(n * 1.25) + 16, dtype)
+        return a[:n]
+
+    def scratch(n):
+        return alloc("scratch", n, np.int32)
+
+    print("| model | file | MB | threads | host piece | ms | MB/s | pieces | on the host |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name in [m for m in args.models.split(",") if m]:
+        model = resolve_model(name)
+        if model.error or model.kind != "hf":
+            print(f"skip {name}: {model.error or 'a tiktoken encoding: use a tokenizer.json model'}")
+            continue
+        tok = gpu_tok.Tokenizer.from_file(str(model.path))
+        g = G.GpuTokenizer(tok, G.backend("twin"))  # its host side; the twins are not run
+        for fname in [f for f in args.files.split(",") if f]:
+            texts = load_texts(bench_file(fname), args.max_mb * 1e6)
+            mb = utf8_len(texts) / 1e6
+            data, offsets = pack(texts, None)
+            for th in [int(t) for t in args.threads.split(",") if t]:
+                for huge in [int(h) for h in args.host_piece.split(",") if h]:
+                    best, hp = float("inf"), None
+                    for _ in range(max(1, args.repeat)):
+                        t0 = time.perf_counter()
+                        hp = g.host.pieces(data, offsets, th, alloc, scratch, huge)
+                        best = min(best, time.perf_counter() - t0)
+                    on_host = 0 if hp.huge is None else int(hp.huge[0].shape[0])
+                    print(f"| {name} | {fname} | {mb:.2f} | {th} | {huge} | {best * 1e3:.1f} | {mb / best:.0f} | "
+                          f"{hp.special.shape[0]} | {on_host} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
