@@ -376,17 +376,13 @@ class SentencePieceHost:
         with numba_threads(threads if parallel else 1):
             buf, starts, special, first, stats = sp_pieces_parallel(
                 data, offsets, blocks, sp.rt, sp.nt, sp.cls, sp.prepend, *sp.bt, sp.whole_first, sp.nocut, H.SHORT,
-                alloc)
+                alloc, huge_bytes)
             huge = None
-            idx = H.huge_pieces(starts, special, huge_bytes)
-            if idx.shape[0]:
+            if stats[3]:
+                idx = H.huge_pieces(starts, special, huge_bytes)
                 huge = (idx,) + H.huge_sentencepiece(buf, starts, special, idx, sp.char_id, sp.byte_id, sp.mtab,
                                                      threads if parallel else 1)
-        if huge is not None:  # those pieces are the host's now: out of the device's counts
-            lens = starts[idx + 1].astype(np.int64) - starts[idx]
-            model, long_ = lens >= 2, lens > H.SHORT
-            stats = (stats[0] - int(model.sum()), stats[1] - int(long_.sum()), stats[2] - int(lens[long_].sum()))
-        return HostPieces(buf, starts, special, first, None, stats, huge)
+        return HostPieces(buf, starts, special, first, None, stats[:3], huge)
 
 
 class ClipHost:

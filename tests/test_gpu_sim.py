@@ -610,7 +610,11 @@ def test_sentencepiece_host_blocks_equal_one_thread(family):
     for blocks in ([0, n], [0, 1, 2, 3, n], [0, n - 7, n - 6, n - 1, n], list(range(n + 1))):
         b, st, spc, fi, stats = sp_host.sp_pieces_parallel(data, off, np.array(blocks, np.int64), *args, SHORT)
         assert st.dtype == np.int32 and np.array_equal(b, buf) and np.array_equal(st, starts), blocks[:5]
-        assert np.array_equal(spc, special) and np.array_equal(fi, first) and stats == want_stats, blocks[:5]
+        assert np.array_equal(spc, special) and np.array_equal(fi, first) and stats == want_stats + (0,), blocks[:5]
+    big = model & (lens > 100)  # with pieces over 100 bytes left to the host: counted apart
+    *_a, stats = sp_host.sp_pieces_parallel(data, off, np.array([0, 5, n], np.int64), *args, SHORT, None, 100)
+    assert big.sum() > 0 and stats == (want_stats[0] - big.sum(), want_stats[1] - big.sum(),
+                                       want_stats[2] - lens[big].sum(), big.sum())
     hp = G.SentencePieceHost(sp).pieces(data, off, 2)
     assert np.array_equal(hp.buf, buf) and np.array_equal(hp.starts, starts) and hp.stats == want_stats
     assert np.array_equal(hp.special, special) and np.array_equal(hp.first, first)

@@ -28,6 +28,7 @@ import numpy as np
 from numba import prange
 
 from .engine_cpu import _next_char, _split_added, bytes_lookup
+from .gpu_host import _alloc
 from .hash_table import njit_cached
 
 
@@ -219,11 +220,13 @@ def sp_blocks(data, doc_offsets, blocks, rt, nt, cls, prepend, arena, tok_off, b
 
 
 @njit_cached(parallel=True)
-def sp_gather(blocks, rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp, buf, starts, special, first, short):
+def sp_gather(blocks, rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp, buf, starts, special, first, short, huge):
     """The second half of ``sp_pieces_parallel``: the blocks' regions back to back into
     ``buf`` (``uint8[M]``), ``starts`` (``int32[P+1]``), ``special`` (``int32[P]``), ``first``
     (``int64[n+1]``), in parallel; returns ``(model pieces of >= 2 bytes, those over
-    ``short`` bytes, their bytes)``."""
+    ``short`` bytes, their bytes, model pieces over ``huge`` bytes)``, the first three
+    without the pieces over ``huge`` (the host encodes those: ``gpu_host.byte_level_pieces``'
+    counts)."""
     nb = blocks.shape[0] - 1
     mo = np.zeros(nb + 1, np.int64)
     po = np.zeros(nb + 1, np.int64)
@@ -233,6 +236,7 @@ def sp_gather(blocks, rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp, buf, star
     n_model = np.zeros(nb, np.int64)
     n_long = np.zeros(nb, np.int64)
     lb = np.zeros(nb, np.int64)
+    nh = np.zeros(nb, np.int64)
     for k in prange(nb):
         buf[mo[k]:mo[k + 1]] = rbuf[bo[k]:bo[k] + cm[k]]
         shift = mo[k] - bo[k]
@@ -242,7 +246,9 @@ def sp_gather(blocks, rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp, buf, star
             starts[po[k] + j] = np.int32(a + shift)
             sp = rspecial[so[k] + j]
             special[po[k] + j] = sp
-            if sp == -1 and e - a >= 2:
+            if sp == -1 and e - a > huge:
+                nh[k] += 1
+            elif sp == -1 and e - a >= 2:
                 n_model[k] += 1
                 if e - a > short:
                     n_long[k] += 1
@@ -252,28 +258,25 @@ def sp_gather(blocks, rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp, buf, star
     n = first.shape[0] - 1
     first[n] = po[nb]
     starts[po[nb]] = np.int32(mo[nb])
-    return n_model.sum(), n_long.sum(), lb.sum()
+    return n_model.sum(), n_long.sum(), lb.sum(), nh.sum()
 
 
 def sp_pieces_parallel(data, doc_offsets, blocks, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first,
-                       nocut, short, alloc=None):
+                       nocut, short, alloc=None, huge: int = 2 ** 62):
     """``sp_pieces`` in blocks of documents (``blocks``), in parallel: ``(buf, starts: int32,
-    special, first, stats)`` (``stats`` as ``sp_gather``'s); ``alloc(name, n, dtype)`` gives the
-    output arrays (the GPU engine's pinned staging buffers)."""
+    special, first, stats)`` (``stats`` as ``sp_gather``'s, ``huge`` its threshold);
+    ``alloc(name, n, dtype)`` gives the output arrays (the GPU engine's pinned staging
+    buffers)."""
     rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp = sp_blocks(data, doc_offsets, blocks, rt, nt, cls, prepend,
                                                                  arena, tok_off, bkeys, bvals, whole_first, nocut)
     M, P = int(cm.sum()), int(cp.sum())
     if M >= 2 ** 31:
         raise ValueError("a batch's normalized text must stay below 2**31 bytes: lower GPU_TOK_CUDA_BATCH_MB")
     if alloc is None:
-        alloc = _fresh
+        alloc = _alloc
     n = doc_offsets.shape[0] - 1
     buf, starts = alloc("data", max(M, 1), np.uint8)[:M], alloc("starts", P + 1, np.int32)
     special, first = alloc("special", P, np.int32), alloc("first", n + 1, np.int64)
     stats = sp_gather(blocks, rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp, buf, starts, special, first,
-                      np.int64(short))
+                      np.int64(short), np.int64(huge))
     return buf, starts, special, first, tuple(int(x) for x in stats)
-
-
-def _fresh(name, n, dtype):
-    return np.empty(n, dtype)
