@@ -13,14 +13,15 @@
 #      benchmarks/gpu_overheads.py: what one launch, wait, allocation and copy cost, launches per
 #      run, MB/s as the input grows (same log);
 #   4. benchmarks/bench.py: our CPU engine and gigatoken at 4 and 8 threads on english_prose,
+#      ours on unseen text with its shared word table off and on (and gigatoken),
 #      then our CPU engine, HF tokenizers, tiktoken and gigatoken (when installed or carried as a
 #      wheel) on all host cores, same texts;
 #   5. summary.md.
 #
 # Everything goes to $OUT (default build/gpu_check_out): at most 8 files. Each step has a time
 # limit and its exit status is recorded; the script goes on after a failing step and exits 1 if
-# any failed. About 4-5 minutes, so it can run twice in a 15-minute lease (the worst case is the
-# sum of the limits, 11.5 minutes; GPU_CHECK_STEPS shortens a rerun). On a fresh machine the first
+# any failed. About 5-6 minutes, so it can run twice in a 15-minute lease (the worst case is the
+# sum of the limits, 13 minutes; GPU_CHECK_STEPS shortens a rerun). On a fresh machine the first
 # step that runs the kernels compiles them (and the CPU engine's) first: about 2 minutes.
 #
 # Data: GPU_TOK_MODELS / GPU_TOK_CORPORA if set; else build/gpu_stage/stage.tar.xz (made by
@@ -197,6 +198,17 @@ if has_step cpu; then
       $PY benchmarks/bench.py --models gpt2,llama3,o200k_base --engines "ours${ENGINES#ours,hf,tiktoken}" \
         --files english_prose --threads "$th" --repeat 3 --check-docs 20 --max-mb "$MAX_MB"
   done
+fi
+# our CPU engine on text it has not seen (bench.py --unseen: a fresh process per run, 4 MB
+# warm-up, the 4 MB before it timed), the shared word table off and on (on by default from 8
+# threads; decision 0019, addendum of 2026-12-04: measured only with 16 workers on 2 cores)
+if has_step cpu; then
+  step "cpu unseen, shared words off" 40 "$OUT/cpu_bench.log" \
+    env GPU_TOK_SHARED_WORDS=0 $PY benchmarks/bench.py --unseen --models gpt2 --files english_prose,code \
+      --engines ours --threads "$THREADS" --repeat 2 --check-docs 0 --max-mb 4
+  step "cpu unseen, shared words on" 60 "$OUT/cpu_bench.log" \
+    env GPU_TOK_SHARED_WORDS=1 $PY benchmarks/bench.py --unseen --models gpt2 --files english_prose,code \
+      --engines "ours${ENGINES#ours,hf,tiktoken}" --threads "$THREADS" --repeat 2 --check-docs 0 --max-mb 4
 fi
 has_step cpu && step "cpu engines" 110 "$OUT/cpu_bench.log" \
   $PY benchmarks/bench.py --models "${GPU_CHECK_CPU_MODELS:-gpt2,llama3,o200k_base}" --engines "$ENGINES" \

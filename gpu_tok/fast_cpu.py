@@ -185,11 +185,56 @@ def faulted_in(*arrays):
 def word_caches(workers: int):
     """Empty short and wide word caches for ``workers`` threads (``kernels.engine_cpu``): the
     sets of four entries are 128-byte aligned; the wide cache's slots are followed by its
-    mark bits (``engine_cpu._MARK_ROWS`` rows)."""
-    from .kernels.engine_cpu import _MARK_ROWS
+    mark bits (``engine_cpu._MARK_ROWS`` rows), and ``engine_cpu._SHARED_ROWS`` rows follow
+    the workers' ones: the byte-level engine's shared word table (``shared_prepare``)."""
+    from .kernels.engine_cpu import _MARK_ROWS, _SHARED_ROWS
 
     return (aligned_zeros((workers, _CACHE_SLOTS, 4), np.uint64, 128),
-            aligned_zeros((workers, _WIDE_SLOTS + _MARK_ROWS, 8), np.uint64, 128))
+            aligned_zeros((workers + _SHARED_ROWS, _WIDE_SLOTS + _MARK_ROWS, 8), np.uint64, 128))
+
+
+def own_rows(cache):
+    """The word caches (``_alloc_word_cache``'s arrays) less the shared word table's rows:
+    what ``faulted_in`` touches when an engine keeps them (the table's pages are mapped as
+    a parallel call first writes them; a call on fewer threads than
+    ``_SHARED_MIN_THREADS`` never does)."""
+    from .kernels.engine_cpu import _SHARED_ROWS
+
+    return tuple(a[:-_SHARED_ROWS] if k == 1 else a for k, a in enumerate(cache))
+
+
+_SHARED_MIN_THREADS = 8  # GPU_TOK_SHARED_WORDS unset: the shared word table from this many threads
+
+
+def shared_words(workers: int) -> bool:
+    """Whether a call on ``workers`` threads uses the byte-level engine's shared word table
+    (``engine_cpu._shared_get``; decision 0019, addendum of 2026-12-04): from
+    ``_SHARED_MIN_THREADS`` threads (on two it cost about as much as it saved); the
+    environment variable ``GPU_TOK_SHARED_WORDS`` set to 1 turns it on for every call on
+    two threads or more, 0 off."""
+    if workers < 2:
+        return False
+    env = os.environ.get("GPU_TOK_SHARED_WORDS", "").strip()
+    if env in ("0", "1"):
+        return env == "1"
+    return workers >= _SHARED_MIN_THREADS
+
+
+def shared_prepare(wide: np.ndarray, on: bool) -> None:
+    """Before a call that uses the word caches ``wide`` (``word_caches``' second array; the
+    caller holds them alone): turn the shared word table (its last rows) on or off for the
+    call; clear it once its entries are half written (their runs of probes fill
+    up: most new pieces could then not be put there)."""
+    from .kernels.engine_cpu import _MARK_ROWS, _SHARED_ROWS
+
+    slots = wide.shape[1] - _MARK_ROWS
+    rows = wide[-_SHARED_ROWS:]
+    marks = rows[0, slots:]  # [0, 0]: on; [1 + w]: worker w's counts (engine_cpu)
+    if int(marks[1:, 0].sum()) >= _SHARED_ROWS * slots // 2:
+        rows[:, :slots] = 0
+        marks[1:, 0] = 0
+    marks[1:, 1:4] = 0
+    marks[0, 0] = 1 if on else 0
 
 
 def long_caches(workers: int, small: bool = False):
@@ -571,12 +616,18 @@ class ByteBPEEngine:
         return self._out.take(max(n, 1))
 
     def _word_cache(self, locked: bool, workers: int):
+        """The word caches for a call on ``workers`` threads, the shared word table turned on
+        or off for it (``shared_words``)."""
         if not locked:  # another thread is using the kept cache: a private one for this call
-            return self._alloc_word_cache(workers)
-        if self._wcache is None or self._wcache[0].shape[0] < workers:
-            self._wcache = None  # the old ones dropped first
-            self._wcache = faulted_in(*self._alloc_word_cache(max(workers, default_threads())))
-        return self._wcache
+            cache = self._alloc_word_cache(workers)
+        else:
+            if self._wcache is None or self._wcache[0].shape[0] < workers:
+                self._wcache = None  # the old ones dropped first
+                self._wcache = self._alloc_word_cache(max(workers, default_threads()))
+                faulted_in(*own_rows(self._wcache))
+            cache = self._wcache
+        shared_prepare(cache[1], shared_words(workers))
+        return cache
 
     def run_ids(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray] = None,
                 num_threads: Optional[int] = None, normalized: bool = False,

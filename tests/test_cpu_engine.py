@@ -1141,6 +1141,131 @@ def test_parallel_scratch_kept_and_never_shared(family, monkeypatch):
     assert getattr(eng2, "engine", eng2)._out._buf is None
 
 
+def _shared_marks(wide):
+    """The shared word table's counts (``engine_cpu``): row ``1 + w`` of its first row's marks."""
+    from gpu_tok.kernels import engine_cpu as K
+
+    return wide[-K._SHARED_ROWS, fast_cpu._WIDE_SLOTS:]
+
+
+def test_shared_word_table_put_get_and_full_runs():
+    """``engine_cpu._shared_put`` / ``_shared_get`` on their own: a piece put is found with
+    its ids (up to 15, three to a word); one not put is not; a key whose run of
+    ``_SHARED_PROBES`` entries is full (ready or being written) is not put, and a lookup
+    skips an entry being written; each worker counts its writes, lookups and hits on its own
+    line."""
+    from gpu_tok.kernels import engine_cpu as K
+
+    _c, wide, *_rest = fast_cpu.word_caches(2)
+    base = wide.shape[0] - K._SHARED_ROWS
+    assert base == 2 and _shared_marks(wide).shape[0] == K._MARK_ROWS
+    fast_cpu.shared_prepare(wide, True)
+    assert K._shared_on(wide) and K._shared_putting(wide, 0)
+    ids = np.arange(100, 115, dtype=np.int32)
+    keys = [(np.uint64(0x6F6C6C6568 + k), np.uint64(5 << 56)) for k in range(3)]
+    h = [K.key_hash(*k) for k in keys]
+    out = np.zeros(20, np.int32)
+    assert K._shared_get(wide, 0, *keys[0], h[0], out, 0) == -1
+    K._shared_put(wide, 1, *keys[0], h[0], 15, ids, 0)
+    K._shared_put(wide, 1, *keys[0], h[0], 15, ids, 0)  # there already: not written again
+    assert K._shared_get(wide, 0, *keys[0], h[0], out, 2) == 15 and out[2:17].tolist() == ids.tolist()
+    assert K._shared_get(wide, 0, keys[0][0], np.uint64(6 << 56), h[0], out, 0) == -1  # same hash, other key
+    m = _shared_marks(wide)
+    assert m[2, 0] == 1 and m[1, 0] == 0 and m[1, 1] == 3 and m[1, 2] == 1
+    # a full run: every entry from key 1's first one on taken (ready, or one being written)
+    first = K._shared_first(wide, h[1])
+    per = fast_cpu._WIDE_SLOTS
+    for j in range(K._SHARED_PROBES):
+        e = (first + j) % (K._SHARED_ROWS * per)
+        wide[base + e // per, e % per, 7] = 1 if j == 3 else 2
+    K._shared_put(wide, 0, *keys[1], h[1], 4, ids, 0)
+    assert K._shared_get(wide, 0, *keys[1], h[1], out, 0) == -1 and m[1, 0] == 0
+    e = (first + 3) % (K._SHARED_ROWS * per)
+    wide[base + e // per, e % per, :2] = keys[1]  # being written: skipped though its key matches
+    wide[base + e // per, e % per, 1] |= np.uint64(4) << np.uint64(60)
+    assert K._shared_get(wide, 0, *keys[1], h[1], out, 0) == -1
+    wide[base + e // per, e % per, 7] = 2
+    assert K._shared_get(wide, 0, *keys[1], h[1], out, 0) == 4
+    fast_cpu.shared_prepare(wide, False)  # off: its counts of this call start again, its entries stay
+    assert not K._shared_on(wide) and not K._shared_putting(wide, 0) and not K._shared_looking(wide, 0)
+    assert m[1, 1:].sum() == 0 and m[2, 0] == 1
+    fast_cpu.shared_prepare(wide, True)
+    assert K._shared_get(wide, 0, *keys[0], h[0], out, 0) == 15
+
+
+def test_shared_word_table_cleared_when_half_written():
+    from gpu_tok.kernels import engine_cpu as K
+
+    _c, wide, *_rest = fast_cpu.word_caches(3)
+    rows = wide[-K._SHARED_ROWS:]
+    rows[1, 5, 7] = 2
+    m = _shared_marks(wide)
+    m[1:4, 0] = [1, 2, K._SHARED_ROWS * fast_cpu._WIDE_SLOTS // 2 - 4]
+    fast_cpu.shared_prepare(wide, True)
+    assert rows[1, 5, 7] == 2  # one entry short of half: kept
+    m[3, 0] += 1
+    fast_cpu.shared_prepare(wide, True)
+    assert rows[1, 5, 7] == 0 and m[1:, 0].sum() == 0 and m[0, 0] == 1
+
+
+def test_shared_words_from_eight_threads_or_by_name(monkeypatch):
+    monkeypatch.delenv("GPU_TOK_SHARED_WORDS", raising=False)
+    assert [fast_cpu.shared_words(n) for n in (1, 2, 7, 8, 16)] == [False, False, False, True, True]
+    monkeypatch.setenv("GPU_TOK_SHARED_WORDS", "1")
+    assert [fast_cpu.shared_words(n) for n in (1, 2, 8)] == [False, True, True]
+    monkeypatch.setenv("GPU_TOK_SHARED_WORDS", "0")
+    assert [fast_cpu.shared_words(n) for n in (1, 2, 8)] == [False, False, False]
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama3"])
+def test_shared_word_table_serves_the_other_workers(family, monkeypatch):
+    """With the shared word table on (``GPU_TOK_SHARED_WORDS=1``; by default from eight
+    threads) two workers over small units put the short pieces they encode there and find
+    the other's: ids equal to the reference. Then, with the workers' own caches emptied, a
+    second call finds its pieces there (hits, ids still equal); with every entry's ids
+    changed, its ids change (the table is what it read), and with the table cleared they
+    are the reference's again."""
+    from gpu_tok.kernels import engine_cpu as K
+
+    monkeypatch.setenv("GPU_TOK_SHARED_WORDS", "1")
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    t = gpu_tok.Tokenizer.from_file(str(model_path(family)))
+    eng = t._cpu_engine().engine
+    monkeypatch.setattr(eng._pretok, "_MIN_CHUNK", 1 << 10)
+    texts = bench_texts(60_000)
+    texts = texts + texts[::-1]  # each piece met by both workers
+    want = t.encode_batch_ids(texts, add_special_tokens=False, device="ref")
+
+    def run():
+        got = t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=2)
+        return np.array_equal(got.row_splits, want.row_splits) and np.array_equal(got.ids, want.ids)
+
+    assert run()
+    wide = eng._wcache[1]
+    m = _shared_marks(wide)
+    workers = wide.shape[0] - K._SHARED_ROWS
+    assert m[0, 0] == 1 and m[1:workers + 1, 0].sum() > 100 and m[1:workers + 1, 2].sum() > 0
+    own = fast_cpu.own_rows(eng._wcache)
+    for a in own[:5]:  # the workers' short, wide and long caches emptied; the pair cache kept
+        a[...] = 0
+    assert run()
+    hits = int(m[1:workers + 1, 2].sum())
+    assert hits > 100
+    ready = wide[workers:, :fast_cpu._WIDE_SLOTS, 7] == 2
+    for a in own[:5]:
+        a[...] = 0
+    saved = wide[workers:, :fast_cpu._WIDE_SLOTS, 2].copy()
+    wide[workers:, :fast_cpu._WIDE_SLOTS, 2][ready] ^= np.uint64(1)  # the first id of every entry
+    assert not run()
+    wide[workers:, :fast_cpu._WIDE_SLOTS, 2] = saved
+    for a in own[:5]:
+        a[...] = 0
+    wide[workers:] = 0
+    assert run()
+    monkeypatch.setenv("GPU_TOK_SHARED_WORDS", "0")
+    assert run() and m[0, 0] == 0
+
+
 def test_kept_caches_faulted_in_unchanged():
     """``faulted_in`` writes every page of the caches an engine keeps once, with the byte it
     holds: contents unchanged (the pair cache is not zeros), and a kept cache of a real

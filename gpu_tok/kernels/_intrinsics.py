@@ -167,3 +167,61 @@ def call_void(typingctx, fn):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+# ------------------------------------------------------------ atomics (the shared word table)
+# ``engine_cpu``'s shared word table is written by every worker thread of a parallel call
+# at once: an entry is claimed with a compare-and-swap of its state word, written, then
+# published by a release store of that word; a reader loads the state with acquire before
+# it reads the entry, so it never sees a half-written one (C11 release/acquire, which LLVM
+# lowers on x86-64 and AArch64 alike).
+
+def _item_ptr3(context, builder, signature, args):
+    """The address of ``arr[i, j, k]`` for an intrinsic whose first four arguments are a
+    three-dimensional array and three indices."""
+    aryty = signature.args[0]
+    ary = context.make_array(aryty)(context, builder, args[0])
+    idx = [context.cast(builder, a, t, types.intp) for a, t in zip(args[1:4], signature.args[1:4])]
+    return cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
+
+
+@intrinsic
+def load_acquire3(typingctx, arr, i, j, k):
+    """``arr[i, j, k]`` (a ``uint64`` array) loaded atomically with acquire ordering: the
+    loads after it see every store made before the release store that wrote the value."""
+    sig = types.uint64(arr, i, j, k)
+
+    def codegen(context, builder, signature, args):
+        return builder.load_atomic(_item_ptr3(context, builder, signature, args), "acquire", 8)
+
+    return sig, codegen
+
+
+@intrinsic
+def store_release3(typingctx, arr, i, j, k, v):
+    """``arr[i, j, k] = v`` (``uint64``) atomically with release ordering: the stores before
+    it are seen by whoever loads ``v`` with acquire (``load_acquire3``)."""
+    sig = types.void(arr, i, j, k, types.uint64)
+
+    def codegen(context, builder, signature, args):
+        v = context.cast(builder, args[4], signature.args[4], types.uint64)
+        builder.store_atomic(v, _item_ptr3(context, builder, signature, args), "release", 8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def cas3(typingctx, arr, i, j, k, expected, new):
+    """Compare-and-swap of ``arr[i, j, k]`` (``uint64``, sequentially consistent): set to
+    ``new`` when it holds ``expected``; returns the value it held (``expected`` on success)."""
+    sig = types.uint64(arr, i, j, k, types.uint64, types.uint64)
+
+    def codegen(context, builder, signature, args):
+        e = context.cast(builder, args[4], signature.args[4], types.uint64)
+        n = context.cast(builder, args[5], signature.args[5], types.uint64)
+        res = builder.cmpxchg(_item_ptr3(context, builder, signature, args), e, n, "seq_cst", "seq_cst")
+        return builder.extract_value(res, 0)
+
+    return sig, codegen
+

@@ -42,6 +42,9 @@ from ._intrinsics import range_mask64 as _range_mask64
 from ._intrinsics import load64 as _load64
 from ._intrinsics import prefetch1 as _prefetch1
 from ._intrinsics import prefetch3 as _prefetch3
+from ._intrinsics import cas3 as _cas3
+from ._intrinsics import load_acquire3 as _load_acquire3
+from ._intrinsics import store_release3 as _store_release3
 from .bpe_cpu import merge_piece
 from .hash_table import _GOLD, EMPTY, PAIR_CACHE_BITS, lookup, lookup2, lookup_cached, mix64, njit_cached, njit_noalloc
 from .hash_table import uidx as _U
@@ -1222,7 +1225,7 @@ def _scratch():
     return (np.empty(_BATCH + 1, np.int64), np.empty(_BATCH, np.int64), np.empty(_BATCH, np.uint64),
             np.empty(_BATCH, np.uint64), np.empty(_SHORT, np.int32), np.empty(_SHORT + 1, np.uint64),
             np.empty(_GROUP * _SHORT_KEY, np.int32), np.empty(_GROUP * (_SHORT_KEY + 1), np.uint64),
-            np.zeros(3 * _GROUP + 1, np.int64))
+            np.zeros(3 * _GROUP + 1, np.int64), np.empty(_BATCH, np.int64))
 
 
 @njit_noalloc
@@ -1329,38 +1332,49 @@ def _merge_group(G, gids, grank, gi, mtab, pc):
             live += 1
 
 
+@njit_noalloc(inline="always")
+def _put_group_piece(data, q, c, gids, b0, sc, cache, wide, lidx, lbytes, lids, w):
+    """Put batch piece ``q`` (at most ``_SHORT_KEY`` bytes) and its ``c`` ids
+    ``gids[b0:b0 + c]`` in the worker's word caches, as ``_encode_miss`` would (unless
+    they hold it already: an earlier copy in the group)."""
+    ps, pslot, pw0, pw1 = sc[0], sc[1], sc[2], sc[3]
+    slot = pslot[_U(q)]
+    w0 = pw0[_U(q)]
+    w1 = pw1[_U(q)]
+    if _find_to_front(cache, w, slot, w0, w1):
+        return
+    if c <= _SHORT_IDS:
+        _set_put(cache, w, slot, w0, w1, c, gids, b0, c)
+    elif _is_run(gids, b0, c):
+        _set_put(cache, w, slot, w0, w1, c, gids, b0, 3)
+    else:
+        ph = key_hash(w0, w1)
+        wslot = _wide_slot(wide, ph)
+        if _wide_marked(wide, w, ph) and _find_to_front(wide, w, wslot, w0, w1):
+            return
+        if c <= _WIDE_IDS:
+            _set_put(wide, w, wslot, w0, w1, c, gids, b0, c)
+        else:
+            _set_put(wide, w, wslot, w0, w1, _IN_LONG, gids, b0, 0)
+            a = ps[_U(q)]
+            _long_insert(data, a, ps[_U(q + 1)] - a, c, ph, _long_set(lidx, ph), lidx, lbytes, lids, w, gids, b0)
+        _wide_mark(wide, w, ph)
+
+
 @njit_noalloc
 def _flush_group(data, G, sc, mtab, cache, wide, lidx, lbytes, lids, pc, w):
     """BPE of the ``G`` pieces gathered by ``_miss_prepass`` (``_merge_group``), each put
     in the word caches as ``_encode_miss`` would put it (unless an earlier copy in the
-    group put it there already)."""
-    ps, pslot, pw0, pw1, gids, grank, gi = sc[0], sc[1], sc[2], sc[3], sc[6], sc[7], sc[8]
+    group put it there already), and in the shared table when it is on."""
+    pw0, pw1, gids, grank, gi = sc[2], sc[3], sc[6], sc[7], sc[8]
     _merge_group(G, gids, grank, gi, mtab, pc)
+    shared = _shared_putting(wide, w)
     for g in range(G):
         q = gi[_U(2 * _GROUP + g)]
-        c = gi[_U(g)]
         b0 = g * _SHORT_KEY
-        slot = pslot[_U(q)]
-        w0 = pw0[_U(q)]
-        w1 = pw1[_U(q)]
-        if _find_to_front(cache, w, slot, w0, w1):
-            continue
-        if c <= _SHORT_IDS:
-            _set_put(cache, w, slot, w0, w1, c, gids, b0, c)
-        elif _is_run(gids, b0, c):
-            _set_put(cache, w, slot, w0, w1, c, gids, b0, 3)
-        else:
-            ph = key_hash(w0, w1)
-            wslot = _wide_slot(wide, ph)
-            if _wide_marked(wide, w, ph) and _find_to_front(wide, w, wslot, w0, w1):
-                continue
-            if c <= _WIDE_IDS:
-                _set_put(wide, w, wslot, w0, w1, c, gids, b0, c)
-            else:
-                _set_put(wide, w, wslot, w0, w1, _IN_LONG, gids, b0, 0)
-                a = ps[_U(q)]
-                _long_insert(data, a, ps[_U(q + 1)] - a, c, ph, _long_set(lidx, ph), lidx, lbytes, lids, w, gids, b0)
-            _wide_mark(wide, w, ph)
+        if shared:
+            _shared_put(wide, w, pw0[_U(q)], pw1[_U(q)], key_hash(pw0[_U(q)], pw1[_U(q)]), gi[_U(g)], gids, b0)
+        _put_group_piece(data, q, gi[_U(g)], gids, b0, sc, cache, wide, lidx, lbytes, lids, w)
 
 
 @njit_noalloc
@@ -1371,10 +1385,11 @@ def _miss_prepass(data, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bva
     cache and are not in the whole-first table, in groups (``_flush_group``), the results
     put in the caches, so that ``_encode_run`` finds them there. One piece's BPE waits on a
     table lookup for each merge; a group's overlap. Returns how many it ran the BPE of."""
-    ps, pslot, pw0, pw1, gids, grank, gi = sc[0], sc[1], sc[2], sc[3], sc[6], sc[7], sc[8]
+    ps, pslot, pw0, pw1, gids, grank, gi, cand = sc[0], sc[1], sc[2], sc[3], sc[6], sc[7], sc[8], sc[9]
     G = _I0
     done = 0
-    for q in range(nb):
+    nc = 0
+    for q in range(nb):  # the pieces to encode here, their shared-table entries prefetched
         slot = pslot[_U(q)]
         if slot < 0:
             continue
@@ -1386,7 +1401,23 @@ def _miss_prepass(data, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bva
             continue  # perhaps in the wide cache: _encode_miss
         if whole_first and bytes_lookup(data, a, a + n, arena, tok_off, bkeys, bvals) >= 0:
             continue
+        look = _shared_looking(wide, w)
+        if look:
+            r, x = _shared_at(wide, _shared_first(wide, key_hash(pw0[_U(q)], pw1[_U(q)])))
+            _prefetch3(wide, r, x, 0)
+        cand[_U(nc)] = q | (np.int64(look) << 32)
+        nc += 1
+    for j in range(nc):
+        q = cand[_U(j)] & 0xFFFFFFFF
+        a = ps[_U(q)]
+        n = ps[_U(q + 1)] - a
         b0 = G * _SHORT_KEY
+        if cand[_U(j)] >> 32:  # another worker's BPE of it, through group slot G's ids
+            c = _shared_get(wide, w, pw0[_U(q)], pw1[_U(q)], key_hash(pw0[_U(q)], pw1[_U(q)]), gids, b0)
+            if c >= 0:
+                _put_group_piece(data, q, c, gids, b0, sc, cache, wide, lidx, lbytes, lids, w)
+                done += 1
+                continue
         r0 = G * (_SHORT_KEY + 1)
         for k in range(n):
             gids[_U(b0 + k)] = init_ids[_U(data[_U(a + k)])]
@@ -1465,6 +1496,140 @@ def _wide_marked(wide, w, h):
 def _wide_mark(wide, w, h):
     r, k, bit = _mark_at(wide, h)
     wide[_U(w), _U(r), _U(k)] |= bit
+
+
+# The shared word table: the last _SHARED_ROWS rows of the wide cache (``fast_cpu.word_caches``
+# makes them after the workers' rows), written and read by every worker of a parallel call.
+# The word caches are per worker (their sets are reordered on every hit), so a piece new to
+# the text was encoded once by every worker that met it: 8 MB of code after 8 MB of warm-up,
+# cl100k, 1.28x the BPE runs of one cache on two workers, 2.6x on sixteen (counted on the
+# bench file, units handed out in turn). Short pieces (2.._SHORT_KEY bytes, so at most 15
+# ids) a worker's caches miss are looked up here before their BPE, and put here after it.
+# An entry (one 64-byte line): the key words, the ids three to a word (words 2..6), the
+# state (word 7): 0 free, 1 being written, 2 ready. A writer claims a free entry with a
+# compare-and-swap of its state, writes it, and publishes it with a release store; a reader
+# loads the state with acquire and reads only ready entries, which are never written again
+# (until ``fast_cpu.shared_prepare`` clears the table between calls), so no reader sees a
+# torn entry. Linear probing over at most _SHARED_PROBES entries; a piece whose run is full
+# is not put here (it stays in its worker's caches).
+# A worker uses the table while at least a third of its lookups find their piece (counted
+# over its last _SHARED_WINDOW or so): a lookup that misses and the put after it cost about
+# what a hit saves at a third (8 MB of multilingual text, gpt2, sixteen workers, the table
+# always used: 28% of the lookups hit, and the calls were slower); while below, it still looks up one
+# candidate in _SHARED_SAMPLE (and puts none), so that it sees the rate rise again.
+# The first shared row's mark rows (64 bytes each): word 0 of the first turns the table on for
+# a call; row 1 + w is worker ``w``'s (a line of its own: one counter for all was a line every
+# writer waited for): word 0 the entries it wrote, 1 its lookups, 2 their hits, 3 the
+# candidates it passed while off (words 1..3 counted per call).
+_SHARED_ROWS = 4  # 2^20 entries: 64 MiB
+_SHARED_PROBES = 8
+_SHARED_BUSY = np.uint64(1)
+_SHARED_READY = np.uint64(2)
+_SHARED_WINDOW = 4096
+_SHARED_SAMPLE = 16
+
+
+@njit_noalloc(inline="always")
+def _shared_base(wide):
+    """The first shared row (= the number of workers' rows)."""
+    return wide.shape[0] - _SHARED_ROWS
+
+
+@njit_noalloc(inline="always")
+def _shared_on(wide):
+    return wide[_U(_shared_base(wide)), _U(wide.shape[1] - _MARK_ROWS), 0] != np.uint64(0)
+
+
+@njit_noalloc(inline="always")
+def _shared_putting(wide, w):
+    """Whether worker ``w`` puts the pieces it encodes in the shared table: it is on, and
+    a third of the worker's recent lookups hit (or it has made few yet)."""
+    if not _shared_on(wide):
+        return False
+    b = _U(_shared_base(wide))
+    m = _U(wide.shape[1] - _MARK_ROWS + 1 + w)
+    gets = wide[b, m, 1]
+    return gets < np.uint64(256) or np.uint64(3) * wide[b, m, 2] >= gets
+
+
+@njit_noalloc(inline="always")
+def _shared_looking(wide, w):
+    """Whether worker ``w`` looks its next candidate up in the shared table:
+    ``_shared_putting``, else one candidate in ``_SHARED_SAMPLE`` while the table is on."""
+    if _shared_putting(wide, w):
+        return True
+    if not _shared_on(wide):
+        return False
+    b = _U(_shared_base(wide))
+    m = _U(wide.shape[1] - _MARK_ROWS + 1 + w)
+    wide[b, m, 3] += np.uint64(1)
+    return wide[b, m, 3] % np.uint64(_SHARED_SAMPLE) == np.uint64(0)
+
+
+@njit_noalloc(inline="always")
+def _shared_first(wide, h):
+    """A piece's first entry in the shared table (hash bits 11 and up), as one index over
+    its rows."""
+    return np.int64((h >> np.uint64(11)) & np.uint64(_SHARED_ROWS * (wide.shape[1] - _MARK_ROWS) - 1))
+
+
+@njit_noalloc(inline="always")
+def _shared_at(wide, e):
+    """``(row, entry)`` of shared entry ``e``."""
+    per = wide.shape[1] - _MARK_ROWS
+    return _shared_base(wide) + e // per, e % per
+
+
+@njit_noalloc
+def _shared_get(wide, w, pw0, pw1, h, out, o):
+    """The ids of a short piece (key ``pw0, pw1``, hash ``h``) from the shared table to
+    ``out[o:]``; returns how many, or -1 when no ready entry holds it. Counted in worker
+    ``w``'s lookups and hits (halved every ``_SHARED_WINDOW`` lookups)."""
+    b = _U(_shared_base(wide))
+    m = _U(wide.shape[1] - _MARK_ROWS + 1 + w)
+    if wide[b, m, 1] >= np.uint64(_SHARED_WINDOW):
+        wide[b, m, 1] >>= np.uint64(1)
+        wide[b, m, 2] >>= np.uint64(1)
+    wide[b, m, 1] += np.uint64(1)
+    mask = _SHARED_ROWS * (wide.shape[1] - _MARK_ROWS) - 1
+    e = _shared_first(wide, h)
+    for _ in range(_SHARED_PROBES):
+        r, x = _shared_at(wide, e)
+        st = _load_acquire3(wide, r, x, 7)
+        if st == np.uint64(0):
+            return -1
+        if st == _SHARED_READY and _is_key(wide, r, x, pw0, pw1):
+            wide[b, m, 2] += np.uint64(1)
+            return _entry_ids(wide, r, x, out, o)
+        e = (e + 1) & mask
+    return -1
+
+
+@njit_noalloc
+def _shared_put(wide, w, pw0, pw1, h, c, ids, o):
+    """Put a short piece and its ``c`` ids ``ids[o:o + c]`` in the shared table (the first
+    free entry of its run; nothing when the run is full or holds it already); ``w``: the
+    worker (its count of entries written)."""
+    mask = _SHARED_ROWS * (wide.shape[1] - _MARK_ROWS) - 1
+    e = _shared_first(wide, h)
+    for _ in range(_SHARED_PROBES):
+        r, x = _shared_at(wide, e)
+        st = _load_acquire3(wide, r, x, 7)
+        if st == np.uint64(0):
+            st = _cas3(wide, r, x, 7, np.uint64(0), _SHARED_BUSY)
+            if st == np.uint64(0):  # claimed: written, then published
+                wide[_U(r), _U(x), 0] = pw0
+                wide[_U(r), _U(x), 1] = pw1 | (np.uint64(c) << np.uint64(60))
+                for k in range(2, 7):
+                    wide[_U(r), _U(x), _U(k)] = np.uint64(0)
+                for k in range(c):
+                    wide[_U(r), _U(x), _U(2 + k // 3)] |= np.uint64(ids[_U(o + k)]) << np.uint64(_ID_BITS * (k % 3))
+                _store_release3(wide, r, x, 7, _SHARED_READY)
+                wide[_U(_shared_base(wide)), _U(wide.shape[1] - _MARK_ROWS + 1 + w), 0] += np.uint64(1)
+                return
+        if st == _SHARED_READY and _is_key(wide, r, x, pw0, pw1):
+            return
+        e = (e + 1) & mask
 
 
 @njit_noalloc(inline="always")
@@ -1623,10 +1788,14 @@ def _encode_miss(data, a, b, n, slot, pw0, pw1, init_ids, grid, mtab, arena, tok
             out[_U(o)] = t
             c = 1
             found = True
+    if c < 0 and slot >= 0 and not in_long and _shared_looking(wide, w):  # another worker's BPE of it
+        c = _shared_get(wide, w, pw0, pw1, ph, out, o)  # (a hit counts as a BPE run: the batch had new pieces)
     if c < 0:
         if n > _SHORT:
             return -1  # the heap, by the caller (``_heap_piece``, which caches the result)
         c = _merge_short(data, a, n, init_ids, grid, mtab, pc, sids, srank, out, o)
+        if slot >= 0 and _shared_putting(wide, w):
+            _shared_put(wide, w, pw0, pw1, ph, c, out, o)
     if slot >= 0 and c <= _SHORT_IDS:
         _set_put(cache, w, slot, pw0, pw1, c, out, o, c)
     elif slot >= 0 and _is_run(out, o, c):
