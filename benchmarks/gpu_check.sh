@@ -13,7 +13,7 @@
 #      benchmarks/gpu_overheads.py: what one launch, wait, allocation and copy cost, launches per
 #      run, MB/s as the input grows (same log);
 #   4. benchmarks/bench.py: our CPU engine and gigatoken at 4 and 8 threads on english_prose,
-#      ours on unseen text with its shared word table off and on (and gigatoken),
+#      ours on unseen text with its shared word table off and on,
 #      then our CPU engine, HF tokenizers, tiktoken and gigatoken (when installed or carried as a
 #      wheel) on all host cores, same texts;
 #   5. summary.md.
@@ -203,12 +203,12 @@ fi
 # warm-up, the 4 MB before it timed), the shared word table off and on (on by default from 8
 # threads; decision 0019, addendum of 2026-12-04: measured only with 16 workers on 2 cores)
 if has_step cpu; then
-  step "cpu unseen, shared words off" 40 "$OUT/cpu_bench.log" \
-    env GPU_TOK_SHARED_WORDS=0 $PY benchmarks/bench.py --unseen --models gpt2 --files english_prose,code \
-      --engines ours --threads "$THREADS" --repeat 2 --check-docs 0 --max-mb 4
-  step "cpu unseen, shared words on" 60 "$OUT/cpu_bench.log" \
-    env GPU_TOK_SHARED_WORDS=1 $PY benchmarks/bench.py --unseen --models gpt2 --files english_prose,code \
-      --engines "ours${ENGINES#ours,hf,tiktoken}" --threads "$THREADS" --repeat 2 --check-docs 0 --max-mb 4
+  for sw in 0 1; do
+    step "cpu unseen, shared words $sw" 45 "$OUT/cpu_bench.log" \
+      env GPU_TOK_SHARED_WORDS=$sw $PY benchmarks/bench.py --unseen --models gpt2 \
+        --files english_prose,code,multilingual --engines ours --threads "$THREADS" --repeat 2 --check-docs 0 \
+        --max-mb 4
+  done
 fi
 has_step cpu && step "cpu engines" 110 "$OUT/cpu_bench.log" \
   $PY benchmarks/bench.py --models "${GPU_CHECK_CPU_MODELS:-gpt2,llama3,o200k_base}" --engines "$ENGINES" \

@@ -195,9 +195,8 @@ def word_caches(workers: int):
 
 def own_rows(cache):
     """The word caches (``_alloc_word_cache``'s arrays) less the shared word table's rows:
-    what ``faulted_in`` touches when an engine keeps them (the table's pages are mapped as
-    a parallel call first writes them; a call on fewer threads than
-    ``_SHARED_MIN_THREADS`` never does)."""
+    what ``faulted_in`` touches when an engine keeps caches for fewer workers than use the
+    table (``shared_words``; its pages are then mapped only if a call turns it on)."""
     from .kernels.engine_cpu import _SHARED_ROWS
 
     return tuple(a[:-_SHARED_ROWS] if k == 1 else a for k, a in enumerate(cache))
@@ -623,8 +622,9 @@ class ByteBPEEngine:
         else:
             if self._wcache is None or self._wcache[0].shape[0] < workers:
                 self._wcache = None  # the old ones dropped first
-                self._wcache = self._alloc_word_cache(max(workers, default_threads()))
-                faulted_in(*own_rows(self._wcache))
+                n = max(workers, default_threads())
+                self._wcache = self._alloc_word_cache(n)
+                faulted_in(*(self._wcache if shared_words(n) else own_rows(self._wcache)))
             cache = self._wcache
         shared_prepare(cache[1], shared_words(workers))
         return cache
