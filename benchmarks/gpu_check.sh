@@ -55,7 +55,7 @@ step() {  # step NAME LIMIT_S LOG CMD...
   shift 3
   local t0 rc
   t0=$(date +%s)
-  echo "== $name (limit ${limit}s)"
+  echo "== $name (limit ${limit}s)" | tee -a "$log"
   timeout -k 15 "$limit" "$@" > >(tee -a "$log") 2>&1
   rc=$?
   local dt=$(( $(date +%s) - t0 ))
