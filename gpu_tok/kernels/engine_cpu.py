@@ -1580,6 +1580,13 @@ def _shared_at(wide, e):
     return _shared_base(wide) + e // per, e % per
 
 
+@njit_noalloc(inline="always")
+def _shared_probe(wide, h, j):
+    """``(row, entry, state)`` of probe ``j`` of a piece's run (its state loaded with acquire)."""
+    r, x = _shared_at(wide, (_shared_first(wide, h) + j) & (_SHARED_ROWS * (wide.shape[1] - _MARK_ROWS) - 1))
+    return r, x, _load_acquire3(wide, r, x, 7)
+
+
 @njit_noalloc
 def _shared_get(wide, w, pw0, pw1, h, out, o):
     """The ids of a short piece (key ``pw0, pw1``, hash ``h``) from the shared table to
@@ -1591,17 +1598,13 @@ def _shared_get(wide, w, pw0, pw1, h, out, o):
         wide[b, m, 1] >>= np.uint64(1)
         wide[b, m, 2] >>= np.uint64(1)
     wide[b, m, 1] += np.uint64(1)
-    mask = _SHARED_ROWS * (wide.shape[1] - _MARK_ROWS) - 1
-    e = _shared_first(wide, h)
-    for _ in range(_SHARED_PROBES):
-        r, x = _shared_at(wide, e)
-        st = _load_acquire3(wide, r, x, 7)
+    for j in range(_SHARED_PROBES):
+        r, x, st = _shared_probe(wide, h, j)
         if st == np.uint64(0):
             return -1
         if st == _SHARED_READY and _is_key(wide, r, x, pw0, pw1):
             wide[b, m, 2] += np.uint64(1)
             return _entry_ids(wide, r, x, out, o)
-        e = (e + 1) & mask
     return -1
 
 
@@ -1610,11 +1613,8 @@ def _shared_put(wide, w, pw0, pw1, h, c, ids, o):
     """Put a short piece and its ``c`` ids ``ids[o:o + c]`` in the shared table (the first
     free entry of its run; nothing when the run is full or holds it already); ``w``: the
     worker (its count of entries written)."""
-    mask = _SHARED_ROWS * (wide.shape[1] - _MARK_ROWS) - 1
-    e = _shared_first(wide, h)
-    for _ in range(_SHARED_PROBES):
-        r, x = _shared_at(wide, e)
-        st = _load_acquire3(wide, r, x, 7)
+    for j in range(_SHARED_PROBES):
+        r, x, st = _shared_probe(wide, h, j)
         if st == np.uint64(0):
             st = _cas3(wide, r, x, 7, np.uint64(0), _SHARED_BUSY)
             if st == np.uint64(0):  # claimed: written, then published
@@ -1629,7 +1629,6 @@ def _shared_put(wide, w, pw0, pw1, h, c, ids, o):
                 return
         if st == _SHARED_READY and _is_key(wide, r, x, pw0, pw1):
             return
-        e = (e + 1) & mask
 
 
 @njit_noalloc(inline="always")
