@@ -277,6 +277,8 @@ class EngineSpec:
 class ByteBPEEngine:
     """The compiled path for one byte-level BPE vocabulary (thread-safe)."""
 
+    _shares_words = True  # its kernels use the shared word table (``shared_words``)
+
     def __init__(self, spec: EngineSpec):
         from .kernels import engine_cpu as K
         from .kernels import pretok_cpu
@@ -624,9 +626,9 @@ class ByteBPEEngine:
                 self._wcache = None  # the old ones dropped first
                 n = max(workers, default_threads())
                 self._wcache = self._alloc_word_cache(n)
-                faulted_in(*(self._wcache if shared_words(n) else own_rows(self._wcache)))
+                faulted_in(*(self._wcache if self._shares_words and shared_words(n) else own_rows(self._wcache)))
             cache = self._wcache
-        shared_prepare(cache[1], shared_words(workers))
+        shared_prepare(cache[1], self._shares_words and shared_words(workers))
         return cache
 
     def run_ids(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray] = None,
@@ -1609,6 +1611,7 @@ class CpuSentencePieceEngine:
 
     _word_cache = ByteBPEEngine._word_cache
     _scratch_out = ByteBPEEngine._scratch_out
+    _shares_words = False  # its kernels never read the shared word table's rows (tried: no gain)
 
     def encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int]):
         with self._text.hold() as kept:  # the packed text lives only in this block

@@ -1266,6 +1266,20 @@ def test_shared_word_table_serves_the_other_workers(family, monkeypatch):
     assert run() and m[0, 0] == 0
 
 
+def test_shared_word_table_off_for_sentencepiece(monkeypatch):
+    """The SentencePiece engine's kernels never use the shared word table (its caches have
+    the rows): it stays off for its calls whatever ``GPU_TOK_SHARED_WORDS`` says."""
+    monkeypatch.setenv("GPU_TOK_SHARED_WORDS", "1")
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    t = gpu_tok.Tokenizer.from_file(str(model_path("llama2")))
+    texts = bench_texts(20_000)
+    want = t.encode_batch_ids(texts, device="ref").to_list()
+    assert t.encode_batch_ids(texts, device="cpu", num_threads=2).to_list() == want
+    eng = t._cpu_engine()
+    assert not eng._shares_words and _shared_marks(eng._wcache[1])[0, 0] == 0
+    assert fast_cpu.ByteBPEEngine._shares_words
+
+
 def test_kept_caches_faulted_in_unchanged():
     """``faulted_in`` writes every page of the caches an engine keeps once, with the byte it
     holds: contents unchanged (the pair cache is not zeros), and a kept cache of a real
