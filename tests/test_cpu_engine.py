@@ -1186,10 +1186,10 @@ def test_shared_word_table_put_get_and_full_runs():
     assert K._shared_get(wide, 0, *keys[1], h[1], out, 0) == -1
     wide[base + e // per, e % per, 7] = 2
     assert K._shared_get(wide, 0, *keys[1], h[1], out, 0) == 4
-    fast_cpu.shared_prepare(wide, False)  # off: its counts of this call start again, its entries stay
+    fast_cpu.shared_prepare(wide, False)  # off: its entries stay
     assert not K._shared_on(wide) and not K._shared_putting(wide, 0) and not K._shared_looking(wide, 0)
+    fast_cpu.shared_prepare(wide, True)  # on again: the workers' counts of the call start again
     assert m[1, 1:].sum() == 0 and m[2, 0] == 1
-    fast_cpu.shared_prepare(wide, True)
     assert K._shared_get(wide, 0, *keys[0], h[0], out, 0) == 15
 
 
