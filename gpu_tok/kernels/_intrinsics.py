@@ -10,11 +10,10 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 
-def _prefetch(context, builder, aryty, ary_value, idx_values, idx_types):
-    """Emit ``llvm.prefetch`` (read, high locality, data) of one array element's address."""
-    ary = context.make_array(aryty)(context, builder, ary_value)
-    idx = [context.cast(builder, a, t, types.intp) for a, t in zip(idx_values, idx_types)]
-    ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
+def _prefetch(context, builder, signature, args):
+    """Emit ``llvm.prefetch`` (read, high locality, data) of one array element's address
+    (``_item_ptr`` of all the intrinsic's index arguments)."""
+    ptr = _item_ptr(context, builder, signature, args, len(signature.args) - 1)
     i8p = ir.IntType(8).as_pointer()
     fnty = ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(32), ir.IntType(32), ir.IntType(32)])
     fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
@@ -23,13 +22,13 @@ def _prefetch(context, builder, aryty, ary_value, idx_values, idx_types):
     return context.get_dummy_value()
 
 
-def _item_ptr(context, builder, signature, args):
-    """The address of ``arr[i]`` for an intrinsic whose first two arguments are a
-    one-dimensional array and an index."""
+def _item_ptr(context, builder, signature, args, n=1):
+    """The address of ``arr[i]`` (``arr[i, j, k]`` with ``n=3``) for an intrinsic whose first
+    argument is an array and the next ``n`` its indices."""
     aryty = signature.args[0]
     ary = context.make_array(aryty)(context, builder, args[0])
-    idx = context.cast(builder, args[1], signature.args[1], types.intp)
-    return cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
+    idx = [context.cast(builder, a, t, types.intp) for a, t in zip(args[1:1 + n], signature.args[1:1 + n])]
+    return cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
 
 
 @intrinsic
@@ -39,7 +38,7 @@ def prefetch3(typingctx, arr, i, j, k):
     sig = types.void(arr, i, j, k)
 
     def codegen(context, builder, signature, args):
-        return _prefetch(context, builder, signature.args[0], args[0], args[1:], signature.args[1:])
+        return _prefetch(context, builder, signature, args)
 
     return sig, codegen
 
@@ -50,7 +49,7 @@ def prefetch1(typingctx, arr, i):
     sig = types.void(arr, i)
 
     def codegen(context, builder, signature, args):
-        return _prefetch(context, builder, signature.args[0], args[0], args[1:], signature.args[1:])
+        return _prefetch(context, builder, signature, args)
 
     return sig, codegen
 
@@ -176,15 +175,6 @@ def call_void(typingctx, fn):
 # it reads the entry, so it never sees a half-written one (C11 release/acquire, which LLVM
 # lowers on x86-64 and AArch64 alike).
 
-def _item_ptr3(context, builder, signature, args):
-    """The address of ``arr[i, j, k]`` for an intrinsic whose first four arguments are a
-    three-dimensional array and three indices."""
-    aryty = signature.args[0]
-    ary = context.make_array(aryty)(context, builder, args[0])
-    idx = [context.cast(builder, a, t, types.intp) for a, t in zip(args[1:4], signature.args[1:4])]
-    return cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
-
-
 @intrinsic
 def load_acquire3(typingctx, arr, i, j, k):
     """``arr[i, j, k]`` (a ``uint64`` array) loaded atomically with acquire ordering: the
@@ -192,7 +182,7 @@ def load_acquire3(typingctx, arr, i, j, k):
     sig = types.uint64(arr, i, j, k)
 
     def codegen(context, builder, signature, args):
-        return builder.load_atomic(_item_ptr3(context, builder, signature, args), "acquire", 8)
+        return builder.load_atomic(_item_ptr(context, builder, signature, args, 3), "acquire", 8)
 
     return sig, codegen
 
@@ -205,7 +195,7 @@ def store_release3(typingctx, arr, i, j, k, v):
 
     def codegen(context, builder, signature, args):
         v = context.cast(builder, args[4], signature.args[4], types.uint64)
-        builder.store_atomic(v, _item_ptr3(context, builder, signature, args), "release", 8)
+        builder.store_atomic(v, _item_ptr(context, builder, signature, args, 3), "release", 8)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -220,7 +210,7 @@ def cas3(typingctx, arr, i, j, k, expected, new):
     def codegen(context, builder, signature, args):
         e = context.cast(builder, args[4], signature.args[4], types.uint64)
         n = context.cast(builder, args[5], signature.args[5], types.uint64)
-        res = builder.cmpxchg(_item_ptr3(context, builder, signature, args), e, n, "seq_cst", "seq_cst")
+        res = builder.cmpxchg(_item_ptr(context, builder, signature, args, 3), e, n, "seq_cst", "seq_cst")
         return builder.extract_value(res, 0)
 
     return sig, codegen
