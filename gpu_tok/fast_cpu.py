@@ -282,6 +282,7 @@ class ByteBPEEngine:
     """The compiled path for one byte-level BPE vocabulary (thread-safe)."""
 
     _shares_words = True  # its kernels use the shared word table (``shared_words``)
+    _seeds_words = True  # its kept short cache starts with the vocabulary (``_seed_short``)
 
     def __init__(self, spec: EngineSpec):
         from .kernels import engine_cpu as K
@@ -307,6 +308,7 @@ class ByteBPEEngine:
         self._nfc_done = {}  # span bytes -> its NFC bytes (nfc_normalize), kept across calls, bounded
         self._lock = threading.Lock()
         self._wcache = None
+        self._seed = [None]  # short_seed's entries, made once (with_added's copies share them)
         self._out = KeptArray(np.int32, _KEEP_OUT_MAX, self._lock)  # the parallel id scratch (_scratch_out)
 
     def with_added(self, raw_tokens) -> "ByteBPEEngine":
@@ -631,9 +633,28 @@ class ByteBPEEngine:
                 n = max(workers, default_threads())
                 self._wcache = self._alloc_word_cache(n)
                 faulted_in(*(self._wcache if self._shares_words and shared_words(n) else own_rows(self._wcache)))
+                if self._seeds_words:
+                    self._seed_short(self._wcache[0])
             cache = self._wcache
         shared_prepare(cache[1], self._shares_words and shared_words(workers))
         return cache
+
+    def _seed_short(self, cache: np.ndarray) -> int:
+        """Seed a kept short word cache, fresh, with the vocabulary's tokens of up to 15
+        bytes (``engine_cpu.short_seed``: each the miss path's own result for a piece of
+        its bytes), so that a piece new to a worker that is a token's bytes is a hit, not a
+        BPE run (cl100k, 8 MB of code after 8 MB of the same file, two threads: a fifth of
+        the new pieces; decision 0019). The entries are made once per engine, in parallel;
+        returns how many each worker's cache holds."""
+        K = self._K
+        if self._seed[0] is None:
+            import numba
+
+            hs, words = K.short_seed(self.arena, self.tok_off, self.init_ids, self.grid, self.mtab, self.wkeys,
+                                     self.wvals, self.spec.whole_first, 4 * numba.get_num_threads())
+            keep = words[:, 1] != 0
+            self._seed[0] = (np.ascontiguousarray(hs[keep]), np.ascontiguousarray(words[keep]))
+        return int(K.seed_short_cache(cache, *self._seed[0]))
 
     def run_ids(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray] = None,
                 num_threads: Optional[int] = None, normalized: bool = False,
@@ -1616,6 +1637,7 @@ class CpuSentencePieceEngine:
     _word_cache = ByteBPEEngine._word_cache
     _scratch_out = ByteBPEEngine._scratch_out
     _shares_words = False  # its kernels never read the shared word table's rows (tried: no gain)
+    _seeds_words = False  # its short cache's keys are words after normalization, not seeded
 
     def encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int]):
         with self._text.hold() as kept:  # the packed text lives only in this block

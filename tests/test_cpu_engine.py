@@ -481,8 +481,19 @@ def test_whole_first_table_holds_only_the_exceptions():
     assert {vocab[w] for w in extra} <= table
     assert not table & {vocab["Ġthe"], vocab["and"], vocab["a"], vocab["Ġ"]}
     assert len(table) < len(vocab) // 10 and eng.bvals[eng.bvals >= 0].shape[0] == len(vocab)
+    table_keys = (eng.wkeys, eng.wvals)
     eng.wkeys, eng.wvals, eng._wcache = eng.bkeys, eng.bvals, None  # the full table: the same ids
     assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list() == want
+    # the miss path's own lookups (the kept cache's vocabulary seeds, which hold these words,
+    # left out), with either table
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fast_cpu.ByteBPEEngine, "_seeds_words", False)
+        for keys in ((eng.bkeys, eng.bvals), table_keys):
+            eng.wkeys, eng.wvals = keys
+            eng._wcache = None
+            assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu",
+                                         num_threads=1).to_list() == want
+    eng._wcache = None
 
 
 def test_every_wide_cache_entry_is_marked():
@@ -1280,10 +1291,67 @@ def test_shared_word_table_off_for_sentencepiece(monkeypatch):
     assert fast_cpu.ByteBPEEngine._shares_words
 
 
-def test_kept_caches_faulted_in_unchanged():
+def _entries(cache):
+    """``{(w0, w1 key bits): (count, ids word 0, ids word 1)}`` of a short cache's used slots."""
+    from gpu_tok.kernels import engine_cpu as K
+
+    flat = cache.reshape(-1, 4)
+    used = flat[flat[:, 1] != 0]
+    return {(int(r[0]), int(r[1] & K._KEY1)): (int(r[1] >> np.uint64(60)), int(r[2]), int(r[3])) for r in used}
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama3", "gpt-4o"])
+def test_short_cache_seeded_with_the_vocabulary(family, monkeypatch):
+    """A kept short cache starts with the vocabulary's tokens of up to 15 bytes
+    (``engine_cpu.short_seed``, ``seed_short_cache``): most of them, in every worker's rows.
+    Each seed is what the miss path puts there for a piece of those bytes (the entries a
+    pass without seeds wrote for such pieces equal them: BPE, and ``ignore_merges``'
+    whole-word lookup for llama3); texts of such pieces are served from the
+    seeds (their ids change when the seeds' ids are changed) and equal the reference."""
+    from gpu_tok.kernels import engine_cpu as K
+
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    t = tok(family)
+    eng = t._cpu_engine().engine
+    lens = np.diff(eng.tok_off)
+    short = int(((lens >= 1) & (lens <= K._SHORT_KEY)).sum())
+    arena = eng.arena.tobytes()
+    words = sorted({arena[a:b] for a, b in zip(eng.tok_off[:-1].tolist(), eng.tok_off[1:].tolist())
+                    if 3 <= b - a <= 12 and arena[a:a + 1] == b" " and arena[a + 1:b].isalpha()
+                    and arena[a + 1:b].islower() and arena[a + 1:b].isascii()})
+    assert len(words) > 2000
+    rng = random.Random(4)
+    texts = ["".join(w.decode() for w in rng.sample(words, 40)) for _ in range(300)]
+    want = t.encode_batch_ids(texts, add_special_tokens=False, device="ref").to_list()
+    eng._wcache = None
+    try:
+        cache = eng._word_cache(True, 2)[0]
+        seeds = _entries(cache[0])
+        assert len(seeds) > 0.95 * short and _entries(cache[1]) == seeds
+        assert t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=2).to_list() == want
+        with monkeypatch.context() as mp:  # the miss path's entries for the same pieces
+            mp.setattr(fast_cpu.ByteBPEEngine, "_seeds_words", False)
+            eng._wcache = None
+            assert t.encode_batch_ids(texts, add_special_tokens=False, device="cpu",
+                                      num_threads=1).to_list() == want
+            written = _entries(eng._wcache[0][0])
+            common = [k for k in written if k in seeds]
+            assert len(common) > 2000 and all(written[k] == seeds[k] for k in common)
+        eng._wcache = None
+        cache = eng._word_cache(True, 1)[0]
+        cache[:, :, 2][cache[:, :, 1] != 0] ^= np.uint64(1)  # every seed's first id changed
+        got = t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list()
+        assert sum(a != b for a, b in zip(got, want)) == len(want)
+    finally:
+        eng._wcache = None
+    assert t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=2).to_list() == want
+
+
+def test_kept_caches_faulted_in_unchanged(monkeypatch):
     """``faulted_in`` writes every page of the caches an engine keeps once, with the byte it
     holds: contents unchanged (the pair cache is not zeros), and a kept cache of a real
-    engine is still all empty after it."""
+    engine is still all empty after it (its vocabulary seeds left out here)."""
+    monkeypatch.setattr(fast_cpu.ByteBPEEngine, "_seeds_words", False)
     rng = np.random.default_rng(3)
     a = rng.integers(0, 2**63, (3, 5000, 4), dtype=np.uint64)
     b = np.full(70_000, np.uint64(0xFFFFFFFFFFFFFFFF))

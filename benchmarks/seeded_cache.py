@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""What seeding the CPU engine's short word cache with the vocabulary saves (decision 0019,
+addendum of 2026-12-05): MB/s of ``device="cpu"`` on text the engine has not seen, with a
+kept cache made without seeds and with them, in alternation in one process.
+
+For each model and bench file: the first ``--max-mb`` MB (what ``bench.py --unseen``
+times) after a warm-up on the next ``--max-mb`` MB; each round drops the engine's kept
+word caches (the next call makes them anew: faulted in, seeded or not), runs the warm-up,
+then times the slice, for seeds off and on in turn; the best of ``--rounds`` rounds each.
+"setup ms" is the best time of the first call on fresh caches (one short text: making the
+caches, and seeding them; the seeds' entries are made once per engine, before the first
+round and timed on their own: "seeds made ms", so setup is the copy into every worker's
+rows). Also counted, once: the new pieces
+of the timed slice (distinct, not in the warm-up slice) and how many of them are a
+vocabulary token's bytes (those a seeded cache serves without a BPE run).
+
+    python benchmarks/seeded_cache.py --models cl100k_base,gpt2 --files code,english_prose
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+
+def byte_engines():
+    """The byte-level engines alive now (``fast_cpu.ByteBPEEngine``)."""
+    from gpu_tok import fast_cpu
+
+    return [o for o in gc.get_objects() if isinstance(o, fast_cpu.ByteBPEEngine)]
+
+
+def new_tokens(engine, warm, timed):
+    """``(new, tokens)``: distinct pieces of ``timed`` not in ``warm``, and how many of those
+    are a token's bytes."""
+    from gpu_tok.cpu_ref.pipeline import check_text
+    from gpu_tok.fast_cpu import pack
+
+    def pieces(texts):
+        data, offsets = pack(texts, check_text)
+        starts, ends, _special = engine.pieces(data, offsets, None, True)
+        b = data.tobytes()
+        return {b[s:e] for s, e in zip(starts.tolist(), ends.tolist())}
+
+    arena = engine.arena.tobytes()
+    off = engine.tok_off.tolist()
+    vocab = {arena[off[i]:off[i + 1]] for i in range(len(off) - 1)}
+    new = pieces(timed) - pieces(warm)
+    return len(new), sum(1 for p in new if p in vocab)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default="gpt2,cl100k_base,llama3,o200k_base")
+    ap.add_argument("--files", default="code,english_prose,multilingual")
+    ap.add_argument("--max-mb", type=float, default=4.0)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=6)
+    args = ap.parse_args(argv)
+
+    from gpu_tok import bench as B
+    from gpu_tok import fast_cpu
+
+    print("| model | file | MB | threads | new pieces | of them tokens | MB/s seeds off | MB/s seeds on | on/off "
+          "| setup ms off | setup ms on | seeds made ms |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for model in args.models.split(","):
+        m = B.resolve_model(model)
+        runner = None
+        gc.collect()
+        before = {id(e) for e in byte_engines()}
+        runner = B.FACTORIES["ours"](m, args.threads)
+        runner.encode(["warm-up"])
+        engines = [e for e in byte_engines() if id(e) not in before]  # this model's
+        if not engines:
+            print(f"| {model} | - | no byte-level engine (not seeded) |")
+            continue
+        for fname in args.files.split(","):
+            path = B.bench_file(fname)
+            timed = B.load_texts(path, args.max_mb * 1e6)
+            warm = B.load_texts(path, args.max_mb * 1e6, skip_bytes=args.max_mb * 1e6)
+            mb = sum(len(t.encode("utf-8")) for t in timed) / 1e6
+            new, tokens = new_tokens(engines[0], warm, timed)
+            made = 0.0
+            for e in engines:  # the seeds' entries, made once per engine (its first kept cache)
+                e._seed[0] = None  # (made by the warm-up call: made again, timed)
+            for e in engines:
+                if e._seed[0] is None:
+                    t0 = time.perf_counter()
+                    e._seed_short(np.zeros((1, 1024, 4), np.uint64))
+                    made += time.perf_counter() - t0
+            best, setup = {}, {}
+            for _ in range(args.rounds):
+                for seeds in (False, True):
+                    fast_cpu.ByteBPEEngine._seeds_words = seeds
+                    for e in engines:
+                        e._wcache = None
+                    gc.collect()
+                    t0 = time.perf_counter()
+                    runner.encode(["x"])
+                    t1 = time.perf_counter()
+                    runner.encode(warm)
+                    t2 = time.perf_counter()
+                    runner.encode(timed)
+                    t3 = time.perf_counter()
+                    best[seeds] = min(best.get(seeds, float("inf")), t3 - t2)
+                    setup[seeds] = min(setup.get(seeds, float("inf")), t1 - t0)
+            fast_cpu.ByteBPEEngine._seeds_words = True
+            off, on = mb / best[False], mb / best[True]
+            print(f"| {model} | {fname} | {mb:.2f} | {args.threads} | {new} | {tokens} | {off:.0f} | {on:.0f} "
+                  f"| {on / off:.3f} | {setup[False] * 1e3:.1f} | {setup[True] * 1e3:.1f} | {made * 1e3:.1f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
