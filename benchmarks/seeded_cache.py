@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What seeding the CPU engine's short word cache with the vocabulary saves (decision 0019,
-addendum of 2026-12-05): MB/s of ``device="cpu"`` on text the engine has not seen, with a
+addendum of 2026-12-05; byte-level and SentencePiece engines): MB/s of ``device="cpu"`` on text the engine has not seen, with a
 kept cache made without seeds and with them, in alternation in one process.
 
 For each model and bench file: the first ``--max-mb`` MB (what ``bench.py --unseen``
@@ -31,11 +31,22 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 
-def byte_engines():
-    """The byte-level engines alive now (``fast_cpu.ByteBPEEngine``)."""
+SEEDED = ("ByteBPEEngine", "CpuSentencePieceEngine")  # the engine classes (``fast_cpu``) that seed
+
+
+def seeding_engines():
+    """The engines alive now whose kept caches are seeded."""
     from gpu_tok import fast_cpu
 
-    return [o for o in gc.get_objects() if isinstance(o, fast_cpu.ByteBPEEngine)]
+    kinds = tuple(getattr(fast_cpu, k) for k in SEEDED)
+    return [o for o in gc.get_objects() if isinstance(o, kinds)]
+
+
+def set_seeding(on: bool) -> None:
+    from gpu_tok import fast_cpu
+
+    for k in SEEDED:
+        getattr(fast_cpu, k)._seeds_words = on
 
 
 def new_tokens(engine, warm, timed):
@@ -76,19 +87,22 @@ def main(argv=None) -> int:
         m = B.resolve_model(model)
         runner = None
         gc.collect()
-        before = {id(e) for e in byte_engines()}
+        before = {id(e) for e in seeding_engines()}
         runner = B.FACTORIES["ours"](m, args.threads)
         runner.encode(["warm-up"])
-        engines = [e for e in byte_engines() if id(e) not in before]  # this model's
+        engines = [e for e in seeding_engines() if id(e) not in before]  # this model's
         if not engines:
-            print(f"| {model} | - | no byte-level engine (not seeded) |")
+            print(f"| {model} | - | no seeded engine |")
             continue
         for fname in args.files.split(","):
             path = B.bench_file(fname)
             timed = B.load_texts(path, args.max_mb * 1e6)
             warm = B.load_texts(path, args.max_mb * 1e6, skip_bytes=args.max_mb * 1e6)
             mb = sum(len(t.encode("utf-8")) for t in timed) / 1e6
-            new, tokens = new_tokens(engines[0], warm, timed)
+            if isinstance(engines[0], fast_cpu.ByteBPEEngine):
+                new, tokens = new_tokens(engines[0], warm, timed)
+            else:  # the SentencePiece engine's words are not counted here
+                new, tokens = "-", "-"
             made = 0.0
             for e in engines:  # the seeds' entries, made once per engine (its first kept cache)
                 e._seed[0] = None  # (made by the warm-up call: made again, timed)
@@ -100,7 +114,7 @@ def main(argv=None) -> int:
             best, setup = {}, {}
             for _ in range(args.rounds):
                 for seeds in (False, True):
-                    fast_cpu.ByteBPEEngine._seeds_words = seeds
+                    set_seeding(seeds)
                     for e in engines:
                         e._wcache = None
                     gc.collect()
@@ -113,7 +127,7 @@ def main(argv=None) -> int:
                     t3 = time.perf_counter()
                     best[seeds] = min(best.get(seeds, float("inf")), t3 - t2)
                     setup[seeds] = min(setup.get(seeds, float("inf")), t1 - t0)
-            fast_cpu.ByteBPEEngine._seeds_words = True
+            set_seeding(True)
             off, on = mb / best[False], mb / best[True]
             print(f"| {model} | {fname} | {mb:.2f} | {args.threads} | {new} | {tokens} | {off:.0f} | {on:.0f} "
                   f"| {on / off:.3f} | {setup[False] * 1e3:.1f} | {setup[True] * 1e3:.1f} | {made * 1e3:.1f} |", flush=True)

@@ -1624,6 +1624,7 @@ class CpuSentencePieceEngine:
         self.prefix, self.suffix = template_ids(cfg, ref)
         self._lock = threading.Lock()
         self._wcache = None
+        self._seed = [None]  # sp_short_seed's entries, made once
         self._out = KeptArray(np.int32, _KEEP_OUT_MAX, self._lock)
         self._text = KeptArray(np.uint8, _KEEP_TEXT_MAX)
 
@@ -1637,7 +1638,18 @@ class CpuSentencePieceEngine:
     _word_cache = ByteBPEEngine._word_cache
     _scratch_out = ByteBPEEngine._scratch_out
     _shares_words = False  # its kernels never read the shared word table's rows (tried: no gain)
-    _seeds_words = False  # its short cache's keys are words after normalization, not seeded
+    _seeds_words = True  # its kept short cache starts with the vocabulary's words (``_seed_short``)
+
+    def _seed_short(self, cache: np.ndarray) -> int:
+        """``ByteBPEEngine._seed_short`` for words (``engine_cpu.sp_short_seed``)."""
+        if self._seed[0] is None:
+            import numba
+
+            hs, words = self.K.sp_short_seed(self.bt[0], self.bt[1], self.char_id, self.byte_id, self.mtab,
+                                             4 * numba.get_num_threads())
+            keep = words[:, 1] != 0
+            self._seed[0] = (np.ascontiguousarray(hs[keep]), np.ascontiguousarray(words[keep]))
+        return int(self.K.seed_short_cache(cache, *self._seed[0]))
 
     def encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int]):
         with self._text.hold() as kept:  # the packed text lives only in this block

@@ -1300,28 +1300,34 @@ def _entries(cache):
     return {(int(r[0]), int(r[1] & K._KEY1)): (int(r[1] >> np.uint64(60)), int(r[2]), int(r[3])) for r in used}
 
 
-@pytest.mark.parametrize("family", ["gpt2", "llama3", "gpt-4o"])
+@pytest.mark.parametrize("family", ["gpt2", "llama3", "gpt-4o", "llama2", "gemma3"])
 def test_short_cache_seeded_with_the_vocabulary(family, monkeypatch):
     """A kept short cache starts with the vocabulary's tokens of up to 15 bytes
-    (``engine_cpu.short_seed``, ``seed_short_cache``): most of them, in every worker's rows.
-    Each seed is what the miss path puts there for a piece of those bytes (the entries a
-    pass without seeds wrote for such pieces equal them: BPE, and ``ignore_merges``'
-    whole-word lookup for llama3); texts of such pieces are served from the
-    seeds (their ids change when the seeds' ids are changed) and equal the reference."""
+    (``engine_cpu.short_seed`` / ``sp_short_seed``, ``seed_short_cache``): most of them, in
+    every worker's rows. Each seed is what the miss path puts there for a piece (a word, in
+    the SentencePiece engine) of those bytes: the entries a pass without seeds wrote for
+    such pieces equal them (BPE, and ``ignore_merges``' whole-word lookup for llama3). Texts
+    of such pieces are served from the seeds (their ids change when the seeds' ids are
+    changed) and equal the reference."""
     from gpu_tok.kernels import engine_cpu as K
 
     monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
     t = tok(family)
-    eng = t._cpu_engine().engine
-    lens = np.diff(eng.tok_off)
-    short = int(((lens >= 1) & (lens <= K._SHORT_KEY)).sum())
-    arena = eng.arena.tobytes()
-    words = sorted({arena[a:b] for a, b in zip(eng.tok_off[:-1].tolist(), eng.tok_off[1:].tolist())
-                    if 3 <= b - a <= 12 and arena[a:a + 1] == b" " and arena[a + 1:b].isalpha()
-                    and arena[a + 1:b].islower() and arena[a + 1:b].isascii()})
+    eng = t._cpu_engine()
+    eng = getattr(eng, "engine", eng)  # the byte-level engine is wrapped, the SentencePiece one is not
+    sp = isinstance(eng, fast_cpu.CpuSentencePieceEngine)
+    arena, tok_off = (eng.bt[0], eng.bt[1]) if sp else (eng.arena, eng.tok_off)
+    lead = "\u2581".encode() if sp else b" "
+    lens = np.diff(tok_off)
+    short = int(((lens >= (2 if sp else 1)) & (lens <= K._SHORT_KEY)).sum())
+    arena = arena.tobytes()
+    k = len(lead)
+    words = sorted({arena[a + k:b] for a, b in zip(tok_off[:-1].tolist(), tok_off[1:].tolist())
+                    if 2 <= b - a - k <= 11 and arena[a:a + k] == lead and arena[a + k:b].isalpha()
+                    and arena[a + k:b].islower() and arena[a + k:b].isascii()})
     assert len(words) > 2000
     rng = random.Random(4)
-    texts = ["".join(w.decode() for w in rng.sample(words, 40)) for _ in range(300)]
+    texts = ["".join(" " + w.decode() for w in rng.sample(words, 40)) for _ in range(300)]
     want = t.encode_batch_ids(texts, add_special_tokens=False, device="ref").to_list()
     eng._wcache = None
     try:
@@ -1330,7 +1336,7 @@ def test_short_cache_seeded_with_the_vocabulary(family, monkeypatch):
         assert len(seeds) > 0.95 * short and _entries(cache[1]) == seeds
         assert t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=2).to_list() == want
         with monkeypatch.context() as mp:  # the miss path's entries for the same pieces
-            mp.setattr(fast_cpu.ByteBPEEngine, "_seeds_words", False)
+            mp.setattr(type(eng), "_seeds_words", False)
             eng._wcache = None
             assert t.encode_batch_ids(texts, add_special_tokens=False, device="cpu",
                                       num_threads=1).to_list() == want

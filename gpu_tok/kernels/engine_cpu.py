@@ -1722,14 +1722,46 @@ def short_seed(arena, tok_off, init_ids, grid, mtab, bkeys, bvals, whole_first, 
                     c = 1
             if c < 0:
                 c = _merge_short(arena, a, n, init_ids, grid, mtab, pc, ids, rank, out, 0)
-            if c > _SHORT_IDS:
+            _seed_entry(arena, a, n, c, out, hs, words, t)
+    return hs, words
+
+
+@njit_noalloc(inline="always")
+def _seed_entry(arena, a, n, c, out, hs, words, t):
+    """Row ``t`` of ``short_seed``'s arrays: the short key of ``arena[a:a + n]`` and its ``c``
+    ids ``out[:c]`` (none when more than ``_SHORT_IDS``)."""
+    if c <= _SHORT_IDS:
+        w0, w1, h = short_key(arena, a, n)
+        hs[_U(t)] = h
+        words[_U(t), 0] = w0
+        words[_U(t), 1] = w1 | (np.uint64(c) << np.uint64(60))
+        for k in range(c):
+            words[_U(t), _U(2 + k // 3)] |= np.uint64(out[_U(k)]) << np.uint64(_ID_BITS * (k % 3))
+
+
+@njit_cached(parallel=True)
+def sp_short_seed(arena, tok_off, char_id, byte_id, mtab, nblocks):
+    """``short_seed`` for the SentencePiece engine, whose short cache is keyed on words
+    (``_sp_word_cached``): each token of 2.._SHORT_KEY bytes (its normalized text, "▁" and
+    all) with the ids ``_sp_word`` gives a word of those bytes (what ``_sp_word_miss``
+    puts there; its cut into parts gives the same ids)."""
+    T = tok_off.shape[0] - 1
+    hs = np.zeros(T, np.uint64)
+    words = np.zeros((T, 4), np.uint64)
+    for blk in prange(nblocks):
+        lo = np.int64(blk) * T // nblocks
+        hi = (np.int64(blk) + 1) * T // nblocks
+        pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
+        heap = _heap_scratch(_SHORT)
+        rank = np.empty(_SHORT + 1, np.uint64)
+        out = np.empty(_SHORT, np.int32)
+        for t in range(lo, hi):
+            a = tok_off[t]
+            n = tok_off[t + 1] - a
+            if n < 2 or n > _SHORT_KEY:
                 continue
-            w0, w1, h = short_key(arena, a, n)
-            hs[t] = h
-            words[t, 0] = w0
-            words[t, 1] = w1 | (np.uint64(c) << np.uint64(60))
-            for k in range(c):
-                words[t, 2 + k // 3] |= np.uint64(out[k]) << np.uint64(_ID_BITS * (k % 3))
+            c = _sp_word(arena, a, a + n, char_id, byte_id, mtab, pc, heap, rank, out, 0)
+            _seed_entry(arena, a, n, c, out, hs, words, t)
     return hs, words
 
 
