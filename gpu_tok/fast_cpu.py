@@ -278,6 +278,10 @@ class EngineSpec:
     bytes_table: Optional[tuple] = None  # a prebuilt kernels.engine_cpu.build_bytes_table(token_bytes)
 
 
+_NO_IDS = np.zeros(0, np.int32)  # short_seed's char_id / byte_id for the byte-level engine
+_NO_GRID = np.zeros(0, np.uint64)  # and its grid for the SentencePiece engine
+
+
 class ByteBPEEngine:
     """The compiled path for one byte-level BPE vocabulary (thread-safe)."""
 
@@ -651,7 +655,7 @@ class ByteBPEEngine:
             import numba
 
             hs, words = K.short_seed(self.arena, self.tok_off, self.init_ids, self.grid, self.mtab, self.wkeys,
-                                     self.wvals, self.spec.whole_first, 4 * numba.get_num_threads())
+                                     self.wvals, self.spec.whole_first, _NO_IDS, _NO_IDS, 4 * numba.get_num_threads())
             keep = words[:, 1] != 0
             self._seed[0] = (np.ascontiguousarray(hs[keep]), np.ascontiguousarray(words[keep]))
         return int(K.seed_short_cache(cache, *self._seed[0]))
@@ -1624,7 +1628,7 @@ class CpuSentencePieceEngine:
         self.prefix, self.suffix = template_ids(cfg, ref)
         self._lock = threading.Lock()
         self._wcache = None
-        self._seed = [None]  # sp_short_seed's entries, made once
+        self._seed = [None]  # short_seed's entries for words, made once
         self._out = KeptArray(np.int32, _KEEP_OUT_MAX, self._lock)
         self._text = KeptArray(np.uint8, _KEEP_TEXT_MAX)
 
@@ -1641,12 +1645,12 @@ class CpuSentencePieceEngine:
     _seeds_words = True  # its kept short cache starts with the vocabulary's words (``_seed_short``)
 
     def _seed_short(self, cache: np.ndarray) -> int:
-        """``ByteBPEEngine._seed_short`` for words (``engine_cpu.sp_short_seed``)."""
+        """``ByteBPEEngine._seed_short`` for words (``engine_cpu.short_seed`` with ``char_id``)."""
         if self._seed[0] is None:
             import numba
 
-            hs, words = self.K.sp_short_seed(self.bt[0], self.bt[1], self.char_id, self.byte_id, self.mtab,
-                                             4 * numba.get_num_threads())
+            hs, words = self.K.short_seed(self.bt[0], self.bt[1], self.byte_id, _NO_GRID, self.mtab, self.bt[2],
+                                          self.bt[3], False, self.char_id, self.byte_id, 4 * numba.get_num_threads())
             keep = words[:, 1] != 0
             self._seed[0] = (np.ascontiguousarray(hs[keep]), np.ascontiguousarray(words[keep]))
         return int(self.K.seed_short_cache(cache, *self._seed[0]))

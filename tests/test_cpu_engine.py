@@ -1303,7 +1303,7 @@ def _entries(cache):
 @pytest.mark.parametrize("family", ["gpt2", "llama3", "gpt-4o", "llama2", "gemma3"])
 def test_short_cache_seeded_with_the_vocabulary(family, monkeypatch):
     """A kept short cache starts with the vocabulary's tokens of up to 15 bytes
-    (``engine_cpu.short_seed`` / ``sp_short_seed``, ``seed_short_cache``): most of them, in
+    (``engine_cpu.short_seed``, ``seed_short_cache``): most of them, in
     every worker's rows. Each seed is what the miss path puts there for a piece (a word, in
     the SentencePiece engine) of those bytes: the entries a pass without seeds wrote for
     such pieces equal them (BPE, and ``ignore_merges``' whole-word lookup for llama3). Texts

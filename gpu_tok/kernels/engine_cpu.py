@@ -1694,58 +1694,17 @@ def _set_put(tab, w, slot, pw0, pw1, c, out, o, n_ids):
 # the worker would have put there; entries are placed in empty ways of a fresh cache and
 # age out like any other.
 @njit_cached(parallel=True)
-def short_seed(arena, tok_off, init_ids, grid, mtab, bkeys, bvals, whole_first, nblocks):
+def short_seed(arena, tok_off, init_ids, grid, mtab, bkeys, bvals, whole_first, char_id, byte_id, nblocks):
     """``(hs, words)``: for each token of 1.._SHORT_KEY bytes whose piece has at most
     ``_SHORT_IDS`` ids, its short key's hash and its short-cache entry (``words[t]``, four
     words as ``_set_put`` writes them); ``words[t, 1] == 0`` for the others. Blocks of
-    tokens in parallel, each with its own pair cache."""
+    tokens in parallel, each with its own pair cache. With a non-empty ``char_id``, for the
+    SentencePiece engine, whose short cache is keyed on words (``_sp_word_cached``): each
+    token of 2.._SHORT_KEY bytes (its normalized text, "▁" and all) with the ids
+    ``_sp_word`` gives a word of those bytes (what ``_sp_word_miss`` puts there; its cut
+    into parts gives the same ids); ``init_ids``, ``grid``, ``bkeys``, ``bvals`` unused."""
     T = tok_off.shape[0] - 1
-    hs = np.zeros(T, np.uint64)
-    words = np.zeros((T, 4), np.uint64)
-    for blk in prange(nblocks):
-        lo = np.int64(blk) * T // nblocks
-        hi = (np.int64(blk) + 1) * T // nblocks
-        pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
-        ids = np.empty(_SHORT, np.int32)
-        rank = np.empty(_SHORT + 1, np.uint64)
-        out = np.empty(_SHORT, np.int32)
-        for t in range(lo, hi):
-            a = tok_off[t]
-            n = tok_off[t + 1] - a
-            if n < 1 or n > _SHORT_KEY:
-                continue
-            c = -1
-            if whole_first:
-                x = bytes_lookup(arena, a, a + n, arena, tok_off, bkeys, bvals)
-                if x >= 0:
-                    out[0] = x
-                    c = 1
-            if c < 0:
-                c = _merge_short(arena, a, n, init_ids, grid, mtab, pc, ids, rank, out, 0)
-            _seed_entry(arena, a, n, c, out, hs, words, t)
-    return hs, words
-
-
-@njit_noalloc(inline="always")
-def _seed_entry(arena, a, n, c, out, hs, words, t):
-    """Row ``t`` of ``short_seed``'s arrays: the short key of ``arena[a:a + n]`` and its ``c``
-    ids ``out[:c]`` (none when more than ``_SHORT_IDS``)."""
-    if c <= _SHORT_IDS:
-        w0, w1, h = short_key(arena, a, n)
-        hs[_U(t)] = h
-        words[_U(t), 0] = w0
-        words[_U(t), 1] = w1 | (np.uint64(c) << np.uint64(60))
-        for k in range(c):
-            words[_U(t), _U(2 + k // 3)] |= np.uint64(out[_U(k)]) << np.uint64(_ID_BITS * (k % 3))
-
-
-@njit_cached(parallel=True)
-def sp_short_seed(arena, tok_off, char_id, byte_id, mtab, nblocks):
-    """``short_seed`` for the SentencePiece engine, whose short cache is keyed on words
-    (``_sp_word_cached``): each token of 2.._SHORT_KEY bytes (its normalized text, "▁" and
-    all) with the ids ``_sp_word`` gives a word of those bytes (what ``_sp_word_miss``
-    puts there; its cut into parts gives the same ids)."""
-    T = tok_off.shape[0] - 1
+    sp = char_id.shape[0] > 0
     hs = np.zeros(T, np.uint64)
     words = np.zeros((T, 4), np.uint64)
     for blk in prange(nblocks):
@@ -1758,10 +1717,25 @@ def sp_short_seed(arena, tok_off, char_id, byte_id, mtab, nblocks):
         for t in range(lo, hi):
             a = tok_off[t]
             n = tok_off[t + 1] - a
-            if n < 2 or n > _SHORT_KEY:
+            if n < 1 + sp or n > _SHORT_KEY:
                 continue
-            c = _sp_word(arena, a, a + n, char_id, byte_id, mtab, pc, heap, rank, out, 0)
-            _seed_entry(arena, a, n, c, out, hs, words, t)
+            c = -1
+            if sp:
+                c = _sp_word(arena, a, a + n, char_id, byte_id, mtab, pc, heap, rank, out, 0)
+            elif whole_first:
+                x = bytes_lookup(arena, a, a + n, arena, tok_off, bkeys, bvals)
+                if x >= 0:
+                    out[0] = x
+                    c = 1
+            if c < 0:
+                c = _merge_short(arena, a, n, init_ids, grid, mtab, pc, heap[0], rank, out, 0)
+            if c <= _SHORT_IDS:
+                w0, w1, h = short_key(arena, a, n)
+                hs[t] = h
+                words[t, 0] = w0
+                words[t, 1] = w1 | (np.uint64(c) << np.uint64(60))
+                for k in range(c):
+                    words[t, 2 + k // 3] |= np.uint64(out[k]) << np.uint64(_ID_BITS * (k % 3))
     return hs, words
 
 
