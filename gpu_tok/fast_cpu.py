@@ -647,18 +647,23 @@ class ByteBPEEngine:
         """Seed a kept short word cache, fresh, with the vocabulary's tokens of up to 15
         bytes (``engine_cpu.short_seed``: each the miss path's own result for a piece of
         its bytes), so that a piece new to a worker that is a token's bytes is a hit, not a
-        BPE run (cl100k, 8 MB of code after 8 MB of the same file, two threads: a fifth of
-        the new pieces; decision 0019). The entries are made once per engine, in parallel;
-        returns how many each worker's cache holds."""
-        K = self._K
+        BPE run (13-29% of the new pieces of 4 MB of code or prose after 4 MB of the same
+        file: decision 0019, addendum of 2026-12-05). The entries are made once per engine,
+        in parallel; returns how many each worker's cache holds."""
+        from .kernels.engine_cpu import seed_short_cache, short_seed
+
         if self._seed[0] is None:
             import numba
 
-            hs, words = K.short_seed(self.arena, self.tok_off, self.init_ids, self.grid, self.mtab, self.wkeys,
-                                     self.wvals, self.spec.whole_first, _NO_IDS, _NO_IDS, 4 * numba.get_num_threads())
+            hs, words = short_seed(*self._seed_tables(), 4 * numba.get_num_threads())
             keep = words[:, 1] != 0
             self._seed[0] = (np.ascontiguousarray(hs[keep]), np.ascontiguousarray(words[keep]))
-        return int(K.seed_short_cache(cache, *self._seed[0]))
+        return int(seed_short_cache(cache, *self._seed[0]))
+
+    def _seed_tables(self):
+        """``short_seed``'s arguments but the block count: the byte-level miss path's tables."""
+        return (self.arena, self.tok_off, self.init_ids, self.grid, self.mtab, self.wkeys, self.wvals,
+                self.spec.whole_first, _NO_IDS, _NO_IDS)
 
     def run_ids(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray] = None,
                 num_threads: Optional[int] = None, normalized: bool = False,
@@ -1644,16 +1649,13 @@ class CpuSentencePieceEngine:
     _shares_words = False  # its kernels never read the shared word table's rows (tried: no gain)
     _seeds_words = True  # its kept short cache starts with the vocabulary's words (``_seed_short``)
 
-    def _seed_short(self, cache: np.ndarray) -> int:
-        """``ByteBPEEngine._seed_short`` for words (``engine_cpu.short_seed`` with ``char_id``)."""
-        if self._seed[0] is None:
-            import numba
+    _seed_short = ByteBPEEngine._seed_short
 
-            hs, words = self.K.short_seed(self.bt[0], self.bt[1], self.byte_id, _NO_GRID, self.mtab, self.bt[2],
-                                          self.bt[3], False, self.char_id, self.byte_id, 4 * numba.get_num_threads())
-            keep = words[:, 1] != 0
-            self._seed[0] = (np.ascontiguousarray(hs[keep]), np.ascontiguousarray(words[keep]))
-        return int(self.K.seed_short_cache(cache, *self._seed[0]))
+    def _seed_tables(self):
+        """``short_seed``'s arguments but the block count, for words (``char_id`` given: the
+        byte-level tables unused)."""
+        return (self.bt[0], self.bt[1], self.byte_id, _NO_GRID, self.mtab, self.bt[2], self.bt[3], False,
+                self.char_id, self.byte_id)
 
     def encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int]):
         with self._text.hold() as kept:  # the packed text lives only in this block

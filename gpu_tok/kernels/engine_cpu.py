@@ -1687,9 +1687,9 @@ def _set_put(tab, w, slot, pw0, pw1, c, out, o, n_ids):
 
 
 # The short cache seeded with the vocabulary (``short_seed``, ``seed_short_cache``): a piece
-# new to a worker that is the bytes of a token (a fifth of the new pieces of 8 MB of code
-# after 8 MB of the same file, cl100k; a third of a cold cache's misses) is a hit from the
-# start instead of a BPE run. Each token's entry is the miss path's own result for a piece
+# new to a worker that is the bytes of a token (13-29% of the new pieces of 4 MB of code or
+# prose after 4 MB of the same file: decision 0019, addendum of 2026-12-05) is a hit from
+# the start instead of a BPE run. Each token's entry is the miss path's own result for a piece
 # of its bytes (the whole_first lookup, else ``_merge_short``), so a seeded entry is what
 # the worker would have put there; entries are placed in empty ways of a fresh cache and
 # age out like any other.
