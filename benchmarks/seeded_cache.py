@@ -52,19 +52,12 @@ def set_seeding(on: bool) -> None:
 def new_tokens(engine, warm, timed):
     """``(new, tokens)``: distinct pieces of ``timed`` not in ``warm``, and how many of those
     are a token's bytes."""
-    from gpu_tok.cpu_ref.pipeline import check_text
-    from gpu_tok.fast_cpu import pack
-
-    def pieces(texts):
-        data, offsets = pack(texts, check_text)
-        starts, ends, _special = engine.pieces(data, offsets, None, True)
-        b = data.tobytes()
-        return {b[s:e] for s, e in zip(starts.tolist(), ends.tolist())}
+    from shared_words import pieces_of  # this folder's (the script's own directory is on the path)
 
     arena = engine.arena.tobytes()
     off = engine.tok_off.tolist()
     vocab = {arena[off[i]:off[i + 1]] for i in range(len(off) - 1)}
-    new = pieces(timed) - pieces(warm)
+    new = set(pieces_of(engine, timed)) - set(pieces_of(engine, warm))
     return len(new), sum(1 for p in new if p in vocab)
 
 
