@@ -15,6 +15,13 @@ of the timed slice (distinct, not in the warm-up slice) and how many of them are
 vocabulary token's bytes (those a seeded cache serves without a BPE run).
 
     python benchmarks/seeded_cache.py --models cl100k_base,gpt2 --files code,english_prose
+
+``--switch pair-filter`` times the other switch of the same engines the same way: the
+merge table's pair filter after every worker's pair cache (``hash_table.pair_filter``,
+decision 0019 addendum of 2026-12-05) left out and put in, in turn (the seeds on in both);
+its column "filter KiB" is the filter's size.
+
+    python benchmarks/seeded_cache.py --switch pair-filter --models gemma3,llama2
 """
 from __future__ import annotations
 
@@ -61,8 +68,56 @@ def new_tokens(engine, warm, timed):
     return len(new), sum(1 for p in new if p in vocab)
 
 
+def alternate(runner, engines, warm, timed, rounds: int, turn):
+    """``(best, setup)``: per switch state (``turn(False)``, ``turn(True)`` in turn, each
+    round), the best seconds of the timed slice after the warm-up, the engines' kept caches
+    made anew each round, and the best seconds of the first call on them (``["x"]``)."""
+    best, setup = {}, {}
+    for _ in range(rounds):
+        for on in (False, True):
+            turn(on)
+            for e in engines:
+                e._wcache = None
+            gc.collect()
+            t0 = time.perf_counter()
+            runner.encode(["x"])
+            t1 = time.perf_counter()
+            runner.encode(warm)
+            t2 = time.perf_counter()
+            runner.encode(timed)
+            t3 = time.perf_counter()
+            best[on] = min(best.get(on, float("inf")), t3 - t2)
+            setup[on] = min(setup.get(on, float("inf")), t1 - t0)
+    return best, setup
+
+
+def set_filter(engines, filters, on: bool) -> None:
+    """The engines' next kept caches with their pair filters (``filters``, as made) or none."""
+    for e, f in zip(engines, filters):
+        e.pfilt = f if on else None
+
+
+def filter_rows(args, model, runner, engines) -> None:
+    """``--switch pair-filter``: MB/s with the pair filters out and in, in turn."""
+    from gpu_tok import bench as B
+
+    filters = [e.pfilt for e in engines]
+    for fname in args.files.split(","):
+        path = B.bench_file(fname)
+        timed = B.load_texts(path, args.max_mb * 1e6)
+        warm = B.load_texts(path, args.max_mb * 1e6, skip_bytes=args.max_mb * 1e6)
+        mb = sum(len(t.encode("utf-8")) for t in timed) / 1e6
+        best, _setup = alternate(runner, engines, warm, timed, args.rounds,
+                                 lambda on: set_filter(engines, filters, on))
+        set_filter(engines, filters, True)
+        off, on = mb / best[False], mb / best[True]
+        print(f"| {model} | {fname} | {mb:.2f} | {args.threads} | {off:.1f} | {on:.1f} | {on / off:.3f} "
+              f"| {filters[0].nbytes >> 10} |", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--switch", choices=("seeds", "pair-filter"), default="seeds")
     ap.add_argument("--models", default="gpt2,cl100k_base,llama3,o200k_base")
     ap.add_argument("--files", default="code,english_prose,multilingual")
     ap.add_argument("--max-mb", type=float, default=4.0)
@@ -73,9 +128,13 @@ def main(argv=None) -> int:
     from gpu_tok import bench as B
     from gpu_tok import fast_cpu
 
-    print("| model | file | MB | threads | new pieces | of them tokens | MB/s seeds off | MB/s seeds on | on/off "
-          "| setup ms off | setup ms on | seeds made ms |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    if args.switch == "seeds":
+        print("| model | file | MB | threads | new pieces | of them tokens | MB/s seeds off | MB/s seeds on | on/off "
+              "| setup ms off | setup ms on | seeds made ms |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    else:
+        print("| model | file | MB | threads | MB/s filter off | MB/s filter on | on/off | filter KiB |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|")
     for model in args.models.split(","):
         m = B.resolve_model(model)
         runner = None
@@ -86,6 +145,9 @@ def main(argv=None) -> int:
         engines = [e for e in seeding_engines() if id(e) not in before]  # this model's
         if not engines:
             print(f"| {model} | - | no seeded engine |")
+            continue
+        if args.switch == "pair-filter":
+            filter_rows(args, model, runner, engines)
             continue
         for fname in args.files.split(","):
             path = B.bench_file(fname)
@@ -104,22 +166,7 @@ def main(argv=None) -> int:
                     t0 = time.perf_counter()
                     e._seed_short(np.zeros((1, 1024, 4), np.uint64))
                     made += time.perf_counter() - t0
-            best, setup = {}, {}
-            for _ in range(args.rounds):
-                for seeds in (False, True):
-                    set_seeding(seeds)
-                    for e in engines:
-                        e._wcache = None
-                    gc.collect()
-                    t0 = time.perf_counter()
-                    runner.encode(["x"])
-                    t1 = time.perf_counter()
-                    runner.encode(warm)
-                    t2 = time.perf_counter()
-                    runner.encode(timed)
-                    t3 = time.perf_counter()
-                    best[seeds] = min(best.get(seeds, float("inf")), t3 - t2)
-                    setup[seeds] = min(setup.get(seeds, float("inf")), t1 - t0)
+            best, setup = alternate(runner, engines, warm, timed, args.rounds, set_seeding)
             set_seeding(True)
             off, on = mb / best[False], mb / best[True]
             print(f"| {model} | {fname} | {mb:.2f} | {args.threads} | {new} | {tokens} | {off:.0f} | {on:.0f} "

@@ -32,7 +32,7 @@ import numpy as np
 
 from . import config as C
 from .encoding import Encoding, EncodingRows
-from .kernels.hash_table import interleave, kernel_bytes
+from .kernels.hash_table import interleave, kernel_bytes, new_pair_cache, pair_filter
 
 _PARALLEL_MIN_BYTES = 1 << 18  # below this one thread does all (the thread pool costs ~30 ms per call here)
 _CACHE_SLOTS = 1 << 20  # short-piece cache slots per worker (32 bytes each: 32 MiB)
@@ -298,6 +298,7 @@ class ByteBPEEngine:
         self.init_ids = np.ascontiguousarray(spec.init_ids, np.int32)
         self.mtab = interleave(*spec.merges)
         self.grid = K.byte_pair_grid(self.init_ids, self.mtab)
+        self.pfilt = pair_filter(self.mtab)  # after each worker's pair cache (``_alloc_word_cache``)
         bt = spec.bytes_table if spec.bytes_table is not None else K.build_bytes_table(spec.token_bytes)
         self.arena, self.tok_off, self.bkeys, self.bvals = bt
         # the table the miss path looks pieces up in (whole_first): only the exceptions
@@ -612,9 +613,9 @@ class ByteBPEEngine:
 
     def _alloc_word_cache(self, workers: int):
         """Per worker: the short and wide word caches, the long-piece cache and the pair cache
-        (``kernels.engine_cpu``): about 68 MiB per worker thread."""
-        return (*word_caches(workers), *long_caches(workers),
-                np.full((workers, 2 << self._K.PAIR_CACHE_BITS), np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64))
+        with the merge table's pair filter after it (``hash_table.lookup_cached``): about
+        68 MiB per worker thread."""
+        return (*word_caches(workers), *long_caches(workers), np.stack([new_pair_cache(self.pfilt)] * workers))
 
     def _scratch_out(self, n: int) -> np.ndarray:
         """``int32[n]`` (at least one) scratch for ``run_ids``'s parallel path, the offsets
@@ -1626,6 +1627,7 @@ class CpuSentencePieceEngine:
         self.held, self.nocut = _held_pairs(vocab, m)
         self.bt = K.build_bytes_table(token_bytes)
         self.mtab = interleave(*merge_table_from_model(ref.model))
+        self.pfilt = pair_filter(self.mtab)
         raw, norm = _added_token_lists(ref)
         self.rt = _trie_tuple(K, raw)
         self.nt = _trie_tuple(K, norm)
@@ -1637,13 +1639,10 @@ class CpuSentencePieceEngine:
         self._out = KeptArray(np.int32, _KEEP_OUT_MAX, self._lock)
         self._text = KeptArray(np.uint8, _KEEP_TEXT_MAX)
 
-    # the short, wide and long word caches (``ByteBPEEngine``'s layout, about 68 MiB per
-    # worker thread), kept across calls the same way, and so is the scratch (3 ids per
-    # input byte here)
-    @staticmethod
-    def _alloc_word_cache(workers: int):
-        return (*word_caches(workers), *long_caches(workers))
-
+    # the short, wide and long word caches and the pair caches with the merge table's pair
+    # filter (``ByteBPEEngine``'s layout, about 68 MiB per worker thread), kept across calls
+    # the same way, and so is the scratch (3 ids per input byte here)
+    _alloc_word_cache = ByteBPEEngine._alloc_word_cache
     _word_cache = ByteBPEEngine._word_cache
     _scratch_out = ByteBPEEngine._scratch_out
     _shares_words = False  # its kernels never read the shared word table's rows (tried: no gain)

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import gpu_tok
 from gpu_tok import fast_cpu
+from gpu_tok.kernels import hash_table as H
 from _oracle_io import DECODE_FIELDS, compare_fields, encoding_fields, is_long
 from _samples import bench_texts, golden_records
 from _paths import model_path, models_dir
@@ -1370,8 +1371,39 @@ def test_kept_caches_faulted_in_unchanged(monkeypatch):
     eng = t._cpu_engine().engine
     eng._wcache = None
     caches = eng._word_cache(True, 1)
-    assert all(not x.any() for x in caches[:-1]) and (caches[-1] == np.uint64(0xFFFFFFFFFFFFFFFF)).all()
+    pcache = caches[-1]  # the pair caches: empty slots, then the merge table's pair filter
+    assert all(not x.any() for x in caches[:-1]) and (pcache[:, :H.PAIR_CACHE_LEN] == H.EMPTY).all()
+    assert all(np.array_equal(row[H.PAIR_CACHE_LEN:], eng.pfilt) for row in pcache)
     eng._wcache = None
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama3", "llama2", "gemma3"])
+def test_pair_filter_in_every_worker_pair_cache(family, monkeypatch):
+    """Both compiled BPE engines keep a pair cache per worker with the merge table's pair
+    filter (``hash_table.pair_filter``) after its slots, and their BPE reads it: with its
+    bits cleared (every merge looks absent) the ids of most documents change; as made, they
+    equal the reference, on one thread and on two."""
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    t = tok(family)
+    eng = t._cpu_engine()
+    eng = getattr(eng, "engine", eng)  # the byte-level engine is wrapped, the SentencePiece one is not
+    texts = bench_texts(20_000)
+    want = t.encode_batch_ids(texts, add_special_tokens=False, device="ref").to_list()
+    eng._wcache = None
+    try:
+        pcache = eng._word_cache(True, 2)[-1]
+        assert pcache.shape[0] >= 2 and pcache.shape[1] == H.PAIR_CACHE_LEN + eng.pfilt.shape[0]
+        assert all(np.array_equal(row[H.PAIR_CACHE_LEN:], eng.pfilt) for row in pcache)
+        for threads in (1, 2):
+            assert t.encode_batch_ids(texts, add_special_tokens=False, device="cpu",
+                                      num_threads=threads).to_list() == want
+        eng._wcache = None
+        eng._word_cache(True, 1)[-1][:, H.PAIR_CACHE_LEN:] = 0
+        got = t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list()
+        assert sum(a != b for a, b in zip(got, want)) > len(want) // 2
+    finally:
+        eng._wcache = None
+    assert t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=2).to_list() == want
 
 
 @pytest.mark.parametrize("family", ["gpt2", "qwen3", "llama2", "cl100k_base"])

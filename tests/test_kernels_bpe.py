@@ -109,6 +109,57 @@ def test_hash_table_finds_every_key_and_no_other():
     assert all_found(keys, values, pairs[:, 0], pairs[:, 1], rank, merged) == 0
 
 
+def test_pair_filter_never_misses_a_merge(monkeypatch):
+    """``pair_filter``: a power-of-two number of words, about 8 bits a merge (at least 2^12
+    bits, at most 2^22), every merge's bit set. ``lookup_cached`` through a pair cache that
+    carries it gives ``lookup2``'s value for every merge and for pairs without one, read
+    once and again (from the pair cache); most of those pairs are answered by a clear bit;
+    and the filter is read (all bits cleared: a merge is answered ``EMPTY``)."""
+    from numba import njit
+
+    rng = np.random.default_rng(5)
+    pairs = np.unique(rng.integers(0, 300_000, size=(200_000, 2)), axis=0)
+    n = pairs.shape[0]
+    mtab = H.interleave(*H.build_merge_table((pairs[:, 0], pairs[:, 1], rng.permutation(n),
+                                               rng.integers(0, 2**31 - 1, size=n))))
+    filt = H.pair_filter(mtab)
+    bits = 64 * filt.shape[0]
+    assert bits & (bits - 1) == 0 and 8 * n <= bits < 16 * n
+    present = set(map(tuple, pairs.tolist()))
+    absent = np.array([p for p in rng.integers(0, 300_000, size=(50_000, 2)).tolist() if tuple(p) not in present])
+
+    @njit
+    def same(mtab, pc, left, right):
+        bad = 0
+        clear = 0
+        nf = pc.shape[0] - H.PAIR_CACHE_LEN
+        for _ in range(2):
+            for j in range(left.shape[0]):
+                key = (np.uint64(left[j]) << np.uint64(32)) | np.uint64(right[j])
+                if H.lookup_cached(mtab, pc, key) != H.lookup2(mtab, key):
+                    bad += 1
+                if nf > 0:
+                    b = H._filter_bit(key * H._GOLD, nf)
+                    clear += ((pc[H.PAIR_CACHE_LEN + np.int64(b >> np.uint64(6))] >> (b & np.uint64(63)))
+                              & np.uint64(1)) == 0
+        return bad, clear
+
+    pc = H.new_pair_cache(filt)
+    assert pc.shape[0] == H.PAIR_CACHE_LEN + filt.shape[0] and np.array_equal(pc[H.PAIR_CACHE_LEN:], filt)
+    assert same(mtab, pc, pairs[:, 0], pairs[:, 1]) == (0, 0)
+    bad, clear = same(mtab, pc, absent[:, 0], absent[:, 1])
+    assert bad == 0 and clear > 2 * 0.8 * absent.shape[0]
+    assert same(mtab, H.new_pair_cache(), absent[:, 0], absent[:, 1]) == (0, 0)  # no filter: probes only
+    blind = H.new_pair_cache(np.zeros_like(filt))
+    key = (np.uint64(pairs[0, 0]) << np.uint64(32)) | np.uint64(pairs[0, 1])
+    assert H.lookup2(mtab, key) != H.EMPTY and same(mtab, blind, pairs[:1, 0], pairs[:1, 1])[0] == 2
+    small = H.interleave(*H.build_merge_table([(1, 2, 0, 7), (7, 3, 1, 8)]))
+    assert H.pair_filter(small).shape[0] == 64  # 2^12 bits
+    monkeypatch.setattr(H, "_FILTER_MAX_BITS", 18)  # the cap: fewer bits than 8 a merge, still no miss
+    capped = H.pair_filter(mtab)
+    assert capped.shape[0] == 1 << 12 and same(mtab, H.new_pair_cache(capped), pairs[:, 0], pairs[:, 1]) == (0, 0)
+
+
 def test_hash_table_input_forms_duplicates_and_limits():
     d = {(1, 2): (0, 10), (2, 3): (1, 11), (0, 0): (2, 12), (2**32 - 1, 0): (3, 2**32 - 1)}
     tables = [H.build_merge_table(d), H.build_merge_table(list(d.items())),

@@ -46,7 +46,8 @@ from ._intrinsics import cas3 as _cas3
 from ._intrinsics import load_acquire3 as _load_acquire3
 from ._intrinsics import store_release3 as _store_release3
 from .bpe_cpu import merge_piece
-from .hash_table import _GOLD, EMPTY, PAIR_CACHE_BITS, lookup, lookup2, lookup_cached, mix64, njit_cached, njit_noalloc
+from .hash_table import (_GOLD, EMPTY, PAIR_CACHE_BITS, filter_slot, lookup, lookup2, lookup_cached, mix64, njit_cached,
+                         njit_noalloc)
 from .hash_table import uidx as _U
 
 _CACHE_IDS = 8
@@ -1029,8 +1030,10 @@ def key_hash(w0, w1):
 
 @njit_noalloc(inline="always")
 def _prefetch_pair(mtab, pc, key):
-    """Prefetch the pair cache's and the merge table's slots for ``key`` (``lookup_cached``)."""
+    """Prefetch the pair cache's slot, its pair filter's word and the merge table's slot for
+    ``key`` (``lookup_cached``)."""
     _prefetch1(pc, np.int64((key * _GOLD) >> np.uint64(64 - PAIR_CACHE_BITS)) << 1)
+    _prefetch1(pc, filter_slot(pc, key))
     _prefetch1(mtab, 2 * np.int64(mix64(key) & np.uint64((mtab.shape[0] >> 1) - 1)))
 
 
@@ -2731,7 +2734,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
 
 @njit_cached
 def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
-              bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, w, out, counts, rec):
+              bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, w, out, counts, rec):
     big = 1
     for d in range(d0, d1):
         ln = doc_offsets[_U(d + 1)] - doc_offsets[_U(d)]
@@ -2742,7 +2745,7 @@ def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byt
     m = 3 * big + 8 if rec is not None else 0
     nsrc = np.empty(m, np.int64)
     psrc = np.empty(m, np.int64)
-    pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
+    pc = pcache[w]
     cap = big + 2
     ncap = 3 * big + 8
     dsc = (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64),
@@ -2772,17 +2775,21 @@ def _sp_docs(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte
 
 @njit_cached(parallel=True, nogil=True)
 def sp_encode_parallel(data, doc_offsets, dst, blocks, rt, nt, cls, prepend, char_id, byte_id, mtab, arena,
-                       tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, out, counts, rec):
+                       tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, out, counts,
+                       rec):
     """``prange`` over ``blocks`` of documents (bounds into the document list); each worker
-    uses its own row of the word caches (``get_thread_id()``). ``rec``: ``_sp_doc``'s."""
+    uses its own row of the word caches and of ``pcache``, the pair caches with the merge
+    table's pair filter (``hash_table.lookup_cached``; kept with the word caches) by
+    ``get_thread_id()``. ``rec``: ``_sp_doc``'s."""
     for k in prange(blocks.shape[0] - 1):
         _sp_block(data, doc_offsets, dst, blocks[_U(k)], blocks[_U(k + 1)], rt, nt, cls, prepend, char_id, byte_id, mtab,
-                  arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, get_thread_id(),
+                  arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, get_thread_id(),
                   out, counts, rec)
 
 
 @njit_cached(nogil=True)
 def sp_encode_serial(data, doc_offsets, dst, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
-                     bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, out, counts, rec):
+                     bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, out, counts, rec):
     _sp_block(data, doc_offsets, dst, _I0, doc_offsets.shape[0] - 1, rt, nt, cls, prepend, char_id, byte_id, mtab,
-              arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, _I0, out, counts, rec)
+              arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, _I0, out, counts,
+              rec)
