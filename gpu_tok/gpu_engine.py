@@ -351,7 +351,7 @@ class ByteLevelHost:
                                                                 scratch, huge_bytes)
             huge = None
             if stats[3]:
-                idx = H.huge_pieces(starts, special, huge_bytes)
+                idx = H.huge_pieces(starts, special, huge_bytes, 4 * threads if parallel else 1)
                 huge = (idx,) + H.huge_byte_level(data, starts, special, idx, eng.init_ids, eng.mtab, eng.arena,
                                                   eng.tok_off, eng.bkeys, eng.bvals, eng.spec.whole_first,
                                                   threads if parallel else 1)
@@ -379,7 +379,7 @@ class SentencePieceHost:
                 alloc, huge_bytes)
             huge = None
             if stats[3]:
-                idx = H.huge_pieces(starts, special, huge_bytes)
+                idx = H.huge_pieces(starts, special, huge_bytes, 4 * threads if parallel else 1)
                 huge = (idx,) + H.huge_sentencepiece(buf, starts, special, idx, sp.char_id, sp.byte_id, sp.mtab,
                                                      threads if parallel else 1)
         return HostPieces(buf, starts, special, first, None, stats[:3], huge)
@@ -417,7 +417,8 @@ class ClipHost:
         special = np.ascontiguousarray(special, np.int32)
         starts32 = st.astype(np.int32)
         huge = None
-        idx = H.huge_pieces(starts32, special, huge_bytes)
+        with numba_threads(threads if parallel else None):
+            idx = H.huge_pieces(starts32, special, huge_bytes, 4 * threads if parallel else 1)
         if idx.shape[0]:
             with numba_threads(threads if parallel else None):
                 huge = (idx,) + H.huge_byte_level(packed, starts32, special, idx, eng.init_ids, eng.mtab, eng.arena,

@@ -520,6 +520,26 @@ def test_twin_oom_halves_the_batch(monkeypatch):
 
 
 @twin_only
+def test_huge_pieces_in_order_in_any_blocks():
+    """``gpu_host.huge_pieces``: the model pieces (``special == -1``) longer than the
+    threshold, in order, whatever the number of blocks it counts and writes in parallel
+    (one, a few, more blocks than pieces; no pieces at all)."""
+    from gpu_tok.kernels.gpu_host import huge_pieces
+
+    rng = np.random.default_rng(11)
+    P = 10_007
+    lens = rng.integers(0, 200, P)
+    starts = np.zeros(P + 1, np.int32)
+    np.cumsum(lens, out=starts[1:])
+    special = rng.choice(np.array([-1, -1, -1, -1, -2, 7], np.int32), P)
+    want = np.flatnonzero((special == -1) & (lens > 150))
+    assert 0 < want.shape[0] < P // 4
+    for nblocks in (1, 3, 8, P + 5):
+        assert np.array_equal(huge_pieces(starts, special, 150, nblocks), want), nblocks
+    assert huge_pieces(starts[:1], special[:0], 150, 4).shape == (0,)
+
+
+@twin_only
 @pytest.mark.parametrize("huge", [8, 100, 2 ** 62])
 def test_twin_collisions_and_long_pieces(huge):
     """Every dedupe key collides (two bits): still exact; long pieces of many sizes, on the
