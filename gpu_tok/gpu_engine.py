@@ -40,6 +40,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from .fast_cpu import KeptArray, numba_threads, plan_threads
+from .kernels.hash_table import new_pair_cache
 
 _BATCH_BYTES = 64 << 20  # bytes of input text per batch at most (GPU_TOK_CUDA_BATCH_MB overrides)
 _MIN_BATCH_BYTES = 4 << 20  # an input is cut into at least _SPLIT batches of at least this much,
@@ -352,9 +353,9 @@ class ByteLevelHost:
             huge = None
             if stats[3]:
                 idx = H.huge_pieces(starts, special, huge_bytes, 4 * threads if parallel else 1)
-                huge = (idx,) + H.huge_byte_level(data, starts, special, idx, eng.init_ids, eng.mtab, eng.arena,
-                                                  eng.tok_off, eng.bkeys, eng.bvals, eng.spec.whole_first,
-                                                  threads if parallel else 1)
+                huge = (idx,) + H.huge_byte_level(data, starts, special, idx, eng.init_ids, eng.mtab,
+                                                  new_pair_cache(eng.pfilt), eng.arena, eng.tok_off, eng.bkeys,
+                                                  eng.bvals, eng.spec.whole_first, threads if parallel else 1)
         return HostPieces(data, starts, special, first, skip, stats[:3], huge)
 
 
@@ -381,7 +382,7 @@ class SentencePieceHost:
             if stats[3]:
                 idx = H.huge_pieces(starts, special, huge_bytes, 4 * threads if parallel else 1)
                 huge = (idx,) + H.huge_sentencepiece(buf, starts, special, idx, sp.char_id, sp.byte_id, sp.mtab,
-                                                     threads if parallel else 1)
+                                                     new_pair_cache(sp.pfilt), threads if parallel else 1)
         return HostPieces(buf, starts, special, first, None, stats[:3], huge)
 
 
@@ -421,9 +422,9 @@ class ClipHost:
             idx = H.huge_pieces(starts32, special, huge_bytes, 4 * threads if parallel else 1)
         if idx.shape[0]:
             with numba_threads(threads if parallel else None):
-                huge = (idx,) + H.huge_byte_level(packed, starts32, special, idx, eng.init_ids, eng.mtab, eng.arena,
-                                                  eng.tok_off, eng.bkeys, eng.bvals, eng.spec.whole_first,
-                                                  threads if parallel else 1)
+                huge = (idx,) + H.huge_byte_level(packed, starts32, special, idx, eng.init_ids, eng.mtab,
+                                                  new_pair_cache(eng.pfilt), eng.arena, eng.tok_off, eng.bkeys,
+                                                  eng.bvals, eng.spec.whole_first, threads if parallel else 1)
         return HostPieces(packed, starts32, special, first, skip if skip.any() else None,
                           _stats(starts32, special), huge)
 

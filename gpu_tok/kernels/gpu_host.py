@@ -26,7 +26,7 @@ import numpy as np
 from numba import prange
 
 from .engine_cpu import _SHORT, _bpe_long, _heap_scratch, _sp_word, bytes_lookup
-from .hash_table import EMPTY, PAIR_CACHE_BITS, njit_cached, njit_noalloc
+from .hash_table import njit_cached, njit_noalloc
 from .hash_table import uidx as _U
 from ._intrinsics import ctz64
 from .pretok_cpu import _next_piece, _plan, _window_starts, unit_stop, unit_sync
@@ -248,10 +248,12 @@ def _alloc(name, n, dtype):
 # device's scratch at the piece's first byte).
 
 @njit_cached(parallel=True)
-def huge_byte_level(data, starts, special, huge, init_ids, mtab, arena, tok_off, bkeys, bvals, whole_first, workers):
+def huge_byte_level(data, starts, special, huge, init_ids, mtab, pc0, arena, tok_off, bkeys, bvals, whole_first,
+                    workers):
     """Ids of the pieces ``huge`` (indices): ``(ids, off)``, piece ``huge[k]``'s ids at
     ``ids[off[k]:off[k+1]]``; marks them in ``special``. ``workers`` (the threads): each has
-    its own pair cache and takes every ``workers``-th piece."""
+    its own pair cache, a copy of ``pc0`` (``hash_table.new_pair_cache``, with the merge
+    table's pair filter), and takes every ``workers``-th piece."""
     K = huge.shape[0]
     room = np.zeros(K + 1, np.int64)
     for k in range(K):
@@ -260,7 +262,7 @@ def huge_byte_level(data, starts, special, huge, init_ids, mtab, arena, tok_off,
     cnt = np.zeros(K, np.int64)
     W = max(min(K, workers), 1)
     for w in prange(W):  # each worker its own pair cache, its pieces every W-th
-        pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
+        pc = pc0.copy()
         for k in range(w, K, W):
             p = huge[k]
             a = np.int64(starts[p])
@@ -278,7 +280,7 @@ def huge_byte_level(data, starts, special, huge, init_ids, mtab, arena, tok_off,
 
 
 @njit_cached(parallel=True)
-def huge_sentencepiece(data, starts, special, huge, char_id, byte_id, mtab, workers):
+def huge_sentencepiece(data, starts, special, huge, char_id, byte_id, mtab, pc0, workers):
     """``huge_byte_level`` for SentencePiece-style pieces (``engine_cpu._sp_word``: initial
     symbols per character, else ``<0xXX>`` per byte; ``whole_first`` was applied on the host
     to the whole piece before words were cut)."""
@@ -289,8 +291,8 @@ def huge_sentencepiece(data, starts, special, huge, char_id, byte_id, mtab, work
     buf = np.empty(max(room[K], 1), np.int32)
     cnt = np.zeros(K, np.int64)
     W = max(min(K, workers), 1)
-    for w in prange(W):  # each worker its own pair cache and scratch, its pieces every W-th
-        pc = np.full(2 << PAIR_CACHE_BITS, EMPTY, np.uint64)
+    for w in prange(W):  # each worker its own pair cache (``pc0``'s copy) and scratch, its pieces every W-th
+        pc = pc0.copy()
         cap = np.int64(_SHORT)
         hs = _heap_scratch(cap + 8)
         rank = np.empty(_SHORT + 1, np.uint64)

@@ -249,13 +249,11 @@ def lookup_cached(mtab, pc, key):
     if pc[_U(i)] == key:
         return pc[_U(i + 1)]
     nf = pc.shape[0] - PAIR_CACHE_LEN
-    v = EMPTY
-    if nf <= 0:
-        v = lookup2(mtab, key)
-    else:
+    if nf > 0:  # the filter's answers are not cached: the slots stay with pairs it cannot answer
         b = _filter_bit(h, nf)
-        if (pc[_U(PAIR_CACHE_LEN + np.int64(b >> np.uint64(6)))] >> (b & np.uint64(63))) & np.uint64(1):
-            v = lookup2(mtab, key)
+        if (pc[_U(PAIR_CACHE_LEN + np.int64(b >> np.uint64(6)))] >> (b & np.uint64(63))) & np.uint64(1) == 0:
+            return EMPTY
+    v = lookup2(mtab, key)
     pc[_U(i)] = key
     pc[_U(i + 1)] = v
     return v
