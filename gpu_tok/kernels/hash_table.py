@@ -243,16 +243,17 @@ def lookup_cached(mtab, pc, key):
     """``lookup2`` through a small direct-mapped pair cache ``pc`` (``new_pair_cache``): the
     pairs that recur stay dense in the processor's nearest caches; when ``pc`` carries the
     table's pair filter after its slots, a pair whose filter bit is clear is answered
-    ``EMPTY`` without a probe. Same result."""
+    ``EMPTY`` first, without a probe of either (and not cached: the slots stay with the
+    pairs the filter cannot answer). Same result."""
     h = key * _GOLD
-    i = np.int64(h >> np.uint64(64 - PAIR_CACHE_BITS)) << 1
-    if pc[_U(i)] == key:
-        return pc[_U(i + 1)]
     nf = pc.shape[0] - PAIR_CACHE_LEN
-    if nf > 0:  # the filter's answers are not cached: the slots stay with pairs it cannot answer
+    if nf > 0:
         b = _filter_bit(h, nf)
         if (pc[_U(PAIR_CACHE_LEN + np.int64(b >> np.uint64(6)))] >> (b & np.uint64(63))) & np.uint64(1) == 0:
             return EMPTY
+    i = np.int64(h >> np.uint64(64 - PAIR_CACHE_BITS)) << 1
+    if pc[_U(i)] == key:
+        return pc[_U(i + 1)]
     v = lookup2(mtab, key)
     pc[_U(i)] = key
     pc[_U(i + 1)] = v
