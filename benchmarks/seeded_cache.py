@@ -91,6 +91,17 @@ def alternate(runner, engines, warm, timed, rounds: int, turn):
     return best, setup
 
 
+def slices(fname: str, max_mb: float):
+    """``(timed, warm, MB)``: the first ``max_mb`` MB of a bench file, the next ``max_mb`` MB,
+    and the first slice's size."""
+    from gpu_tok import bench as B
+
+    path = B.bench_file(fname)
+    timed = B.load_texts(path, max_mb * 1e6)
+    warm = B.load_texts(path, max_mb * 1e6, skip_bytes=max_mb * 1e6)
+    return timed, warm, sum(len(t.encode("utf-8")) for t in timed) / 1e6
+
+
 def set_filter(engines, filters, on: bool) -> None:
     """The engines' next kept caches with their pair filters (``filters``, as made) or none."""
     for e, f in zip(engines, filters):
@@ -99,14 +110,9 @@ def set_filter(engines, filters, on: bool) -> None:
 
 def filter_rows(args, model, runner, engines) -> None:
     """``--switch pair-filter``: MB/s with the pair filters out and in, in turn."""
-    from gpu_tok import bench as B
-
     filters = [e.pfilt for e in engines]
     for fname in args.files.split(","):
-        path = B.bench_file(fname)
-        timed = B.load_texts(path, args.max_mb * 1e6)
-        warm = B.load_texts(path, args.max_mb * 1e6, skip_bytes=args.max_mb * 1e6)
-        mb = sum(len(t.encode("utf-8")) for t in timed) / 1e6
+        timed, warm, mb = slices(fname, args.max_mb)
         best, _setup = alternate(runner, engines, warm, timed, args.rounds,
                                  lambda on: set_filter(engines, filters, on))
         set_filter(engines, filters, True)
@@ -150,10 +156,7 @@ def main(argv=None) -> int:
             filter_rows(args, model, runner, engines)
             continue
         for fname in args.files.split(","):
-            path = B.bench_file(fname)
-            timed = B.load_texts(path, args.max_mb * 1e6)
-            warm = B.load_texts(path, args.max_mb * 1e6, skip_bytes=args.max_mb * 1e6)
-            mb = sum(len(t.encode("utf-8")) for t in timed) / 1e6
+            timed, warm, mb = slices(fname, args.max_mb)
             if isinstance(engines[0], fast_cpu.ByteBPEEngine):
                 new, tokens = new_tokens(engines[0], warm, timed)
             else:  # the SentencePiece engine's words are not counted here
