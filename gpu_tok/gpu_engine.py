@@ -350,13 +350,23 @@ class ByteLevelHost:
             skip = eng._nfc_skip(data, offsets, None)
             starts, special, first, stats = H.byte_level_pieces(eng, data, offsets, skip, parallel, threads, alloc,
                                                                 scratch, huge_bytes)
-            huge = None
-            if stats[3]:
-                idx = H.huge_pieces(starts, special, huge_bytes, 4 * threads if parallel else 1)
-                huge = (idx,) + H.huge_byte_level(data, starts, special, idx, eng.init_ids, eng.mtab,
-                                                  new_pair_cache(eng.pfilt), eng.arena, eng.tok_off, eng.bkeys,
-                                                  eng.bvals, eng.spec.whole_first, threads if parallel else 1)
+            huge = _byte_level_huge(eng, data, starts, special, huge_bytes, threads, parallel) if stats[3] else None
         return HostPieces(data, starts, special, first, skip, stats[:3], huge)
+
+
+def _byte_level_huge(eng, data, starts, special, huge_bytes, threads: int, parallel: bool):
+    """``(idx, ids, off)``: the model pieces over ``huge_bytes`` bytes and their ids, encoded
+    on the host with a ``fast_cpu.ByteBPEEngine``'s tables (``gpu_host.huge_pieces``,
+    ``huge_byte_level``, which marks them in ``special``), or None when there are none; the
+    caller sets the threads (``numba_threads``)."""
+    from .kernels import gpu_host as H
+
+    idx = H.huge_pieces(starts, special, huge_bytes, 4 * threads if parallel else 1)
+    if not idx.shape[0]:
+        return None
+    return (idx,) + H.huge_byte_level(data, starts, special, idx, eng.init_ids, eng.mtab, new_pair_cache(eng.pfilt),
+                                      eng.arena, eng.tok_off, eng.bkeys, eng.bvals, eng.spec.whole_first,
+                                      threads if parallel else 1)
 
 
 class SentencePieceHost:
@@ -396,8 +406,6 @@ class ClipHost:
         self.clip = clip
 
     def pieces(self, data, offsets, num_threads, alloc=None, scratch=None, huge_bytes=_HUGE_BYTES) -> HostPieces:
-        from .kernels import gpu_host as H
-
         c = self.clip
         eng = c.engine
         n = offsets.shape[0] - 1
@@ -417,14 +425,8 @@ class ClipHost:
         np.cumsum(np.bincount(doc, minlength=n), out=first[1:])
         special = np.ascontiguousarray(special, np.int32)
         starts32 = st.astype(np.int32)
-        huge = None
         with numba_threads(threads if parallel else None):
-            idx = H.huge_pieces(starts32, special, huge_bytes, 4 * threads if parallel else 1)
-        if idx.shape[0]:
-            with numba_threads(threads if parallel else None):
-                huge = (idx,) + H.huge_byte_level(packed, starts32, special, idx, eng.init_ids, eng.mtab,
-                                                  new_pair_cache(eng.pfilt), eng.arena, eng.tok_off, eng.bkeys,
-                                                  eng.bvals, eng.spec.whole_first, threads if parallel else 1)
+            huge = _byte_level_huge(eng, packed, starts32, special, huge_bytes, threads, parallel)
         return HostPieces(packed, starts32, special, first, skip if skip.any() else None,
                           _stats(starts32, special), huge)
 
