@@ -78,13 +78,6 @@ class numba_threads:
             numba.set_num_threads(self.prev)
 
 
-def numba_chunksize(n: int):
-    """``numba.parallel_chunksize(n)``: ``prange`` hands out ``n`` iterations at a time."""
-    import numba
-
-    return numba.parallel_chunksize(n)
-
-
 class KeptArray:
     """An array an engine keeps between calls, up to ``limit`` bytes: a fresh one past
     glibc's reuse of freed blocks (32 MiB) is zero-filled page by page as it is first
@@ -411,8 +404,7 @@ class ByteBPEEngine:
                     self.spec.whole_first, *cache, out, opos, counts)
             if parallel and P > 1:
                 blocks = byte_blocks(starts, data.shape[0], P, 8 * threads)
-                with numba_chunksize(1):
-                    K.encode_pieces_parallel(data, starts, ends, special, blocks, *args)
+                K.encode_pieces_parallel(data, starts, ends, special, blocks, np.int64(threads), *args)
             else:
                 K.encode_pieces_serial(data, starts, ends, special, *args)
             pts = np.zeros(P + 1, np.int64)
@@ -514,8 +506,7 @@ class ByteBPEEngine:
         # the changed documents' spans in parallel when the caller runs parallel (8 MB of the
         # multilingual file, qwen3: 68 documents, 640 kB)
         if numba.get_num_threads() > 1 and seg_s.shape[0] > 1 and (seg_e - seg_s).sum() >= _NFC_PARALLEL_MIN:
-            with numba_chunksize(1):
-                sp_s, sp_e = K.nfc_spans_parallel(data, seg_s, seg_e, *self.nfc)
+            sp_s, sp_e = K.nfc_spans_parallel(data, seg_s, seg_e, *self.nfc)
         else:
             sp_s, sp_e = K.nfc_spans(data, seg_s, seg_e, *self.nfc)
         # the distinct spans (they recur: the same few accented letters), grouped by hash
@@ -708,8 +699,7 @@ class ByteBPEEngine:
                 if parallel:
                     total = int((seg_e - seg_s).sum())
                     chunk = max(self._pretok._MIN_CHUNK, total // (8 * threads))
-                    with numba_chunksize(1):  # units are handed out one at a time
-                        rec_s, rec_c = K.encode_fused_parallel(data, seg_s, seg_e, chunk, *args)
+                    rec_s, rec_c = K.encode_fused_parallel(data, seg_s, seg_e, chunk, np.int64(threads), *args)
                     if m_s.shape[0]:
                         rec_s = np.concatenate((rec_s, m_s))
                         rec_c = np.concatenate((rec_c, np.ones(m_s.shape[0], np.int64)))
@@ -1707,8 +1697,8 @@ class CpuSentencePieceEngine:
                 *self.bt, self.whole_first, self.held, *cache, out, counts, rec)
         if par:
             blocks = byte_blocks(offsets, data.shape[0], n, 8 * threads)
-            with numba_threads(threads), numba_chunksize(1):
-                K.sp_encode_parallel(data, offsets, dst, blocks, *args)
+            with numba_threads(threads):
+                K.sp_encode_parallel(data, offsets, dst, blocks, np.int64(threads), *args)
         else:
             K.sp_encode_serial(data, offsets, dst, *args)
 

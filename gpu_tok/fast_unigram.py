@@ -163,6 +163,7 @@ class CpuUnigramEngine(PieceEngine):
         # blocks of documents of about equal bytes, 8 per thread (one when serial): each
         # makes its scratch once (uni_ids)
         blocks = byte_blocks(offsets, offsets[-1], n, 8 * threads if parallel else 1)
+        nw = np.int64(threads if parallel else 1)  # uni_ids's workers
         with numba_threads(threads if parallel else 1):
             starts = np.zeros(n + 1, np.int64)
             starts[:n] = offsets[:-1] + 4 * np.arange(n, dtype=np.int64)
@@ -170,7 +171,7 @@ class CpuUnigramEngine(PieceEngine):
             out = np.empty(m, np.int32)
             rec = rec_arrays(m)
             counts = np.zeros(n, np.int64)
-            U.uni_ids(data, offsets, blocks, *tables, status, starts, np.diff(offsets) + 4, out, counts, rec)
+            U.uni_ids(data, offsets, blocks, nw, *tables, status, starts, np.diff(offsets) + 4, out, counts, rec)
             big = np.flatnonzero(status == 3)
             if big.shape[0]:
                 need = np.zeros(n, np.int64)
@@ -182,7 +183,7 @@ class CpuUnigramEngine(PieceEngine):
                     rec = tuple(np.concatenate([r, np.empty(more, r.dtype)]) for r in rec)
                 sub = np.ones(n, np.uint8)
                 sub[big] = 0
-                U.uni_ids(data, offsets, blocks, *tables, sub, starts, need, out, counts, rec)
+                U.uni_ids(data, offsets, blocks, nw, *tables, sub, starts, need, out, counts, rec)
                 status[big] = sub[big]  # 0, or 2 (the unknown token needed and missing)
         if record:
             return starts, out, counts, rec

@@ -1027,7 +1027,7 @@ def test_nfc_documents_normalized_gap_by_gap_then_compiled(monkeypatch):
     seg_s, seg_e = off[:-1][keep].copy(), off[1:][keep].copy()
     want_sp = eng._K.nfc_spans(data, seg_s, seg_e, *eng.nfc)
     assert want_sp[0].shape[0] > 1000
-    with fast_cpu.numba_threads(2), fast_cpu.numba_chunksize(1):
+    with fast_cpu.numba_threads(2):
         got_sp = eng._K.nfc_spans_parallel(data, seg_s, seg_e, *eng.nfc)
     assert all(np.array_equal(a, b) for a, b in zip(got_sp, want_sp))
     monkeypatch.setattr(fast_cpu, "_NFC_PARALLEL_MIN", 0)

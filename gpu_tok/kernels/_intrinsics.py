@@ -215,3 +215,19 @@ def cas3(typingctx, arr, i, j, k, expected, new):
 
     return sig, codegen
 
+
+
+# ------------------------------------------------------------ a work queue (parallel kernels)
+# ``workqueue``: each block of a parallel kernel claimed by one worker (an atomic add).
+
+@intrinsic
+def fetch_add1(typingctx, arr, i, v):
+    """``arr[i] += v`` atomically (an ``int64`` array, sequentially consistent); returns the
+    value ``arr[i]`` held before."""
+    sig = types.int64(arr, i, v)
+
+    def codegen(context, builder, signature, args):
+        d = context.cast(builder, args[2], signature.args[2], types.int64)
+        return builder.atomic_rmw("add", _item_ptr(context, builder, signature, args, 1), d, "seq_cst")
+
+    return sig, codegen

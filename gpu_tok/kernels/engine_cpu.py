@@ -49,6 +49,7 @@ from .bpe_cpu import merge_piece
 from .hash_table import (_GOLD, EMPTY, PAIR_CACHE_BITS, filter_slot, lookup, lookup2, lookup_cached, mix64, njit_cached,
                          njit_noalloc)
 from .hash_table import uidx as _U
+from .workqueue import take
 
 _CACHE_IDS = 8
 _CACHE_MAX_LEN = 16
@@ -2163,13 +2164,19 @@ def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, grid, mta
 
 
 @njit_cached(parallel=True, nogil=True)
-def encode_pieces_parallel(data, starts, ends, special, blocks, init_ids, grid, mtab, arena, tok_off, bkeys, bvals,
+def encode_pieces_parallel(data, starts, ends, special, blocks, nw, init_ids, grid, mtab, arena, tok_off, bkeys, bvals,
                            whole_first, cache, wide, lidx, lbytes, lids, pcache, out, opos, counts):
-    """``prange`` over ``blocks`` (piece-index bounds)."""
-    for b in prange(blocks.shape[0] - 1):
-        _encode_piece_range(data, starts, ends, special, blocks[_U(b)], blocks[_U(b + 1)], init_ids, grid, mtab, arena, tok_off,
-                            bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, get_thread_id(), out,
-                            opos, counts)
+    """``blocks`` (piece-index bounds) handed to the ``nw`` workers as they free up
+    (``workqueue``)."""
+    n = blocks.shape[0] - 1
+    flags = np.zeros(n, np.int64)
+    for t in prange(nw):
+        for c in range(n):
+            b = take(flags, c, np.int64(t), nw, n)
+            if b >= 0:
+                _encode_piece_range(data, starts, ends, special, blocks[_U(b)], blocks[_U(b + 1)], init_ids, grid, mtab,
+                                    arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache,
+                                    get_thread_id(), out, opos, counts)
 
 
 @njit_cached(nogil=True)
@@ -2204,10 +2211,11 @@ def _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold
 
 
 @njit_cached(parallel=True, nogil=True)
-def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
+def encode_fused_parallel(data, seg_s, seg_e, chunk, nw, fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
                           tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, out):
     """Returns ``(rec_start, rec_count)``: per segment (count 0 for a cut segment) and per
-    cut unit, where its ids begin in ``out`` (its first byte) and how many there are."""
+    cut unit, where its ids begin in ``out`` (its first byte) and how many there are. The
+    units go to the ``nw`` workers as they free up (``workqueue``)."""
     ua, ub, uc = _plan(seg_s, seg_e, chunk)
     U = ua.shape[0]
     S = seg_s.shape[0]
@@ -2216,10 +2224,14 @@ def encode_fused_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, 
         sync[_U(u)] = unit_sync(data, seg_s, seg_e, ua, ub, uc, chunk, tab, np.int64(u))
     seg_count = np.zeros(S, np.int64)
     unit_count = np.zeros(U, np.int64)
-    for u in prange(U):
-        _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, np.int64(u), fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
-                  tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, get_thread_id(), out, seg_count,
-                  unit_count)
+    flags = np.zeros(U, np.int64)
+    for t in prange(nw):
+        for c in range(U):
+            u = take(flags, c, np.int64(t), nw, U)
+            if u >= 0:
+                _run_unit(data, seg_s, seg_e, ua, ub, uc, sync, u, fam, end_whole, tab, fold, init_ids, grid, mtab, arena,
+                          tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, get_thread_id(), out,
+                          seg_count, unit_count)
     return _records(seg_s, sync, seg_count, unit_count)
 
 
@@ -2774,17 +2786,23 @@ def _sp_docs(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte
 
 
 @njit_cached(parallel=True, nogil=True)
-def sp_encode_parallel(data, doc_offsets, dst, blocks, rt, nt, cls, prepend, char_id, byte_id, mtab, arena,
+def sp_encode_parallel(data, doc_offsets, dst, blocks, nw, rt, nt, cls, prepend, char_id, byte_id, mtab, arena,
                        tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, out, counts,
                        rec):
-    """``prange`` over ``blocks`` of documents (bounds into the document list); each worker
-    uses its own row of the word caches and of ``pcache``, the pair caches with the merge
-    table's pair filter (``hash_table.lookup_cached``; kept with the word caches) by
-    ``get_thread_id()``. ``rec``: ``_sp_doc``'s."""
-    for k in prange(blocks.shape[0] - 1):
-        _sp_block(data, doc_offsets, dst, blocks[_U(k)], blocks[_U(k + 1)], rt, nt, cls, prepend, char_id, byte_id, mtab,
-                  arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, get_thread_id(),
-                  out, counts, rec)
+    """``blocks`` of documents (bounds into the document list) handed to the ``nw`` workers
+    as they free up (``workqueue``); each worker uses its own row of the word caches and of
+    ``pcache``, the pair caches with the merge table's pair filter
+    (``hash_table.lookup_cached``; kept with the word caches) by ``get_thread_id()``.
+    ``rec``: ``_sp_doc``'s."""
+    n = blocks.shape[0] - 1
+    flags = np.zeros(n, np.int64)
+    for t in prange(nw):
+        for c in range(n):
+            k = take(flags, c, np.int64(t), nw, n)
+            if k >= 0:
+                _sp_block(data, doc_offsets, dst, blocks[_U(k)], blocks[_U(k + 1)], rt, nt, cls, prepend, char_id, byte_id,
+                          mtab, arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache,
+                          get_thread_id(), out, counts, rec)
 
 
 @njit_cached(nogil=True)

@@ -41,6 +41,7 @@ from .engine_cpu import _LONG_IDS, _LONG_MAX, _long_find, _long_insert, _long_se
 from .hash_table import njit_cached, njit_noalloc
 from .pretok_cpu import _dec
 from .wordpiece_cpu import cache_get, cache_put
+from .workqueue import take
 
 _LEAF_MASK = (1 << 31) | 0xFF
 _VALUE_MASK = (1 << 31) - 1
@@ -730,7 +731,7 @@ def _uni_doc(d, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, tri
 
 
 @njit_cached(parallel=True, nogil=True)
-def uni_ids(data, doc_offsets, blocks, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk, unk_score,
+def uni_ids(data, doc_offsets, blocks, nw, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk, unk_score,
             byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec):
     """The whole pipeline, one document at a time: normalized and pre-tokenized into a
     scratch buffer (twice its block's longest document's bytes; a longer result is
@@ -747,25 +748,30 @@ def uni_ids(data, doc_offsets, blocks, da, crep, blob, use_pc, gprops, ws, mode,
     slots of ``out``; ``ua`` -1 for the others). A document whose unknown tokens' text
     does not fit its slot gets ``status[d] = 3`` too, ``counts[d]`` the larger need.
 
-    ``blocks``: bounds into the document list, one ``prange`` item each; a block's scratch
-    is made once, sized for its longest document (``_uni_scratch``), not per document
-    (t5-small, 4 MB as 40k documents of 100 characters, one thread: the allocations were
-    about a third of the time)."""
-    for k in prange(blocks.shape[0] - 1):
-        d0 = blocks[k]
-        d1 = blocks[k + 1]
-        big = 0
-        for d in range(d0, d1):
-            big = max(big, doc_offsets[d + 1] - doc_offsets[d])
-        sc = _uni_scratch(big, rec is not None)
-        w = get_thread_id()
-        d = d0
-        while d < d1:  # a document whose pre-tokenized text outgrows the scratch: again with its own
-            d, m = _uni_docs(d, d1, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk,
-                             unk_score, byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec, w,
-                             sc)
-            if d < d1:
-                _uni_doc(d, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk,
-                         unk_score, byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec, w,
-                         _uni_scratch((m + 1) // 2, rec is not None))
-                d += 1
+    ``blocks``: bounds into the document list, handed to the ``nw`` workers as they free up
+    (``workqueue``); a block's scratch is made once, sized for its longest document
+    (``_uni_scratch``), not per document (t5-small, 4 MB as 40k documents of 100 characters,
+    one thread: the allocations were about a third of the time)."""
+    nb = blocks.shape[0] - 1
+    flags = np.zeros(nb, np.int64)
+    for t in prange(nw):
+        for c in range(nb):
+            k = take(flags, c, np.int64(t), nw, nb)
+            if k >= 0:
+                d0 = blocks[k]
+                d1 = blocks[k + 1]
+                big = 0
+                for d in range(d0, d1):
+                    big = max(big, doc_offsets[d + 1] - doc_offsets[d])
+                sc = _uni_scratch(big, rec is not None)
+                w = get_thread_id()
+                d = d0
+                while d < d1:  # a document whose pre-tokenized text outgrows the scratch: again with its own
+                    d, m = _uni_docs(d, d1, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie,
+                                     scores, unk, unk_score, byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap,
+                                     out, counts, rec, w, sc)
+                    if d < d1:
+                        _uni_doc(d, data, doc_offsets, da, crep, blob, use_pc, gprops, ws, mode, trie, scores, unk,
+                                 unk_score, byte_ids, wc, lidx, lbytes, lids, status, ostart, ocap, out, counts, rec,
+                                 w, _uni_scratch((m + 1) // 2, rec is not None))
+                        d += 1
