@@ -22,7 +22,12 @@ own effect, measured the same way. Engines are warm (each has encoded the texts 
 the timed rounds), as in the main bench; the texts are the main bench's (``--max-mb`` MB of
 each file; ``--shape`` cuts them into 1 KB or 100 KB documents or one line, as ``bench.py
 --scaling`` does; ``--doc-bytes N`` into documents of about ``N`` bytes, for the
-per-document costs). Options not listed here behave as in ``bench.py``.
+per-document costs). ``--unseen`` (with ``--against``): text neither engine has seen, as
+``bench.py --unseen`` but in one process: each round, before each engine's timed call, its
+word caches are made anew and warmed up on the next ``--max-mb`` MB of the file. Options
+not listed here behave as in ``bench.py``.
+
+    python benchmarks/paired.py --against HEAD~1 --unseen --models gpt2,gemma3 --files code,multilingual
 """
 from __future__ import annotations
 
@@ -60,8 +65,14 @@ def parse_args(argv=None):
     ap.add_argument("--doc-bytes", type=int, metavar="N",
                     help="instead of the file's documents: --max-mb MB of them (joined with newlines) cut into "
                          "documents of about N bytes (per-document costs)")
+    ap.add_argument("--unseen", action="store_true",
+                    help="each round, each engine's word caches made anew, warmed up on the next --max-mb MB of the "
+                         "file, then timed on texts it has not seen (ours and ours at --against only)")
     ap.add_argument("--append-results", action="store_true", help="append the table to benchmarks/RESULTS.md")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.unseen and not args.against:
+        ap.error("--unseen pairs ours with ours at --against (other engines' caches are not made anew)")
+    return args
 
 
 def ref_package(rev: str, where: Path) -> str:
@@ -73,6 +84,17 @@ def ref_package(rev: str, where: Path) -> str:
     for py in (where / name).rglob("*.py"):
         py.write_text(re.sub(r"\bgpu_tok\b", name, py.read_text(encoding="utf-8")), encoding="utf-8")
     return name
+
+
+def cache_keepers(pkg):
+    """The byte-level and SentencePiece engines of package ``pkg`` (``gpu_tok`` or the copy
+    at ``--against``) alive now: their word caches (``_wcache``) are what ``--unseen`` makes
+    anew each round."""
+    if pkg is None:
+        return []
+    fc = sys.modules[f"{pkg.__name__}.fast_cpu"]
+    kinds = (fc.ByteBPEEngine, fc.CpuSentencePieceEngine)
+    return [o for o in gc.get_objects() if isinstance(o, kinds)]
 
 
 def quartiles(v):
@@ -119,6 +141,7 @@ def main(argv=None) -> int:
             fname = f"{fname} ({args.doc_bytes} B docs)"
         else:
             texts = B.load_texts(B.bench_file(fname), args.max_mb * MB)
+        warm = B.load_texts(B.bench_file(fname), args.max_mb * MB, skip_bytes=args.max_mb * MB) if args.unseen else None
         size = sum(len(t.encode("utf-8")) for t in texts)
         ours = B.make_ours(model, args.threads).encode
         if args.against:
@@ -135,8 +158,14 @@ def main(argv=None) -> int:
             print(f"{spec}: ours and ours@{args.against} give different ids", flush=True)
             return 1
         times = ([], [])
+        kept = (cache_keepers(sys.modules["gpu_tok"]), cache_keepers(ref_mod if args.against else None))
         for r in range(args.rounds):
             for k in ((0, 1) if r % 2 == 0 else (1, 0)):
+                if args.unseen:  # fresh caches (allocated by a first call), warmed up on other text
+                    for e in kept[k]:
+                        e._wcache = None
+                    engines[k](["x"])
+                    engines[k](warm)
                 gc.collect()
                 B.settle_allocator()
                 t0 = time.perf_counter()
@@ -149,8 +178,10 @@ def main(argv=None) -> int:
         rows.append(row)
         print(row, flush=True)
     if args.append_results:
+        how = (f"unseen: each engine's word caches made anew and warmed up on the next {args.max_mb:g} MB of the "
+               "file each round" if args.unseen else "warm engines")
         B.write_results("(paired)", args.threads, load,
-                        f"{args.rounds} rounds, each engine once per round in alternating order, warm engines, "
+                        f"{args.rounds} rounds, each engine once per round in alternating order, {how}, "
                         f"{args.max_mb:g} MB of each file; ratio > 1: ours faster", ["\n".join(rows)])
     tmp.cleanup()
     return 0
