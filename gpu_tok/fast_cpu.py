@@ -1698,7 +1698,7 @@ class CpuSentencePieceEngine:
         if par:
             blocks = byte_blocks(offsets, data.shape[0], n, 8 * threads)
             with numba_threads(threads):
-                K.sp_encode_parallel(data, offsets, dst, blocks, np.int64(threads), *args)
+                K.sp_encode_parallel(data, offsets, dst, blocks, *args)
         else:
             K.sp_encode_serial(data, offsets, dst, *args)
 

@@ -2786,23 +2786,20 @@ def _sp_docs(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte
 
 
 @njit_cached(parallel=True, nogil=True)
-def sp_encode_parallel(data, doc_offsets, dst, blocks, nw, rt, nt, cls, prepend, char_id, byte_id, mtab, arena,
+def sp_encode_parallel(data, doc_offsets, dst, blocks, rt, nt, cls, prepend, char_id, byte_id, mtab, arena,
                        tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, out, counts,
                        rec):
-    """``blocks`` of documents (bounds into the document list) handed to the ``nw`` workers
-    as they free up (``workqueue``); each worker uses its own row of the word caches and of
-    ``pcache``, the pair caches with the merge table's pair filter
-    (``hash_table.lookup_cached``; kept with the word caches) by ``get_thread_id()``.
-    ``rec``: ``_sp_doc``'s."""
-    n = blocks.shape[0] - 1
-    flags = np.zeros(n, np.int64)
-    for t in prange(nw):
-        for c in range(n):
-            k = take(flags, c, np.int64(t), nw, n)
-            if k >= 0:
-                _sp_block(data, doc_offsets, dst, blocks[_U(k)], blocks[_U(k + 1)], rt, nt, cls, prepend, char_id, byte_id,
-                          mtab, arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache,
-                          get_thread_id(), out, counts, rec)
+    """``prange`` over ``blocks`` of documents (bounds into the document list); each worker
+    uses its own row of the word caches and of ``pcache``, the pair caches with the merge
+    table's pair filter (``hash_table.lookup_cached``; kept with the word caches) by
+    ``get_thread_id()``. ``rec``: ``_sp_doc``'s. The blocks stay in ``prange``'s fixed runs,
+    not ``workqueue``'s (the byte-level and Unigram kernels'): measured, the work queue
+    gained nothing here on text not seen (its blocks of documents were even) and lost 4-10%
+    on text seen before (``benchmarks/RESULTS.md``, 2026-12-05 06:47 and 06:54 UTC)."""
+    for k in prange(blocks.shape[0] - 1):
+        _sp_block(data, doc_offsets, dst, blocks[_U(k)], blocks[_U(k + 1)], rt, nt, cls, prepend, char_id, byte_id, mtab,
+                  arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, get_thread_id(),
+                  out, counts, rec)
 
 
 @njit_cached(nogil=True)
