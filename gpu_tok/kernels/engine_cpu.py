@@ -2793,9 +2793,11 @@ def sp_encode_parallel(data, doc_offsets, dst, blocks, rt, nt, cls, prepend, cha
     uses its own row of the word caches and of ``pcache``, the pair caches with the merge
     table's pair filter (``hash_table.lookup_cached``; kept with the word caches) by
     ``get_thread_id()``. ``rec``: ``_sp_doc``'s. The blocks stay in ``prange``'s fixed runs,
-    not ``workqueue``'s (the byte-level and Unigram kernels'): measured, the work queue
-    gained nothing here on text not seen (its blocks of documents were even) and lost 4-10%
-    on text seen before (``benchmarks/RESULTS.md``, 2026-12-05 06:47 and 06:54 UTC)."""
+    not ``workqueue``'s (the byte-level and Unigram kernels'): with the work queue, paired
+    runs against the fixed runs showed no gain on text not seen and 0.90-0.96x on text seen
+    before, but a run of this same code showed 0.90-0.93x for gemma3 too
+    (``benchmarks/RESULTS.md``, 2026-12-05 06:54, 07:00 and 07:07 UTC: gemma3 varies by
+    10% from one process to the next), so nothing either way was shown."""
     for k in prange(blocks.shape[0] - 1):
         _sp_block(data, doc_offsets, dst, blocks[_U(k)], blocks[_U(k + 1)], rt, nt, cls, prepend, char_id, byte_id, mtab,
                   arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, get_thread_id(),
