@@ -820,26 +820,41 @@ def test_packing_hint_leaves_out_only_documents_without_a_first_byte(monkeypatch
     assert first and not any(first)  # the normalized contents' matcher ran, the first one did not
 
 
-def test_added_tokens_sharing_two_first_bytes_found_at_every_window_position():
-    """Contents that all start with the same two bytes ("<|", the trunk ``_match_segment``
-    compares before walking the trie) in texts full of "<" and "|" not forming a content,
-    with contents at every offset around the matcher's 64-byte steps and at the texts'
-    ends: the ids equal the pinned HF ``tokenizers``."""
+@pytest.mark.parametrize("contents, trunk, nfb", [
+    ((("<|a|>", False), ("<|bc|>", True)), b"<|", 1),
+    ((("<|im_a|>", False), ("<|im_bc|>", True)), b"<|im_", 1),  # the trunk's first and last byte filter
+    ((("<a>", False), ("\n\n", False), ("\t\t", True), ("[x]", False), ("{y}", False)), b"", 5),
+])
+def test_added_tokens_found_at_every_window_position(contents, trunk, nfb):
+    """Contents that all start with the same bytes (the trunk ``_match_segment`` compares
+    before walking the trie, and looks for by its first and last byte 64 places at a time),
+    or that start with five different bytes (each looked for 64 places at a time), in texts
+    full of their pieces not forming a content, with contents at every offset around the
+    matcher's 64-byte steps and at the texts' ends: the ids equal the pinned HF
+    ``tokenizers``."""
     added = [{"id": 0, "content": c, "single_word": False, "lstrip": ls, "rstrip": False,
-              "normalized": False, "special": True} for c, ls in (("<|a|>", False), ("<|bc|>", True))]
+              "normalized": False, "special": True} for c, ls in contents]
     ours, ref = _small_served(None, added)
+    K = ours._cpu_engine().engine._K
     trie = ours._cpu_engine().engine._tries[0]
-    assert ours._cpu_engine().engine._K.trie_trunk(*trie[:3]).tobytes() == b"<|"
+    assert K.trie_trunk(*trie[:3]).tobytes() == trunk
+    assert K._first_bytes(trie[3]).shape[0] == nfb
     rng = random.Random(11)
+    words = [c for c, _ in contents]
+    pieces = sorted({w[:k] for w in words for k in range(1, len(w))} | {w[k:] for w in words for k in range(1, len(w))})
+    pieces += ["a", " ", "x"]
     texts = []
     for k in range(300):
-        filler = "".join(rng.choice(["<", "|", "a", " ", "<a", "|<", "x|", "<<"]) for _ in range(rng.randint(0, 90)))
+        filler = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 90)))
         at = rng.randint(0, len(filler))
-        texts.append(filler[:at] + rng.choice(["<|a|>", " <|bc|>", "<|bc|>", "<|a", "<|"]) + filler[at:])
-    texts += ["y" * k + "<|a|>" + "z" * (130 - k) for k in range(0, 131)]
-    texts += ["<" * k + "|" for k in range(60, 70)] + ["<|a|>" * 30, "y" * 63 + "<", "y" * 64 + "<|a|>"]
+        w = rng.choice(words)
+        texts.append(filler[:at] + rng.choice([w, " " + w, w[:-1], w[:2]]) + filler[at:])
+    first = words[0]
+    texts += ["y" * k + first + "z" * (130 - k) for k in range(0, 131)]
+    texts += ["y" * k + first[:-1] + "z" * (130 - k) for k in range(0, 131)]
+    texts += [first[0] * k + first[1:] for k in range(60, 70)] + [first * 30, "y" * 63 + first[0], "y" * 64 + first]
     want = [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
-    assert sum(r.count(ref.token_to_id("<|a|>")) for r in want) > 200
+    assert sum(r.count(ref.token_to_id(first)) for r in want) > 200
     for threads in (1, 2):
         got = ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=threads).to_list()
         assert got == want

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .engine_cpu import _next_char, _split_added, bytes_lookup
+from .engine_cpu import _next_char, _sp_spaces, _split_added, bytes_lookup
 from .gpu_host import _alloc
 from .hash_table import njit_cached
 
@@ -125,13 +125,10 @@ def _sp_block(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, b
                 nbuf[1] = 0x96
                 nbuf[2] = 0x81
                 ln = 3
-            for k in range(x, y):
-                if data[k] == 32 and prepend < 2:
-                    nbuf[ln] = 0xE2
-                    nbuf[ln + 1] = 0x96
-                    nbuf[ln + 2] = 0x81
-                    ln += 3
-                else:
+            if prepend < 2:
+                ln = _sp_spaces(data, x, y, nbuf, ln)
+            else:
+                for k in range(x, y):
                     nbuf[ln] = data[k]
                     ln += 1
             n2, nm2 = _split_added(nbuf, 0, ln, nt, cls, s2, e2, ms2, me2, mi2)
