@@ -2558,7 +2558,7 @@ def _sp_nocut_before(buf, i, held):
     return y == 0x81 and buf[_U(i - 2)] == 0x96 and buf[_U(i - 3)] == 0xE2 and held[_U(128 * _PAIR_ROW + 128)] != 0
 
 
-@njit_noalloc
+@njit_noalloc(inline="always")
 def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals, whole_first, held, hs,
               rank, cache, wide, lidx, lbytes, lids, bsc, w, out, o):
     """One piece: whole in the vocabulary (``ignore_merges``), else BPE. With a non-empty
