@@ -36,7 +36,7 @@ import numpy as np
 from . import config as C
 from .encoding import Encoding
 
-_CACHE_SLOTS = 1 << 17  # word cache entries per worker (32 bytes each: 4 MiB)
+_CACHE_SLOTS = 1 << 20  # word cache entries per worker (32 bytes each: 32 MiB), in sets of two
 _SENTINEL = "\U0010ffff"  # rewritten as "the reference path"
 
 
@@ -109,12 +109,13 @@ class PieceEngine:
         """Per worker thread, ``_CACHE_SLOTS`` pieces and their ids (``kernels.wordpiece_cpu``'s
         ``cache_get``), kept across calls for the caller holding ``_lock``; another caller at
         the same time gets a small one of its own (two calls writing one entry could tear it)."""
-        from .fast_cpu import default_threads, faulted_in
+        from .fast_cpu import aligned_zeros, default_threads, faulted_in
 
         if not locked:
-            return np.zeros((workers, 1 << 12, 4), np.uint64)
+            return aligned_zeros((workers, 1 << 12, 4), np.uint64)
         if self._wc is None or self._wc.shape[0] < workers:
-            self._wc = faulted_in(np.zeros((max(workers, default_threads()), _CACHE_SLOTS, 4), np.uint64))[0]
+            # sets of two 32-byte entries: each on one 64-byte line
+            self._wc = faulted_in(aligned_zeros((max(workers, default_threads()), _CACHE_SLOTS, 4), np.uint64))[0]
         return self._wc
 
     def _status(self, texts: List[str], data: np.ndarray, offsets: np.ndarray) -> np.ndarray:

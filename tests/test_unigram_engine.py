@@ -137,6 +137,29 @@ def test_long_pieces_and_the_word_cache():
     _same_ids(ours, ref, texts[1:])
 
 
+def test_word_cache_sets_of_two_written_over(monkeypatch):
+    """The short-piece word cache (``wordpiece_cpu.cache_get``, sets of two) with two sets:
+    pieces take each other's places all the time; three passes, each equal to the
+    reference."""
+    import random
+
+    from gpu_tok import fast_wordpiece
+
+    monkeypatch.setattr(fast_wordpiece, "_CACHE_SLOTS", 4)
+    js = unigram_tokenizer_json(unigram_model(), normalizer="none")
+    ours, ref = _pair(("sets",), js)
+    rng = random.Random(7)
+    pool = ["hello", "the", "world", "\u6771\u4eac", "\u2603", "ab", "x"]
+    words = ["".join(rng.choice(pool) for _ in range(rng.randint(1, 3))) for _ in range(80)]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 30))) for _ in range(200)]
+    eng = ours._cpu_engine()
+    assert isinstance(eng, CpuUnigramEngine)
+    eng._wc = None
+    for _ in range(3):
+        _same_ids(ours, ref, texts)
+    assert eng._wc.shape[1] == 4
+
+
 def test_long_piece_cache_rings_and_a_second_caller(monkeypatch):
     """Pieces of 16..1024 bytes go through the long-piece cache: here with an index of one
     four-way set and rings of 64 bytes and 32 ids, so entries are evicted and written over

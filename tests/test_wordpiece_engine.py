@@ -169,6 +169,30 @@ def test_word_cache_threads_and_long_pieces():
         assert ours.encode_batch_ids(texts[:50], add_special_tokens=False, device="cpu").to_list() == want[:50]
 
 
+def test_word_cache_sets_of_two_written_over(monkeypatch):
+    """A word cache of two sets of two entries (``wordpiece_cpu.cache_get``: the entry
+    found second swapped to the front, a new one put in front), so that words take each
+    other's places all the time: three passes over many short words, each pass's ids equal
+    to the reference's, one thread and two."""
+    import random
+
+    from gpu_tok import fast_wordpiece
+
+    monkeypatch.setattr(fast_wordpiece, "_CACHE_SLOTS", 4)
+    js = wordpiece_tokenizer_json(wordpiece_model(_WP_CHARS, max_chars=1000))
+    ours, ref = gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js)
+    rng = random.Random(5)
+    words = ["hello", "world", "un", "aff", "able", "x,y", "don't", "\u6771\u4eac", "abc", "de"]
+    words += ["".join(rng.choice("abcdehlowrnu") for _ in range(rng.randint(1, 9))) for _ in range(60)]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 30))) for _ in range(300)]
+    want = [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
+    eng = ours._cpu_engine()
+    eng._wc = None
+    for threads in (1, 2, 1):
+        assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=threads).to_list() == want
+    assert eng._wc.shape[1] == 4  # the tiny cache was the one used
+
+
 @pytest.mark.parametrize("which", ["sample", pytest.param("all", marks=pytest.mark.full)])
 def test_compiled_rewrite_is_the_reference_normalizer(which):
     """The kernels' table (what each code point becomes) against ``rewrite``, which runs the

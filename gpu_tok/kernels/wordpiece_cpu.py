@@ -234,23 +234,35 @@ _IDS = np.uint64((1 << 21) - 1)
 @njit_noalloc(inline="always")
 def cache_get(wc, w, slot, w0, w1, out, o):
     """The ids worker ``w``'s word cache holds for the key ``(w0, w1)`` (``short_key``)
-    written to ``out[o:]``, and their count; -1 when the slot holds another key.
+    written to ``out[o:]``, and their count; -1 when it does not hold the key.
 
     Layout: pieces of at most 15 bytes with at most 6 ids, each below 2^21:
-    ``wc[w, slot] = [w0, w1 | n << 56 | ids << 60, ids 0-2, ids 3-5]``, 21 bits an id,
-    direct-mapped (``slot`` from the key's hash)."""
-    if wc[w, slot, 0] == w0 and (wc[w, slot, 1] & _KEY1) == w1:
-        k = np.int64(wc[w, slot, 1] >> np.uint64(60))
-        for j in range(k):
-            word = wc[w, slot, 2 + j // 3]
-            out[o + j] = np.int32((word >> np.uint64(21 * (j % 3))) & _IDS)
-        return k
+    ``wc[w, e] = [w0, w1 | n << 56 | ids << 60, ids 0-2, ids 3-5]``, 21 bits an id. Sets of
+    two entries (one 64-byte line: the one ``slot``, from the key's hash, is in), the more
+    recently used first: an entry found second is swapped to the front. Direct-mapped
+    (one entry a slot) lost a word to another of the same slot between two passes over
+    the same text: t5-small, 4 MB of prose, the second pass ran the model for many of
+    its words again."""
+    e = slot & ~np.int64(1)
+    for f in range(2):
+        if wc[w, e + f, 0] == w0 and (wc[w, e + f, 1] & _KEY1) == w1:
+            k = np.int64(wc[w, e + f, 1] >> np.uint64(60))
+            for j in range(k):
+                word = wc[w, e + f, 2 + j // 3]
+                out[o + j] = np.int32((word >> np.uint64(21 * (j % 3))) & _IDS)
+            if f == 1:
+                for q in range(4):
+                    t = wc[w, e, q]
+                    wc[w, e, q] = wc[w, e + 1, q]
+                    wc[w, e + 1, q] = t
+            return k
     return -1
 
 
 @njit_noalloc(inline="always")
 def cache_put(wc, w, slot, w0, w1, out, o, k):
-    """Keep the ``k`` ids at ``out[o:]`` for the key ``(w0, w1)`` (when they fit)."""
+    """Keep the ``k`` ids at ``out[o:]`` for the key ``(w0, w1)`` (when they fit) at the
+    front of ``slot``'s set (``cache_get``), its front entry moved second."""
     if 0 < k <= 6:
         v0 = np.uint64(0)
         v1 = np.uint64(0)
@@ -262,10 +274,13 @@ def cache_put(wc, w, slot, w0, w1, out, o, k):
                 v0 |= np.uint64(t) << np.uint64(21 * j)
             else:
                 v1 |= np.uint64(t) << np.uint64(21 * (j - 3))
-        wc[w, slot, 0] = w0
-        wc[w, slot, 1] = w1 | (np.uint64(k) << np.uint64(60))
-        wc[w, slot, 2] = v0
-        wc[w, slot, 3] = v1
+        e = slot & ~np.int64(1)
+        for q in range(4):
+            wc[w, e + 1, q] = wc[w, e, q]
+        wc[w, e, 0] = w0
+        wc[w, e, 1] = w1 | (np.uint64(k) << np.uint64(60))
+        wc[w, e, 2] = v0
+        wc[w, e, 3] = v1
 
 
 @njit_noalloc(inline="always")
