@@ -86,15 +86,21 @@ def ref_package(rev: str, where: Path) -> str:
     return name
 
 
+_KEPT_CACHES = ("_wcache", "_wc", "_lc")  # byte-level and SentencePiece; WordPiece and Unigram; Unigram's long pieces
+
+
 def cache_keepers(pkg):
-    """The byte-level and SentencePiece engines of package ``pkg`` (``gpu_tok`` or the copy
-    at ``--against``) alive now: their word caches (``_wcache``) are what ``--unseen`` makes
-    anew each round."""
+    """The byte-level, SentencePiece, WordPiece and Unigram engines of package ``pkg``
+    (``gpu_tok`` or the copy at ``--against``) alive now: their word caches (the attributes
+    ``_KEPT_CACHES`` names) are what ``--unseen`` makes anew each round."""
     if pkg is None:
         return []
     fc = sys.modules[f"{pkg.__name__}.fast_cpu"]
-    kinds = (fc.ByteBPEEngine, fc.CpuSentencePieceEngine)
-    return [o for o in gc.get_objects() if isinstance(o, kinds)]
+    kinds = [fc.ByteBPEEngine, fc.CpuSentencePieceEngine]
+    fw = sys.modules.get(f"{pkg.__name__}.fast_wordpiece")
+    if fw is not None:
+        kinds.append(fw.PieceEngine)
+    return [o for o in gc.get_objects() if isinstance(o, tuple(kinds))]
 
 
 def quartiles(v):
@@ -163,7 +169,9 @@ def main(argv=None) -> int:
             for k in ((0, 1) if r % 2 == 0 else (1, 0)):
                 if args.unseen:  # fresh caches (allocated by a first call), warmed up on other text
                     for e in kept[k]:
-                        e._wcache = None
+                        for name in _KEPT_CACHES:
+                            if hasattr(e, name):
+                                setattr(e, name, None)
                     engines[k](["x"])
                     engines[k](warm)
                 gc.collect()
