@@ -638,6 +638,22 @@ def test_sentencepiece_host_blocks_equal_one_thread(family):
     hp = G.SentencePieceHost(sp).pieces(data, off, 2)
     assert np.array_equal(hp.buf, buf) and np.array_equal(hp.starts, starts) and hp.stats == want_stats
     assert np.array_equal(hp.special, special) and np.array_equal(hp.first, first)
+    # each model piece is a word: no "▁" inside it is a place to cut (one whose previous
+    # character no token holds right before a "▁": ``nocut``), and those places start pieces
+    sp_ = b"\xe2\x96\x81"
+    nocut = sp.nocut
+    cuts = 0
+    for k in np.flatnonzero(special == -1):
+        piece = bytes(buf[starts[k]:starts[k + 1]])
+        i = piece.find(sp_, 1)
+        while i > 0 and nocut.shape[0] > 0:
+            pv = piece[i - 1]
+            held = nocut[pv] if pv < 0x80 else (nocut[128] if i >= 3 and piece[i - 3:i] == sp_ else 0)
+            assert held, (family, piece[:80])
+            i = piece.find(sp_, i + 3)
+        if k > 0 and special[k - 1] == -1 and piece.startswith(sp_):
+            cuts += 1
+    assert nocut.shape[0] == 0 or cuts > 1000, cuts
 
 
 @twin_only

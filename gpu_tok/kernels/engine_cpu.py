@@ -2771,15 +2771,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                         for j in range(r):
                             psrc[_U(m + j)] = nsrc[_U(k)]
                         m += r
-                for k in range(p0, p1):
-                    if nbuf[_U(k)] == 32:
-                        pbuf[_U(q)] = 0xE2
-                        pbuf[_U(q + 1)] = 0x96
-                        pbuf[_U(q + 2)] = 0x81
-                        q += 3
-                    else:
-                        pbuf[_U(q)] = nbuf[_U(k)]
-                        q += 1
+                q = _sp_spaces(nbuf, p0, p1, pbuf, q)
                 c = _sp_piece(pbuf, 0, q, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
                               whole_first, held, hs, rank, cache, wide, lidx, lbytes, lids, bsc, w, out, o)
                 if rec is not None:

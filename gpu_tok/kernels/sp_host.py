@@ -27,7 +27,8 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .engine_cpu import _next_char, _sp_spaces, _split_added, bytes_lookup
+from ._intrinsics import ctz64, range_mask64
+from .engine_cpu import _ALL64, _sp_spaces, _split_added, bytes_lookup
 from .gpu_host import _alloc
 from .hash_table import njit_cached
 
@@ -46,33 +47,44 @@ def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, nocut, arena
             starts[p] = m
             special[p] = t
             return m, p + 1
-    cutting = nocut.shape[0] > 0
-    w0 = x
-    prev_bad = False
-    i = x
-    while i <= y:
-        cut = i == y
-        is_sp = False
-        if not cut:
-            c = src[i]
-            is_sp = i + 2 < y and c == 0xE2 and src[i + 1] == 0x96 and src[i + 2] == 0x81
-            cut = cutting and is_sp and i > w0 and not prev_bad
-        if cut:
-            starts[p] = m
-            special[p] = -1
-            for k in range(w0, i):
-                buf[m] = src[k]
-                m += 1
-            p += 1
-            w0 = i
-            if i == y:
-                break
-        if is_sp:
-            prev_bad = cutting and nocut[128] != 0
-            i += 3
-        else:
-            prev_bad = cutting and src[i] < 0x80 and nocut[src[i]] != 0
-            i += _next_char(src, i)
+    for k in range(x, y):  # the words tile the piece: its bytes copied once
+        buf[m + k - x] = src[k]
+    starts[p] = m
+    special[p] = -1
+    p += 1
+    if nocut.shape[0] > 0:
+        N = src.shape[0]
+        wbase = np.int64(0)  # the window of places looked at, 64 at a time: [wbase, wend), bits wm
+        wend = np.int64(-1)
+        wm = np.uint64(0)
+        i = x + 1
+        while i + 2 < y:
+            if i + 66 <= N:  # the places a "▁" may start: its first and its last byte
+                if i >= wend:
+                    wbase = i
+                    wend = i + 64
+                    wm = range_mask64(src, i, 0xE2, 0xE2) & range_mask64(src, i + 2, 0x81, 0x81)
+                mm = wm & (_ALL64 << np.uint64(i - wbase))
+                if mm == 0:
+                    i = wend
+                    continue
+                i = wbase + np.int64(ctz64(mm))
+                if i + 2 >= y:
+                    break
+            if src[i] == 0xE2 and src[i + 1] == 0x96 and src[i + 2] == 0x81:
+                pv = src[i - 1]  # the character before: ASCII, "▁", or another (cut)
+                if pv < 0x80:
+                    keep = nocut[pv] != 0
+                else:
+                    keep = i - 3 >= x and pv == 0x81 and src[i - 2] == 0x96 and src[i - 3] == 0xE2 and nocut[128] != 0
+                if not keep:
+                    starts[p] = m + i - x
+                    special[p] = -1
+                    p += 1
+                i += 3
+            else:
+                i += 1
+    m += y - x
     return m, p
 
 
@@ -156,15 +168,7 @@ def _sp_block(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, b
                     pbuf[1] = 0x96
                     pbuf[2] = 0x81
                     q = 3
-                for k in range(p0, p1):
-                    if nbuf[k] == 32:
-                        pbuf[q] = 0xE2
-                        pbuf[q + 1] = 0x96
-                        pbuf[q + 2] = 0x81
-                        q += 3
-                    else:
-                        pbuf[q] = nbuf[k]
-                        q += 1
+                q = _sp_spaces(nbuf, p0, p1, pbuf, q)
                 m, p = _emit_piece(pbuf, 0, q, buf, m, starts, special, p, whole_first, nocut, arena,
                                    tok_off, bkeys, bvals)
     return m, p
