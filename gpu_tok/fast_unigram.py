@@ -125,13 +125,13 @@ class CpuUnigramEngine(PieceEngine):
                         np.float64(model.min_score - 10.0), byte_ids)
         return self._tables
 
-    def _word_cache(self, locked: bool, workers: int):
+    def _word_cache(self, locked: bool, workers: int, nbytes: int):
         """``PieceEngine``'s word cache, and the long-piece cache (``fast_cpu.long_caches``:
         pieces of 16..1024 bytes), kept across calls the same way (a caller not holding
         ``_lock`` gets small fresh ones)."""
         from .fast_cpu import default_threads, faulted_in, long_caches
 
-        wc = super()._word_cache(locked, workers)
+        wc = super()._word_cache(locked, workers, nbytes)
         if not locked:
             return (wc, *long_caches(workers, small=True))
         if self._lc is None or self._lc[0].shape[0] < workers:

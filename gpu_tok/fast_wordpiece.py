@@ -37,6 +37,8 @@ from . import config as C
 from .encoding import Encoding
 
 _CACHE_SLOTS = 1 << 20  # word cache entries per worker (32 bytes each: 32 MiB), in sets of two
+_CACHE_SLOTS_FIRST = 1 << 17  # until the engine has encoded _CACHE_GROW_BYTES (4 MiB a worker)
+_CACHE_GROW_BYTES = 16 << 20
 _SENTINEL = "\U0010ffff"  # rewritten as "the reference path"
 
 
@@ -69,6 +71,7 @@ class PieceEngine:
     (``_special_pattern``) and defines ``_run`` and ``_normalized_contents``."""
 
     _wc = None  # the kept word cache (``_word_cache``)
+    _encoded = 0  # bytes of text encoded with it (``_word_cache``)
 
     def _init_common(self, cfg: C.TokenizerConfig, ref) -> None:
         from .fast_cpu import template_ids
@@ -105,17 +108,24 @@ class PieceEngine:
             self._vocab_r = vr
         return self._vocab_r
 
-    def _word_cache(self, locked: bool, workers: int) -> np.ndarray:
-        """Per worker thread, ``_CACHE_SLOTS`` pieces and their ids (``kernels.wordpiece_cpu``'s
-        ``cache_get``), kept across calls for the caller holding ``_lock``; another caller at
-        the same time gets a small one of its own (two calls writing one entry could tear it)."""
+    def _word_cache(self, locked: bool, workers: int, nbytes: int) -> np.ndarray:
+        """Per worker thread, pieces and their ids (``kernels.wordpiece_cpu``'s ``cache_get``),
+        kept across calls for the caller holding ``_lock``; another caller at the same time
+        gets a small one of its own (two calls writing one entry could tear it). The kept one
+        holds ``_CACHE_SLOTS_FIRST`` entries until the engine has encoded
+        ``_CACHE_GROW_BYTES`` of text (``nbytes``: this call's), then ``_CACHE_SLOTS``: a bulk
+        job gets the large cache, a process holding many engines for small inputs (the test
+        suite made hundreds) does not pay 32 MiB a worker for each."""
         from .fast_cpu import aligned_zeros, default_threads, faulted_in
 
         if not locked:
             return aligned_zeros((workers, 1 << 12, 4), np.uint64)
-        if self._wc is None or self._wc.shape[0] < workers:
+        self._encoded += nbytes
+        slots = _CACHE_SLOTS if self._encoded >= _CACHE_GROW_BYTES else _CACHE_SLOTS_FIRST
+        if self._wc is None or self._wc.shape[0] < workers or self._wc.shape[1] < slots:
+            self._wc = None  # the old one dropped first
             # sets of two 32-byte entries: each on one 64-byte line
-            self._wc = faulted_in(aligned_zeros((max(workers, default_threads()), _CACHE_SLOTS, 4), np.uint64))[0]
+            self._wc = faulted_in(aligned_zeros((max(workers, default_threads()), slots, 4), np.uint64))[0]
         return self._wc
 
     def _status(self, texts: List[str], data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -143,7 +153,7 @@ class PieceEngine:
         threads, parallel = plan_threads(num_threads, data.shape[0])
         locked = self._lock.acquire(blocking=False)
         try:
-            wc = self._word_cache(locked, threads if parallel else 1)
+            wc = self._word_cache(locked, threads if parallel else 1, data.shape[0])
             return status, self._run(data, offsets, status, parallel, threads, wc, **kw)
         finally:
             if locked:

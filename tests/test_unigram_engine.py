@@ -146,6 +146,7 @@ def test_word_cache_sets_of_two_written_over(monkeypatch):
     from gpu_tok import fast_wordpiece
 
     monkeypatch.setattr(fast_wordpiece, "_CACHE_SLOTS", 4)
+    monkeypatch.setattr(fast_wordpiece, "_CACHE_SLOTS_FIRST", 4)
     js = unigram_tokenizer_json(unigram_model(), normalizer="none")
     ours, ref = _pair(("sets",), js)
     rng = random.Random(7)

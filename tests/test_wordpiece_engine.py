@@ -179,6 +179,7 @@ def test_word_cache_sets_of_two_written_over(monkeypatch):
     from gpu_tok import fast_wordpiece
 
     monkeypatch.setattr(fast_wordpiece, "_CACHE_SLOTS", 4)
+    monkeypatch.setattr(fast_wordpiece, "_CACHE_SLOTS_FIRST", 4)
     js = wordpiece_tokenizer_json(wordpiece_model(_WP_CHARS, max_chars=1000))
     ours, ref = gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js)
     rng = random.Random(5)
@@ -191,6 +192,30 @@ def test_word_cache_sets_of_two_written_over(monkeypatch):
     for threads in (1, 2, 1):
         assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=threads).to_list() == want
     assert eng._wc.shape[1] == 4  # the tiny cache was the one used
+
+
+def test_word_cache_grows_after_the_engine_has_encoded_enough(monkeypatch):
+    """The kept word cache starts with ``_CACHE_SLOTS_FIRST`` entries and is made anew with
+    ``_CACHE_SLOTS`` once the engine has encoded ``_CACHE_GROW_BYTES`` of text; the ids equal
+    the reference's before, at and after the change."""
+    from gpu_tok import fast_wordpiece
+
+    monkeypatch.setattr(fast_wordpiece, "_CACHE_SLOTS_FIRST", 8)
+    monkeypatch.setattr(fast_wordpiece, "_CACHE_SLOTS", 64)
+    monkeypatch.setattr(fast_wordpiece, "_CACHE_GROW_BYTES", 5000)
+    js = wordpiece_tokenizer_json(wordpiece_model(_WP_CHARS, max_chars=1000))
+    ours, ref = gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js)
+    texts = [" ".join(["hello", "world", "unaffable", "x,y", "don't"][(k + j) % 5] for j in range(k % 9 + 1))
+             for k in range(60)]
+    size = sum(len(t.encode()) for t in texts)
+    assert 1000 < size < 2500
+    want = [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
+    eng = ours._cpu_engine()
+    shapes = []
+    for _ in range(4):
+        assert ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list() == want
+        shapes.append(eng._wc.shape[1])
+    assert shapes[0] == 8 and shapes[-1] == 64 and shapes == sorted(shapes), shapes
 
 
 @pytest.mark.parametrize("which", ["sample", pytest.param("all", marks=pytest.mark.full)])
