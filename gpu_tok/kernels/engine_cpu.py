@@ -2559,6 +2559,23 @@ def _sp_nocut_before(buf, i, held):
 
 
 @njit_noalloc(inline="always")
+def _sp_next_place(buf, i, wbase, wend, wm):
+    """``(j, wbase, wend, wm)``: ``j`` the first place from ``i`` where a "▁" may start (its
+    first and last byte there), else ``wend``, the end of the window of 64 places
+    ``[wbase, wend)`` whose bits ``wm`` are kept between calls (a new window is read when
+    ``i`` is past it; ``wend = -1`` at first). The caller keeps ``i + 66 <= buf.shape[0]``
+    and checks the middle byte."""
+    if i >= wend:
+        wbase = i
+        wend = i + 64
+        wm = _range_mask64(buf, i, 0xE2, 0xE2) & _range_mask64(buf, i + 2, 0x81, 0x81)
+    m = wm & (_ALL64 << np.uint64(i - wbase))
+    if m == 0:
+        return wend, wbase, wend, wm
+    return wbase + np.int64(_ctz64(m)), wbase, wend, wm
+
+
+@njit_noalloc(inline="always")
 def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals, whole_first, held, hs,
               rank, cache, wide, lidx, lbytes, lids, bsc, w, out, o):
     """One piece: whole in the vocabulary (``ignore_merges``), else BPE. With a non-empty
@@ -2596,16 +2613,10 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
         while nb < _SP_BATCH and w0 < b:
             cut = b
             while i < b:  # the next "▁" (0xE2 is a lead byte: never inside another character)
-                if i + 66 <= nbuf:  # the places a "▁" may start (its first and last byte), 64 at a time
-                    if i >= wend:
-                        wbase = i
-                        wend = i + 64
-                        wm = _range_mask64(buf, i, 0xE2, 0xE2) & _range_mask64(buf, i + 2, 0x81, 0x81)
-                    m = wm & (_ALL64 << np.uint64(i - wbase))
-                    if m == 0:
-                        i = wend
+                if i + 66 <= nbuf:
+                    i, wbase, wend, wm = _sp_next_place(buf, i, wbase, wend, wm)
+                    if i == wend:  # none in the window
                         continue
-                    i = wbase + np.int64(_ctz64(m))
                     if i >= b:
                         break
                 elif buf[_U(i)] != 0xE2:

@@ -27,8 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from ._intrinsics import ctz64, range_mask64
-from .engine_cpu import _ALL64, _sp_spaces, _split_added, bytes_lookup
+from .engine_cpu import _sp_next_place, _sp_spaces, _split_added, bytes_lookup
 from .gpu_host import _alloc
 from .hash_table import njit_cached
 
@@ -59,16 +58,10 @@ def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, nocut, arena
         wm = np.uint64(0)
         i = x + 1
         while i + 2 < y:
-            if i + 66 <= N:  # the places a "▁" may start: its first and its last byte
-                if i >= wend:
-                    wbase = i
-                    wend = i + 64
-                    wm = range_mask64(src, i, 0xE2, 0xE2) & range_mask64(src, i + 2, 0x81, 0x81)
-                mm = wm & (_ALL64 << np.uint64(i - wbase))
-                if mm == 0:
-                    i = wend
+            if i + 66 <= N:
+                i, wbase, wend, wm = _sp_next_place(src, i, wbase, wend, wm)
+                if i == wend:  # none in the window
                     continue
-                i = wbase + np.int64(ctz64(mm))
                 if i + 2 >= y:
                     break
             if src[i] == 0xE2 and src[i + 1] == 0x96 and src[i + 2] == 0x81:
