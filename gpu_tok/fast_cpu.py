@@ -49,6 +49,9 @@ _PROBE_ADDED = 1  # pack_probed's bit: a first byte of an added token's content
 _PROBE_NFC = 2  # pack_probed's bit: a byte NFC may change a character from
 _KEEP_OUT_MAX = 1 << 29  # bytes of parallel id scratch an engine keeps between calls (KeptArray, _scratch_out)
 _KEEP_TEXT_MAX = 1 << 27  # bytes of packed text an engine keeps a buffer for between calls (KeptArray)
+_UNITS_PER_THREAD = 32  # work-queue units per thread of the byte-level fused kernel (encode_fused_parallel)
+# (was 8: a worker's last unit is never taken over (workqueue.take), so a worker whose run was
+# slower ended a unit or two after the other, idle meanwhile; decision 0019, fifth addendum)
 
 
 def plan_threads(num_threads: Optional[int], n_bytes: int) -> Tuple[int, bool]:
@@ -698,7 +701,7 @@ class ByteBPEEngine:
                         self.tok_off, self.wkeys, self.wvals, self.spec.whole_first, *cache, out)
                 if parallel:
                     total = int((seg_e - seg_s).sum())
-                    chunk = max(self._pretok._MIN_CHUNK, total // (8 * threads))
+                    chunk = max(self._pretok._MIN_CHUNK, total // (_UNITS_PER_THREAD * threads))
                     rec_s, rec_c = K.encode_fused_parallel(data, seg_s, seg_e, chunk, np.int64(threads), *args)
                     if m_s.shape[0]:
                         rec_s = np.concatenate((rec_s, m_s))
