@@ -1699,9 +1699,9 @@ class CpuSentencePieceEngine:
         args = (self.rt, self.nt, self.cls, self.prepend, self.char_id, self.byte_id, self.mtab,
                 *self.bt, self.whole_first, self.held, *cache, out, counts, rec)
         if par:
-            blocks = byte_blocks(offsets, data.shape[0], n, 8 * threads)
+            blocks = byte_blocks(offsets, data.shape[0], n, _UNITS_PER_THREAD * threads)
             with numba_threads(threads):
-                K.sp_encode_parallel(data, offsets, dst, blocks, *args)
+                K.sp_encode_parallel(data, offsets, dst, blocks, np.int64(threads), *args)
         else:
             K.sp_encode_serial(data, offsets, dst, *args)
 

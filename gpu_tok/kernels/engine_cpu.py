@@ -2839,22 +2839,23 @@ def _sp_docs(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte
 
 
 @njit_cached(parallel=True, nogil=True)
-def sp_encode_parallel(data, doc_offsets, dst, blocks, rt, nt, cls, prepend, char_id, byte_id, mtab, arena,
+def sp_encode_parallel(data, doc_offsets, dst, blocks, nw, rt, nt, cls, prepend, char_id, byte_id, mtab, arena,
                        tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, out, counts,
                        rec):
-    """``prange`` over ``blocks`` of documents (bounds into the document list); each worker
-    uses its own row of the word caches and of ``pcache``, the pair caches with the merge
-    table's pair filter (``hash_table.lookup_cached``; kept with the word caches) by
-    ``get_thread_id()``. ``rec``: ``_sp_doc``'s. The blocks stay in ``prange``'s fixed runs,
-    not ``workqueue``'s (the byte-level and Unigram kernels'): with the work queue, paired
-    runs against the fixed runs showed no gain on text not seen and 0.90-0.96x on text seen
-    before, but a run of this same code showed 0.90-0.93x for gemma3 too
-    (``benchmarks/RESULTS.md``, 2026-12-05 06:54, 07:00 and 07:07 UTC: gemma3 varies by
-    10% from one process to the next), so nothing either way was shown."""
-    for k in prange(blocks.shape[0] - 1):
-        _sp_block(data, doc_offsets, dst, blocks[_U(k)], blocks[_U(k + 1)], rt, nt, cls, prepend, char_id, byte_id, mtab,
-                  arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, get_thread_id(),
-                  out, counts, rec)
+    """``blocks`` of documents (bounds into the document list) handed to the ``nw``
+    workers as they free up (``workqueue``); each worker uses its own row of the word
+    caches and of ``pcache``, the pair caches with the merge table's pair filter
+    (``hash_table.lookup_cached``; kept with the word caches) by ``get_thread_id()``.
+    ``rec``: ``_sp_doc``'s."""
+    nb = blocks.shape[0] - 1
+    flags = np.zeros(nb, np.int64)
+    for t in prange(nw):
+        for c in range(nb):
+            k = take(flags, c, np.int64(t), nw, nb)
+            if k >= 0:
+                _sp_block(data, doc_offsets, dst, blocks[_U(k)], blocks[_U(k + 1)], rt, nt, cls, prepend, char_id, byte_id,
+                          mtab, arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache,
+                          get_thread_id(), out, counts, rec)
 
 
 @njit_cached(nogil=True)
