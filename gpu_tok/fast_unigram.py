@@ -147,7 +147,7 @@ class CpuUnigramEngine(PieceEngine):
         document gets a slot of its bytes + 4 ids; the few that need more (rules that
         expand) run again into slots of the size they reported. ``record``: a fourth item,
         ``uni_ids``'s ``rec`` arrays (in the slots of ``out``)."""
-        from .fast_cpu import byte_blocks, numba_threads
+        from .fast_cpu import _UNITS_PER_THREAD, byte_blocks, numba_threads
         from .kernels import unigram_cpu as U
 
         da, crep, blob, use_pc, gprops, ws, trie, scores, unk, unk_score, byte_ids = self._compiled()
@@ -160,9 +160,9 @@ class CpuUnigramEngine(PieceEngine):
             return (np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64),
                     np.empty(m, np.int64), np.empty(m, np.uint8))
 
-        # blocks of documents of about equal bytes, 8 per thread (one when serial): each
-        # makes its scratch once (uni_ids)
-        blocks = byte_blocks(offsets, offsets[-1], n, 8 * threads if parallel else 1)
+        # blocks of documents of about equal bytes, _UNITS_PER_THREAD per thread (one when
+        # serial): each makes its scratch once (uni_ids)
+        blocks = byte_blocks(offsets, offsets[-1], n, _UNITS_PER_THREAD * threads if parallel else 1)
         nw = np.int64(threads if parallel else 1)  # uni_ids's workers
         with numba_threads(threads if parallel else 1):
             starts = np.zeros(n + 1, np.int64)
