@@ -396,7 +396,19 @@ class CpuWordPieceEngine(PieceEngine):
         max_chars = np.int64(model.cfg.max_input_chars_per_word if wordpiece else 0)
         return wordpiece, max_chars, np.int64(model.vocab.get(model.cfg.unk_token, -1))
 
-    def _normalize(self, data, offsets, status, ids_only: bool = True):
+    @staticmethod
+    def _blocks(offsets, parallel: bool, threads: int):
+        """``(blocks, nw)`` for the kernels: documents of about equal bytes,
+        ``fast_cpu._UNITS_PER_THREAD`` a thread, handed to ``nw`` workers as they free up
+        (``workqueue``; one block, one worker when serial)."""
+        from .fast_cpu import _UNITS_PER_THREAD, byte_blocks
+
+        n = offsets.shape[0] - 1
+        if not parallel:
+            return np.array([0, n], np.int64), np.int64(1)
+        return byte_blocks(offsets, offsets[-1], n, _UNITS_PER_THREAD * threads), np.int64(threads)
+
+    def _normalize(self, data, offsets, status, blocks, nw, ids_only: bool = True):
         """``(noff, norm)``: each document rewritten (``kernels.wordpiece_cpu``'s layout).
         ``ids_only``: a text with a kept non-starter is checked for a reordering that moves
         one (``_order_ok``); else (offsets wanted) it goes to the reference path: there a
@@ -411,11 +423,11 @@ class CpuWordPieceEngine(PieceEngine):
         order, desc = self._order_tables()
         if not ids_only:
             order = order[:0]
-        W.wp_norm_lengths(data, offsets, kind, rep_idx, rep_off, order, desc, status, nlen)
+        W.wp_norm_lengths(data, offsets, blocks, nw, kind, rep_idx, rep_off, order, desc, status, nlen)
         noff = np.zeros(n + 1, np.int64)
         np.cumsum(nlen, out=noff[1:])
         norm = np.zeros(int(noff[-1]) + 8, np.uint8)  # 8 spare bytes past the end (the kernels read whole words)
-        W.wp_normalize(data, offsets, kind, rep_idx, rep_off, rep_bytes, status, noff, norm)
+        W.wp_normalize(data, offsets, blocks, nw, kind, rep_idx, rep_off, rep_bytes, status, noff, norm)
         return noff, norm
 
     def _run(self, data, offsets, status, parallel: bool, threads: int, wc):
@@ -425,11 +437,12 @@ class CpuWordPieceEngine(PieceEngine):
 
         punct, (ftab, fterm), (ntab, nterm) = self._compiled()[4:]
         wordpiece, max_chars, unk = self._model_args()
+        blocks, nw = self._blocks(offsets, parallel, threads)
         with numba_threads(threads if parallel else 1):
-            noff, norm = self._normalize(data, offsets, status)
+            noff, norm = self._normalize(data, offsets, status, blocks, nw)
             out = np.empty(max(int(noff[-1]), 1), np.int32)
             counts = np.zeros(offsets.shape[0] - 1, np.int64)
-            W.wp_encode(norm, noff, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm,
+            W.wp_encode(norm, noff, blocks, nw, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm,
                         wc, status, out, counts)
         return noff, out, counts
 
@@ -449,18 +462,19 @@ class CpuWordPieceEngine(PieceEngine):
         kind, rep_idx, rep_off, _rep_bytes, punct, (ftab, fterm), (ntab, nterm) = self._compiled()
         wordpiece, max_chars, unk = self._model_args()
         threads, parallel = plan_threads(num_threads, data.shape[0])
+        blocks, nw = self._blocks(offsets, parallel, threads)
         with numba_threads(threads if parallel else 1):
-            noff, norm = self._normalize(data, offsets, status, ids_only=False)
+            noff, norm = self._normalize(data, offsets, status, blocks, nw, ids_only=False)
             m = max(int(noff[-1]), 1)
             src = np.zeros(m, np.int64)
-            W.wp_sources(data, offsets, kind, rep_idx, rep_off, status, noff, src)
+            W.wp_sources(data, offsets, blocks, nw, kind, rep_idx, rep_off, status, noff, src)
             out = np.empty(m, np.int32)
             tb = np.empty(m, np.int64)
             te = np.empty(m, np.int64)
             word = np.empty(m, np.int64)
             counts = np.zeros(n, np.int64)
-            W.wp_encode_spans(norm, noff, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, status,
-                              out, counts, tb, te, word)
+            W.wp_encode_spans(norm, noff, blocks, nw, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm,
+                              status, out, counts, tb, te, word)
         # every document's tokens, gathered: positions noff[d] .. noff[d] + counts[d]
         first, idx = gathered(noff[:-1], counts)
         ids_a = out[idx]

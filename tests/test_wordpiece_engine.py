@@ -8,6 +8,7 @@ The real bert-base-uncased goldens go through it in ``tests/test_cpu_engine.py``
 from __future__ import annotations
 
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -101,7 +102,6 @@ def test_texts_with_kept_non_starters_are_checked_for_a_reordering():
     reference under three normalizers."""
     import random
 
-    import numpy as np
 
     kept = ["\ua9c0", "\U0001e94a", "\U0001d165", "\U0001d16d", "\u08d4"]  # classes 9, 7, 216, 226, 230 (kept)
     pool = kept + ["\u0301", "\u0323", "\u0e31", "\x01", "\U0001d15f", "\U0001d160", "\u00e9", "a", "x", " "]
@@ -169,6 +169,35 @@ def test_word_cache_threads_and_long_pieces():
         assert ours.encode_batch_ids(texts[:50], add_special_tokens=False, device="cpu").to_list() == want[:50]
 
 
+def test_two_threads_on_blocks_of_unequal_documents(monkeypatch):
+    """Documents of very unequal sizes (a few long, many short, some the reference path
+    encodes) on two threads: the kernels take blocks of documents of about equal bytes
+    from the work queue (``_blocks``, ``workqueue.take_range``); ids and every field of
+    ``encode_batch`` equal the reference's, as on one thread."""
+    from gpu_tok import fast_cpu
+
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    js = wordpiece_tokenizer_json(wordpiece_model(_WP_CHARS, max_chars=1000))
+    ours, ref = _pair(("blocks",), js)
+    words = ["hello", "world,", "unaffable", "東京都", "x.y", "don't", "a" * 30, "caf\u00e9"]
+    texts = [" ".join(words[(k * 5 + j) % len(words)] for j in range(1 + (k % 7) * (k % 5) ** 3)) for k in range(400)]
+    texts[3] = texts[3] + " \U0001d15f"  # a kept non-starter: the document is checked for a reordering
+    texts[7] = " ".join(words * 2000)  # one long document
+    eng = ours._cpu_engine()
+    data, offsets = fast_cpu.pack(texts, None)
+    blocks, nw = eng._blocks(offsets, True, 2)
+    assert nw == 2 and blocks[0] == 0 and blocks[-1] == len(texts) and blocks.shape[0] > 8
+    assert np.all(np.diff(blocks) > 0)
+    want = [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
+    for threads in (2, 1):
+        got = ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=threads).to_list()
+        assert got == want, threads
+        for k, (a, b) in enumerate(zip(ours.encode_batch(texts, add_special_tokens=False, device="cpu",
+                                                         num_threads=threads),
+                                       ref.encode_batch(texts, add_special_tokens=False))):
+            assert diff(a, b) is None, (threads, k, diff(a, b))
+
+
 def test_word_cache_sets_of_two_written_over(monkeypatch):
     """A word cache of two sets of two entries (``wordpiece_cpu.cache_get``: the entry
     found second swapped to the front, a new one put in front), so that words take each
@@ -223,7 +252,6 @@ def test_compiled_rewrite_is_the_reference_normalizer(which):
     """The kernels' table (what each code point becomes) against ``rewrite``, which runs the
     reference normalizer on the character: on every 13th code point the table was built
     from, every 97th one and the first 256 (``--full``: all), for the normalizers served."""
-    import numpy as np
 
     for normalizer in ("Bert", "BertCased", "BertNoClean", "BertStripNoLower", "BertNoChinese", "Lowercase", "none"):
         js = wordpiece_tokenizer_json(wordpiece_model(_WP_CHARS), normalizer=NORMALIZERS[normalizer] or "none")

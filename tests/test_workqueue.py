@@ -83,3 +83,26 @@ def test_a_free_worker_takes_over_a_busy_workers_blocks():
             assert ran.tolist() == [1] * 16
     finally:
         numba.set_num_threads(prev)
+
+
+@njit(parallel=True)
+def _run_ranges(bounds, nw, ran):
+    """Every item of the blocks ``bounds`` through ``take_range``; ``ran[i]`` counts the
+    runs of item ``i`` (atomically)."""
+    flags = np.zeros(bounds.shape[0] - 1, np.int64)
+    for t in prange(nw):
+        for c in range(bounds.shape[0] - 1):
+            d0, d1 = workqueue.take_range(flags, c, np.int64(t), nw, bounds)
+            for d in range(d0, d1):
+                fetch_add1(ran, d, 1)
+
+
+@pytest.mark.parametrize("nw", [1, 2, 3, 8])
+def test_every_item_of_every_range_runs_exactly_once(nw):
+    """``take_range``: the items of the block a worker gets, each block once (blocks of
+    unequal sizes, none, and one)."""
+    for bounds in ([0], [0, 5], [0, 1, 2, 10, 11, 40], list(range(0, 200, 3)) + [200]):
+        b = np.array(bounds, np.int64)
+        ran = np.zeros(max(int(b[-1]), 1), np.int64)
+        _run_ranges(b, nw, ran)
+        assert ran[:int(b[-1])].tolist() == [1] * int(b[-1]), bounds

@@ -33,6 +33,13 @@ text each byte of ``norm`` came from (``wp_sources``), and per token (at its id'
 ``tb``/``te: int64[M]`` its bytes ``norm[tb:te]`` and ``word: int64[M]`` its piece
 (``wp_encode_spans``: ``wp_encode``'s loop again, kept apart so that the cached path has
 no recording branch; one kernel with a flag measured 0.89x on bert's ids).
+
+Threads: every kernel takes ``blocks`` (``int64``, bounds into the document list: runs of
+documents of about equal bytes) and ``nw`` workers, and hands the blocks to the workers as
+they free up (``workqueue.take_range``); ``prange`` over the documents gave each thread a
+fixed run of as many documents, however long they took (the multilingual bench file, two
+threads: 1.75-1.84x faster on the queue, ``benchmarks/RESULTS.md``, 2026-12-05 11:09 and
+11:10 UTC).
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from numba import get_thread_id
 from .engine_cpu import short_key
 from .hash_table import EMPTY, lookup2, njit_cached, njit_noalloc
 from .pretok_cpu import _dec
+from .workqueue import take_range
 
 _U8 = np.uint64(8)
 
@@ -109,55 +117,63 @@ def _order_ok(data, a, b, order, desc):
 
 
 @njit_cached(parallel=True, nogil=True)
-def wp_norm_lengths(data, doc_offsets, kind, rep_idx, rep_off, order, desc, status, nlen):
+def wp_norm_lengths(data, doc_offsets, blocks, nw, kind, rep_idx, rep_off, order, desc, status, nlen):
     """``nlen[d]``: bytes of document ``d`` rewritten (0 for one the reference encodes;
     ``status[d] = 1`` when a character sends it there, or a canonical reordering would
     move a kept non-starter of it: ``_order_ok``, run on the documents holding kind 6;
     an empty ``order``: every such document goes to the reference)."""
-    for d in prange(doc_offsets.shape[0] - 1):
-        if status[d] != 0:
-            nlen[d] = 0
-            continue
-        t, checked = _norm_len(data, doc_offsets[d], doc_offsets[d + 1], kind, rep_idx, rep_off)
-        if t < 0 or (checked and (order.shape[0] == 0
-                                  or not _order_ok(data, doc_offsets[d], doc_offsets[d + 1], order, desc))):
-            status[d] = 1
-            nlen[d] = 0
-        else:
-            nlen[d] = t
+    flags = np.zeros(blocks.shape[0] - 1, np.int64)
+    for tw in prange(nw):
+        for turn in range(blocks.shape[0] - 1):
+            d0, d1 = take_range(flags, turn, np.int64(tw), nw, blocks)
+            for d in range(d0, d1):
+                if status[d] != 0:
+                    nlen[d] = 0
+                    continue
+                t, checked = _norm_len(data, doc_offsets[d], doc_offsets[d + 1], kind, rep_idx, rep_off)
+                if t < 0 or (checked and (order.shape[0] == 0
+                                          or not _order_ok(data, doc_offsets[d], doc_offsets[d + 1], order, desc))):
+                    status[d] = 1
+                    nlen[d] = 0
+                else:
+                    nlen[d] = t
 
 
 @njit_cached(parallel=True, nogil=True)
-def wp_normalize(data, doc_offsets, kind, rep_idx, rep_off, rep_bytes, status, noff, norm):
+def wp_normalize(data, doc_offsets, blocks, nw, kind, rep_idx, rep_off, rep_bytes, status, noff, norm):
     """Document ``d`` rewritten into ``norm[noff[d]:noff[d + 1]]``."""
-    for d in prange(doc_offsets.shape[0] - 1):
-        if status[d] != 0:
-            continue
-        o = noff[d]
-        p = doc_offsets[d]
-        b = doc_offsets[d + 1]
-        while p < b:
-            c, n = _dec(data, p)
-            k = kind[c]
-            if k == 0:
-                for j in range(n):
-                    norm[o + j] = data[p + j]
-                o += n
-            elif k == 2:
-                norm[o] = 32
-                o += 1
-            elif k == 4 or k == 6:
-                r = rep_idx[c]
-                for j in range(rep_off[r], rep_off[r + 1]):
-                    norm[o] = rep_bytes[j]
-                    o += 1
-            elif k == 5:
-                norm[o] = 32
-                for j in range(n):
-                    norm[o + 1 + j] = data[p + j]
-                norm[o + 1 + n] = 32
-                o += n + 2
-            p += n
+    flags = np.zeros(blocks.shape[0] - 1, np.int64)
+    for tw in prange(nw):
+        for turn in range(blocks.shape[0] - 1):
+            d0, d1 = take_range(flags, turn, np.int64(tw), nw, blocks)
+            for d in range(d0, d1):
+                if status[d] != 0:
+                    continue
+                o = noff[d]
+                p = doc_offsets[d]
+                b = doc_offsets[d + 1]
+                while p < b:
+                    c, n = _dec(data, p)
+                    k = kind[c]
+                    if k == 0:
+                        for j in range(n):
+                            norm[o + j] = data[p + j]
+                        o += n
+                    elif k == 2:
+                        norm[o] = 32
+                        o += 1
+                    elif k == 4 or k == 6:
+                        r = rep_idx[c]
+                        for j in range(rep_off[r], rep_off[r + 1]):
+                            norm[o] = rep_bytes[j]
+                            o += 1
+                    elif k == 5:
+                        norm[o] = 32
+                        for j in range(n):
+                            norm[o + 1 + j] = data[p + j]
+                        norm[o + 1 + n] = 32
+                        o += n + 2
+                    p += n
 
 
 @njit_noalloc
@@ -311,71 +327,82 @@ def _piece_miss(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm,
 
 
 @njit_cached(parallel=True, nogil=True)
-def wp_encode(norm, noff, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, wc, status,
+def wp_encode(norm, noff, blocks, nw, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, wc, status,
               out, counts):
     """Each document's pieces (cut at spaces; punctuation characters alone) through the
     model: ``counts[d]`` ids at ``out[noff[d]:]``."""
-    for d in prange(noff.shape[0] - 1):
-        counts[d] = 0
-        if status[d] != 0:
-            continue
-        w = get_thread_id()
-        a = noff[d]
-        b = noff[d + 1]
-        o = a
-        p = a
-        while p < b and o >= 0:
-            if norm[p] == 32:
-                p += 1
-                continue
-            s = p
-            while p < b and norm[p] != 32 and o >= 0:
-                c, n = _dec(norm, p)
-                if punct[c]:
-                    if p > s:
-                        o = _cached_piece(norm, s, p, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, wc, w, out, o)
-                    if o >= 0:
-                        o = _cached_piece(norm, p, p + n, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, wc, w, out, o)
-                    s = p + n
-                p += n
-            if p > s and o >= 0:
-                o = _cached_piece(norm, s, p, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, wc, w, out, o)
-        if o < 0:
-            status[d] = 2
-        else:
-            counts[d] = o - a
+    flags = np.zeros(blocks.shape[0] - 1, np.int64)
+    for tw in prange(nw):
+        for turn in range(blocks.shape[0] - 1):
+            d0, d1 = take_range(flags, turn, np.int64(tw), nw, blocks)
+            for d in range(d0, d1):
+                counts[d] = 0
+                if status[d] != 0:
+                    continue
+                w = get_thread_id()
+                a = noff[d]
+                b = noff[d + 1]
+                o = a
+                p = a
+                while p < b and o >= 0:
+                    if norm[p] == 32:
+                        p += 1
+                        continue
+                    s = p
+                    while p < b and norm[p] != 32 and o >= 0:
+                        c, n = _dec(norm, p)
+                        if punct[c]:
+                            if p > s:
+                                o = _cached_piece(norm, s, p, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm,
+                                                  wc, w, out, o)
+                            if o >= 0:
+                                o = _cached_piece(norm, p, p + n, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm,
+                                                  wc, w, out, o)
+                            s = p + n
+                        p += n
+                    if p > s and o >= 0:
+                        o = _cached_piece(norm, s, p, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm,
+                                          wc, w, out, o)
+                if o < 0:
+                    status[d] = 2
+                else:
+                    counts[d] = o - a
 
 
 # ------------------------------------------------------------ with offsets (encode_batch)
 @njit_cached(parallel=True, nogil=True)
-def wp_sources(data, doc_offsets, kind, rep_idx, rep_off, status, noff, src):
+def wp_sources(data, doc_offsets, blocks, nw, kind, rep_idx, rep_off, status, noff, src):
     """``src[i]``: the character (its index in its document's text) normalized byte ``i``
     came from (``wp_normalize``'s layout; every byte of a rewrite from that character)."""
-    for d in prange(doc_offsets.shape[0] - 1):
-        if status[d] != 0:
-            continue
-        o = noff[d]
-        p = doc_offsets[d]
-        b = doc_offsets[d + 1]
-        ci = 0
-        while p < b:
-            c, n = _dec(data, p)
-            k = kind[c]
-            m = n
-            if k == 1:
-                m = 0
-            elif k == 2:
-                m = 1
-            elif k == 4 or k == 6:
-                r = rep_idx[c]
-                m = rep_off[r + 1] - rep_off[r]
-            elif k == 5:
-                m = n + 2
-            for j in range(m):
-                src[o + j] = ci
-            o += m
-            p += n
-            ci += 1
+    flags = np.zeros(blocks.shape[0] - 1, np.int64)
+    for tw in prange(nw):
+        for turn in range(blocks.shape[0] - 1):
+            d0, d1 = take_range(flags, turn, np.int64(tw), nw, blocks)
+            for d in range(d0, d1):
+                if status[d] != 0:
+                    continue
+                o = noff[d]
+                p = doc_offsets[d]
+                b = doc_offsets[d + 1]
+                ci = 0
+                while p < b:
+                    c, n = _dec(data, p)
+                    k = kind[c]
+                    m = n
+                    if k == 1:
+                        m = 0
+                    elif k == 2:
+                        m = 1
+                    elif k == 4 or k == 6:
+                        r = rep_idx[c]
+                        m = rep_off[r + 1] - rep_off[r]
+                    elif k == 5:
+                        m = n + 2
+                    for j in range(m):
+                        src[o + j] = ci
+                    o += m
+                    p += n
+                    ci += 1
 
 
 @njit_noalloc(inline="always")
@@ -388,42 +415,46 @@ def _spans_piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm
 
 
 @njit_cached(parallel=True, nogil=True)
-def wp_encode_spans(norm, noff, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, status,
+def wp_encode_spans(norm, noff, blocks, nw, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, status,
                     out, counts, tb, te, word):
     """``wp_encode`` without the word cache, each token's bytes ``norm[tb[k]:te[k]]`` and
     piece (``word[k]``, counted from 0 in its document) recorded too."""
-    for d in prange(noff.shape[0] - 1):
-        counts[d] = 0
-        if status[d] != 0:
-            continue
-        a = noff[d]
-        b = noff[d + 1]
-        o = a
-        p = a
-        w = 0
-        while p < b and o >= 0:
-            if norm[p] == 32:
-                p += 1
-                continue
-            s = p
-            while p < b and norm[p] != 32 and o >= 0:
-                c, n = _dec(norm, p)
-                if punct[c]:
-                    if p > s:
+    flags = np.zeros(blocks.shape[0] - 1, np.int64)
+    for tw in prange(nw):
+        for turn in range(blocks.shape[0] - 1):
+            d0, d1 = take_range(flags, turn, np.int64(tw), nw, blocks)
+            for d in range(d0, d1):
+                counts[d] = 0
+                if status[d] != 0:
+                    continue
+                a = noff[d]
+                b = noff[d + 1]
+                o = a
+                p = a
+                w = 0
+                while p < b and o >= 0:
+                    if norm[p] == 32:
+                        p += 1
+                        continue
+                    s = p
+                    while p < b and norm[p] != 32 and o >= 0:
+                        c, n = _dec(norm, p)
+                        if punct[c]:
+                            if p > s:
+                                o = _spans_piece(norm, s, p, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm,
+                                                 out, o, tb, te, word, w)
+                                w += 1
+                            if o >= 0:
+                                o = _spans_piece(norm, p, p + n, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm,
+                                                 out, o, tb, te, word, w)
+                                w += 1
+                            s = p + n
+                        p += n
+                    if p > s and o >= 0:
                         o = _spans_piece(norm, s, p, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o,
                                          tb, te, word, w)
                         w += 1
-                    if o >= 0:
-                        o = _spans_piece(norm, p, p + n, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o,
-                                         tb, te, word, w)
-                        w += 1
-                    s = p + n
-                p += n
-            if p > s and o >= 0:
-                o = _spans_piece(norm, s, p, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, out, o,
-                                 tb, te, word, w)
-                w += 1
-        if o < 0:
-            status[d] = 2
-        else:
-            counts[d] = o - a
+                if o < 0:
+                    status[d] = 2
+                else:
+                    counts[d] = o - a

@@ -82,3 +82,21 @@ def claim(flags, b):
     for exactly one of the workers that ask (the flag read first, so a block already taken
     costs no atomic write)."""
     return flags[_U(b)] == 0 and fetch_add1(flags, b, 1) == 0
+
+
+@njit_noalloc(inline="always")
+def take_range(flags, c, t, nw, bounds):
+    """``take`` for blocks given by their ``bounds`` (``int64[n + 1]``, e.g. documents of
+    about equal bytes): ``(bounds[b], bounds[b + 1])`` for the block ``b`` worker ``t`` runs
+    at its ``c``-th turn, or ``(0, 0)``, so a kernel loops over what it gets:
+
+        flags = np.zeros(bounds.shape[0] - 1, np.int64)
+        for t in prange(nw):
+            for c in range(bounds.shape[0] - 1):
+                d0, d1 = take_range(flags, c, np.int64(t), nw, bounds)
+                for d in range(d0, d1):
+                    ...  # document d, on worker get_thread_id()"""
+    b = take(flags, c, t, nw, bounds.shape[0] - 1)
+    if b < 0:
+        return np.int64(0), np.int64(0)
+    return bounds[_U(b)], bounds[_U(b + 1)]
