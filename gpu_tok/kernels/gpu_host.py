@@ -30,6 +30,7 @@ from .hash_table import njit_cached, njit_noalloc
 from .hash_table import uidx as _U
 from ._intrinsics import ctz64
 from .pretok_cpu import _next_piece, _plan, _window_starts, unit_stop, unit_sync
+from .workqueue import take
 
 SHORT = 64  # bpe_cuda.SHORT
 
@@ -58,12 +59,13 @@ def _cut_range(data, start, stop, end, fam, end_whole, tab, fold, out, o):
 
 
 @njit_cached(parallel=True)
-def cut_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, out):
+def cut_parallel(data, seg_s, seg_e, chunk, nw, fam, end_whole, tab, fold, out):
     """``(seg_count, ustart, ucount)``: the pieces of segment ``s`` start at
     ``out[seg_s[s]:seg_s[s] + seg_count[s]]`` (0 for a segment cut between units); those of
     the cut unit ``u`` at ``out[ustart[u]:ustart[u] + ucount[u]]`` (``ustart = -1`` for a cut
     with no sync point, which the previous cut runs through). Records per segment, not per
-    unit: added tokens and skipped documents may lie between the segments of a unit."""
+    unit: added tokens and skipped documents may lie between the segments of a unit. The
+    units go to the ``nw`` workers as they free up (``workqueue``)."""
     ua, ub, uc = _plan(seg_s, seg_e, chunk)
     U = ua.shape[0]
     sync = np.empty(U, np.int64)
@@ -72,17 +74,22 @@ def cut_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, out):
     seg_count = np.zeros(seg_s.shape[0], np.int64)
     ustart = np.full(U, -1, np.int64)
     ucount = np.zeros(U, np.int64)
-    for u in prange(U):
-        if uc[u] < 0:
-            for s in range(ua[u], ub[u]):
-                a = seg_s[s]
-                seg_count[s] = _cut_range(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, out, a) - a
-        elif sync[u] >= 0:
-            a = sync[u]
-            o = _cut_range(data, a, unit_stop(seg_e, ua, uc, sync, u), seg_e[ua[u]], fam, end_whole, tab, fold,
-                           out, a)
-            ustart[u] = a
-            ucount[u] = o - a
+    flags = np.zeros(U, np.int64)
+    for t in prange(nw):
+        for c in range(U):
+            u = take(flags, c, np.int64(t), nw, U)
+            if u < 0:
+                continue
+            if uc[u] < 0:
+                for s in range(ua[u], ub[u]):
+                    a = seg_s[s]
+                    seg_count[s] = _cut_range(data, a, seg_e[s], seg_e[s], fam, end_whole, tab, fold, out, a) - a
+            elif sync[u] >= 0:
+                a = sync[u]
+                o = _cut_range(data, a, unit_stop(seg_e, ua, uc, sync, u), seg_e[ua[u]], fam, end_whole, tab, fold,
+                               out, a)
+                ustart[u] = a
+                ucount[u] = o - a
     return seg_count, ustart, ucount
 
 
@@ -189,9 +196,12 @@ def byte_level_pieces(eng, data, doc_offsets, skip, parallel: bool, threads: int
     fam, end_whole, tab, fold = eng._pretok._prepare(eng.spec.family, eng.spec.dialect)
     out = scratch(max(data.shape[0], 1)) if scratch is not None else np.empty(max(data.shape[0], 1), np.int32)
     if parallel:
+        from ..fast_cpu import _UNITS_PER_THREAD
+
         total = int((seg_e - seg_s).sum())
-        chunk = max(eng._pretok._MIN_CHUNK, total // (8 * threads))
-        seg_count, ustart, ucount = cut_parallel(data, seg_s, seg_e, chunk, fam, end_whole, tab, fold, out)
+        chunk = max(eng._pretok._MIN_CHUNK, total // (_UNITS_PER_THREAD * threads))
+        seg_count, ustart, ucount = cut_parallel(data, seg_s, seg_e, chunk, np.int64(threads), fam, end_whole, tab,
+                                                 fold, out)
         keep = ucount > 0
         ustart, ucount = ustart[keep], ucount[keep]
     else:
