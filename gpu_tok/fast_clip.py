@@ -48,8 +48,8 @@ import numpy as np
 
 from . import config as C
 from .encoding import Encoding
-from .fast_cpu import (_KEEP_OUT_MAX, ByteBPEEngine, CpuTokenizerEngine, EngineSpec, KeptArray, MAX_IDS, NotServed,
-                       _added_token_lists, _char_index, add_template, batch_of_singles, byte_blocks,
+from .fast_cpu import (_KEEP_OUT_MAX, _UNITS_PER_THREAD, ByteBPEEngine, CpuTokenizerEngine, EngineSpec, KeptArray,
+                       MAX_IDS, NotServed, _added_token_lists, _char_index, add_template, batch_of_singles, byte_blocks,
                        encodings_with_nfc, gathered, numba_threads, pack_probed, plan_threads, rows_after_nfc,
                        splice_rows, template_ids)
 
@@ -213,8 +213,10 @@ class CpuClipEngine:
         ls = np.empty(seg_s.shape[0], np.int64)
         le = np.empty(seg_s.shape[0], np.int64)
         orig = np.empty(low.shape[0] if record else 0, np.int64)
+        nw = np.int64(threads if parallel else 1)
+        gaps = byte_blocks(seg_s, N, seg_s.shape[0], _UNITS_PER_THREAD * threads if parallel else 1)
         with numba_threads(threads if parallel else 1):
-            clip_cpu.lower_gaps(data, seg_s, seg_e, self.low1, self.multi, low, ls, le, orig)
+            clip_cpu.lower_gaps(data, seg_s, seg_e, gaps, nw, self.low1, self.multi, low, ls, le, orig)
         if self.norm_engine is not None:
             tkeys, tvals, term, first, flags, base = self.norm_engine._tries[0]
             ls, le, n_s, n_e, n_id = K.match_added(low, ls, le, tkeys, tvals, term, first, flags, base,
@@ -227,7 +229,7 @@ class CpuClipEngine:
         if lit.any():
             skip[seg_doc[lit != 0]] = 1
         S = ls.shape[0]
-        blocks = byte_blocks(ls, low.shape[0], S, 8 * threads if parallel else 1)
+        blocks = byte_blocks(ls, low.shape[0], S, _UNITS_PER_THREAD * threads if parallel else 1)
         n_sp = r_s.shape[0] + n_s.shape[0]
         buf = take(1, 2 * low.shape[0] + n_sp)  # the added tokens' slots at the end
         p_s = take(2, low.shape[0])
@@ -236,7 +238,7 @@ class CpuClipEngine:
         counts = np.zeros(S, np.int64)
         bcounts = np.zeros(blocks.shape[0] - 1, np.int64)
         with numba_threads(threads if parallel else 1):
-            clip_cpu.clip_scan(low, ls, le, blocks, self.cls, buf, p_s, p_e, p_l, counts, bcounts)
+            clip_cpu.clip_scan(low, ls, le, blocks, nw, self.cls, buf, p_s, p_e, p_l, counts, bcounts)
         _f, idx = gathered(ls[blocks[:-1]], bcounts)
         starts, ends = p_s[idx], p_e[idx]
         if record:

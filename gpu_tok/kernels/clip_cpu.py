@@ -4,7 +4,7 @@ split pattern, each followed by the end-of-word byte 0xFF.
 
 Array layouts
 -------------
-``lower_gaps(data, seg_s, seg_e, low1, multi, out, out_s, out_e, orig)``
+``lower_gaps(data, seg_s, seg_e, blocks, nw, low1, multi, out, out_s, out_e, orig)``
     ``data: uint8[N]`` packed UTF-8; gap ``k`` is ``data[seg_s[k]:seg_e[k]]``. ``low1:
     int32[0x110000]``: a code point's lowercase code point, or ``-1 - j`` when it lowercases
     to several: row ``j`` of ``multi: int32[M, 4]`` (count, then up to three code points).
@@ -12,15 +12,16 @@ Array layouts
     lowercase mapping at most doubles a character's bytes, ``fast_clip`` checks that when
     it builds the tables) and sets ``out_s[k]``, ``out_e[k]``. ``orig: int64[2 * N]`` (or
     empty: not written): for each byte written, the ``data`` position of the character it
-    comes from.
-``clip_scan(text, seg_s, seg_e, blocks, cls, out, p_s, p_e, p_l, counts, block_counts)``
+    comes from. ``blocks``: bounds into the gaps, runs of gaps of about equal bytes,
+    handed to the ``nw`` workers as they free up (``workqueue``).
+``clip_scan(text, seg_s, seg_e, blocks, nw, cls, out, p_s, p_e, p_l, counts, block_counts)``
     Segment ``k`` is ``text[seg_s[k]:seg_e[k]]`` (in text order); ``cls: uint8[0x110000]``
     the class bits of ``pretok_cpu.class_table("onig")``. The matches of
     ``'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+`` (CLIP's pattern
     without its two literal alternatives, which ``fast_clip`` keeps away from this
     kernel), the white space between them dropped (``Split`` ``Removed``, ``invert``),
     each piece's bytes then 0xFF. The segments ``blocks[r]..blocks[r + 1]`` are one block
-    (``prange``): its pieces are written back to back from ``out[2 * a]`` (``a``: the
+    (handed to the ``nw`` workers as they free up, ``workqueue``): its pieces are written back to back from ``out[2 * a]`` (``a``: the
     block's first ``seg_s``; ``out: uint8[2 * len(text)]``, a piece has a byte at least),
     and described from slot ``a`` on: piece ``j`` of the block is
     ``out[p_s[a + j]:p_e[a + j]]`` (the 0xFF included; ``p_s``/``p_e: int64[len(text)]``);
@@ -39,6 +40,7 @@ from numba import prange
 from .hash_table import njit_cached, njit_noalloc
 from .hash_table import uidx as _U
 from .pretok_cpu import _dec as _decode
+from .workqueue import take, take_range
 
 __all__ = ["lower_gaps", "clip_scan", "EOW"]
 
@@ -106,11 +108,18 @@ def _lower_gap(data, a, b, low1, multi, out, o, orig):
 
 
 @njit_cached(parallel=True)
-def lower_gaps(data, seg_s, seg_e, low1, multi, out, out_s, out_e, orig):
-    for k in prange(seg_s.shape[0]):
-        o = 2 * seg_s[k]
-        out_s[k] = o
-        out_e[k] = _lower_gap(data, seg_s[k], seg_e[k], low1, multi, out, o, orig)
+def lower_gaps(data, seg_s, seg_e, blocks, nw, low1, multi, out, out_s, out_e, orig):
+    """Gap ``k`` lowercased into ``out[2 * seg_s[k]:out_e[k]]`` (``out_s[k]``: its start);
+    ``blocks``: bounds into the gaps, handed to the ``nw`` workers as they free up
+    (``workqueue.take_range``)."""
+    flags = np.zeros(blocks.shape[0] - 1, np.int64)
+    for t in prange(nw):
+        for c in range(blocks.shape[0] - 1):
+            k0, k1 = take_range(flags, c, np.int64(t), nw, blocks)
+            for k in range(k0, k1):
+                o = 2 * seg_s[k]
+                out_s[k] = o
+                out_e[k] = _lower_gap(data, seg_s[k], seg_e[k], low1, multi, out, o, orig)
 
 
 @njit_noalloc(inline="always")
@@ -194,16 +203,22 @@ def _scan_seg(text, a, b, cls, out, o, p_s, p_e, p_l, np_):
 
 
 @njit_cached(parallel=True)
-def clip_scan(text, seg_s, seg_e, blocks, cls, out, p_s, p_e, p_l, counts, block_counts):
-    for r in prange(blocks.shape[0] - 1):
-        k0 = blocks[r]
-        a = seg_s[k0] if k0 < seg_s.shape[0] else 0
-        np_ = a
-        o = 2 * a
-        for k in range(k0, blocks[r + 1]):
-            m = _scan_seg(text, seg_s[k], seg_e[k], cls, out, o, p_s, p_e, p_l, np_)
-            counts[k] = m - np_
-            if m > np_:
-                o = p_e[m - 1]
-            np_ = m
-        block_counts[r] = np_ - a
+def clip_scan(text, seg_s, seg_e, blocks, nw, cls, out, p_s, p_e, p_l, counts, block_counts):
+    nb = blocks.shape[0] - 1
+    flags = np.zeros(nb, np.int64)
+    for t in prange(nw):
+        for c in range(nb):
+            r = take(flags, c, np.int64(t), nw, nb)
+            if r < 0:
+                continue
+            k0 = blocks[r]
+            a = seg_s[k0] if k0 < seg_s.shape[0] else 0
+            np_ = a
+            o = 2 * a
+            for k in range(k0, blocks[r + 1]):
+                m = _scan_seg(text, seg_s[k], seg_e[k], cls, out, o, p_s, p_e, p_l, np_)
+                counts[k] = m - np_
+                if m > np_:
+                    o = p_e[m - 1]
+                np_ = m
+            block_counts[r] = np_ - a
