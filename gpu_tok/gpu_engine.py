@@ -376,14 +376,15 @@ class SentencePieceHost:
         self.sp = sp
 
     def pieces(self, data, offsets, num_threads, alloc=None, scratch=None, huge_bytes=_HUGE_BYTES) -> HostPieces:
-        from .fast_cpu import byte_blocks
+        from .fast_cpu import _UNITS_PER_THREAD, byte_blocks
         from .kernels import gpu_host as H
         from .kernels.sp_host import sp_pieces_parallel
 
         sp = self.sp
         n = offsets.shape[0] - 1
         threads, parallel = plan_threads(num_threads, data.shape[0])
-        blocks = byte_blocks(offsets[:-1], data.shape[0], n, 4 * threads) if parallel else np.array([0, n], np.int64)
+        blocks = (byte_blocks(offsets[:-1], data.shape[0], n, _UNITS_PER_THREAD * threads) if parallel
+                  else np.array([0, n], np.int64))
         with numba_threads(threads if parallel else 1):
             buf, starts, special, first, stats = sp_pieces_parallel(
                 data, offsets, blocks, sp.rt, sp.nt, sp.cls, sp.prepend, *sp.bt, sp.whole_first, sp.nocut, H.SHORT,

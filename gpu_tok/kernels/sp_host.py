@@ -24,12 +24,14 @@ walked 4 MB in about 36 ms here (llama2), the GPU path's ceiling for these files
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import prange
 
 from .engine_cpu import _sp_next_place, _sp_spaces, _split_added, bytes_lookup
 from .gpu_host import _alloc
 from .hash_table import njit_cached
+from .workqueue import take
 
 
 @njit_cached
@@ -185,12 +187,13 @@ def sp_pieces(data, doc_offsets, rt, nt, cls, prepend, arena, tok_off, bkeys, bv
 
 
 @njit_cached(parallel=True)
-def sp_blocks(data, doc_offsets, blocks, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, nocut):
+def sp_blocks(data, doc_offsets, blocks, nw, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, nocut):
     """The first half of ``sp_pieces_parallel``: each block of documents (``blocks``: bounds)
     into a region of its own, in parallel. Returns ``(buf, bo, starts, so, special, first,
     cm, cp)``: block ``k``'s bytes at ``buf[bo[k]:bo[k] + cm[k]]``, its pieces at
     ``so[k]:so[k] + cp[k]`` of ``starts`` (positions in ``buf``) and ``special``; ``first``
-    the first piece of each document (an index into those arrays)."""
+    the first piece of each document (an index into those arrays). The blocks go to the
+    ``nw`` workers as they free up (``workqueue``)."""
     nb = blocks.shape[0] - 1
     bo = np.zeros(nb + 1, np.int64)
     so = np.zeros(nb + 1, np.int64)
@@ -205,11 +208,16 @@ def sp_blocks(data, doc_offsets, blocks, rt, nt, cls, prepend, arena, tok_off, b
     first = np.empty(doc_offsets.shape[0], np.int64)
     cm = np.zeros(nb, np.int64)
     cp = np.zeros(nb, np.int64)
-    for k in prange(nb):
-        m, p = _sp_block(data, doc_offsets, blocks[k], blocks[k + 1], rt, nt, cls, prepend, arena, tok_off, bkeys,
-                         bvals, whole_first, nocut, buf, bo[k], starts, so[k], special, first)
-        cm[k] = m - bo[k]
-        cp[k] = p - so[k]
+    flags = np.zeros(nb, np.int64)
+    for t in prange(nw):
+        for c in range(nb):
+            k = take(flags, c, np.int64(t), nw, nb)
+            if k < 0:
+                continue
+            m, p = _sp_block(data, doc_offsets, blocks[k], blocks[k + 1], rt, nt, cls, prepend, arena, tok_off, bkeys,
+                             bvals, whole_first, nocut, buf, bo[k], starts, so[k], special, first)
+            cm[k] = m - bo[k]
+            cp[k] = p - so[k]
     return buf, bo, starts, so, special, first, cm, cp
 
 
@@ -261,7 +269,8 @@ def sp_pieces_parallel(data, doc_offsets, blocks, rt, nt, cls, prepend, arena, t
     special, first, stats)`` (``stats`` as ``sp_gather``'s, ``huge`` its threshold);
     ``alloc(name, n, dtype)`` gives the output arrays (the GPU engine's pinned staging
     buffers)."""
-    rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp = sp_blocks(data, doc_offsets, blocks, rt, nt, cls, prepend,
+    nw = np.int64(numba.get_num_threads())  # the workers of sp_blocks' queue: the caller's thread count
+    rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp = sp_blocks(data, doc_offsets, blocks, nw, rt, nt, cls, prepend,
                                                                  arena, tok_off, bkeys, bvals, whole_first, nocut)
     M, P = int(cm.sum()), int(cp.sum())
     if M >= 2 ** 31:
