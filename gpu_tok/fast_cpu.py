@@ -49,9 +49,10 @@ _PROBE_ADDED = 1  # pack_probed's bit: a first byte of an added token's content
 _PROBE_NFC = 2  # pack_probed's bit: a byte NFC may change a character from
 _KEEP_OUT_MAX = 1 << 29  # bytes of parallel id scratch an engine keeps between calls (KeptArray, _scratch_out)
 _KEEP_TEXT_MAX = 1 << 27  # bytes of packed text an engine keeps a buffer for between calls (KeptArray)
-_UNITS_PER_THREAD = 32  # work-queue units per thread of the byte-level fused kernel (encode_fused_parallel)
-# (was 8: a worker's last unit is never taken over (workqueue.take), so a worker whose run was
-# slower ended a unit or two after the other, idle meanwhile; decision 0019, fifth addendum)
+_UNITS_PER_THREAD = 32  # work-queue blocks per thread (byte-level fused, SentencePiece, Unigram, WordPiece,
+# CLIP scan, the GPU path's host steps); was 8: a worker's last block is never taken over
+# (workqueue.take), so a worker whose run went slower ended a block or two after the other, which
+# idled meanwhile (decision 0019, fifth addendum)
 
 
 def plan_threads(num_threads: Optional[int], n_bytes: int) -> Tuple[int, bool]:

@@ -21,8 +21,9 @@ Array layouts
     without its two literal alternatives, which ``fast_clip`` keeps away from this
     kernel), the white space between them dropped (``Split`` ``Removed``, ``invert``),
     each piece's bytes then 0xFF. The segments ``blocks[r]..blocks[r + 1]`` are one block
-    (handed to the ``nw`` workers as they free up, ``workqueue``): its pieces are written back to back from ``out[2 * a]`` (``a``: the
-    block's first ``seg_s``; ``out: uint8[2 * len(text)]``, a piece has a byte at least),
+    (handed to the ``nw`` workers as they free up, ``workqueue``): its pieces are written
+    back to back from ``out[2 * a]`` (``a``: the block's first ``seg_s``; ``out: uint8[2 *
+    len(text)]``, a piece has a byte at least),
     and described from slot ``a`` on: piece ``j`` of the block is
     ``out[p_s[a + j]:p_e[a + j]]`` (the 0xFF included; ``p_s``/``p_e: int64[len(text)]``);
     ``counts[k]`` pieces of segment ``k``, ``block_counts[r]`` of block ``r``; ``p_l`` (or
