@@ -41,6 +41,7 @@ _NFC_SPANS_KEPT = 1 << 16  # normalized spans an engine keeps (nfc_normalize)
 _LONG_SLOTS = 1 << 18  # long-piece cache entries per worker, four-way sets (32 bytes each: 8 MiB)
 _LONG_BYTES = 1 << 22  # their bytes: a ring of 4 MiB per worker
 _LONG_ID_SLOTS = 1 << 21  # their ids: a ring of 8 MiB per worker
+_NFC_LOADED = [False]  # the NFC path's kernels loaded (ByteBPEEngine._load_nfc_kernels)
 _NFC_PARALLEL_MIN = 1 << 16  # bytes of changed documents from which nfc_spans runs in parallel
 _NO_HINT = np.zeros(0, np.uint8)  # match_added's hint when every segment is searched
 _NO_IDS = np.zeros(0, np.int32)  # encode_fused_serial's prefix and suffix without a template
@@ -424,11 +425,28 @@ class ByteBPEEngine:
         """Boolean per document: NFC (this file has it) would change it, and it is not
         skipped already (``hint``: ``pack_probed``'s; a document without its bit
         ``_PROBE_NFC`` is not looked at)."""
+        if not _NFC_LOADED[0]:
+            self._load_nfc_kernels()
         h = _NO_HINT if hint is None or not self._probed(_PROBE_NFC) else hint & _PROBE_NFC
         bad = self._K.nfc_unchanged_docs(data, doc_offsets, *self.nfc, h) == 0
         if skip is not None:
             bad &= skip == 0
         return bad
+
+    def _load_nfc_kernels(self):
+        """Run the path of a document NFC changes once, on a tiny one (``e`` and a combining
+        acute: NFC makes it ``\u00e9``), serial and in parallel, so that its kernels are
+        loaded from Numba's cache now, in the first call with NFC of the process, not in
+        whichever later call first meets such a document (qwen3: 24 ms for the first
+        English prose document NFC changes, 25 kB; an 8 MB batch of that file encodes in
+        25-45 ms). Once per process (the kernels are the module's)."""
+        _NFC_LOADED[0] = True
+        K = self._K
+        text = np.frombuffer("e\u0301".encode("utf-8"), np.uint8)
+        offs = np.array([0, text.shape[0]], np.int64)
+        self._nfc_prepass(text.copy(), offs, None, False)  # the batch copied
+        self._nfc_prepass(text.copy(), offs, None, True)  # written back in place
+        K.nfc_spans_parallel(text.copy(), offs[:-1].copy(), offs[1:].copy(), *self.nfc)
 
     def _nfc_skip(self, data, doc_offsets, skip):
         """``skip`` plus the documents the reference's NFC would change (files with NFC)."""

@@ -1677,3 +1677,58 @@ def test_nfc_documents_encodings_from_the_engine(family, monkeypatch):
     bad = [i for i in range(len(texts)) if got[i] != want[i]]
     assert not bad, f"{len(bad)} differ, first {texts[bad[0]]!r}"
     assert seen["todo"] > 500 and seen["done"] == seen["todo"]
+
+
+_NFC_FIRST_CALL = r'''
+import json, sys, time
+import numba.core.dispatcher as D
+sys.path.insert(0, sys.argv[1])
+loads = []
+orig = D.Dispatcher._compile_for_args
+def counted(self, *a, **k):
+    loads.append(self.py_func.__name__)
+    return orig(self, *a, **k)
+D.Dispatcher._compile_for_args = counted
+import tokenizers
+import gpu_tok
+from _small_bpe import PRE_TOKENIZERS, tokenizer_json
+js = json.loads(tokenizer_json(normalizer={"type": "NFC"}, added=[]))
+js["pre_tokenizer"] = PRE_TOKENIZERS["ByteLevelRegex"]
+js = json.dumps(js)
+ours, ref = gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js)
+assert ours._cpu_engine() is not None
+plain = ["the cafe " * 4000 + str(i) for i in range(8)]  # 36 kB each: NFC changes none
+changed = ["the cafe\u0301 " * 4000 + str(i) for i in range(8)]  # NFC changes every one
+for n in (1, 2):
+    ours.encode_batch_ids(plain, device="cpu", num_threads=n, add_special_tokens=False)
+first = len(loads)
+for n in (1, 2):
+    got = ours.encode_batch_ids(changed, device="cpu", num_threads=n, add_special_tokens=False).to_list()
+    assert got == [e.ids for e in ref.encode_batch(changed, add_special_tokens=False)]
+print(json.dumps({"first": first, "later": loads[first:]}))
+'''
+
+
+def test_nfc_path_loaded_in_the_first_call(tmp_path):
+    """The kernels of a document NFC changes (serial and parallel) are loaded from Numba's
+    cache in a process's first call on a file with NFC (``ByteBPEEngine._load_nfc_kernels``),
+    not in the later call that first meets such a document: a fresh process encodes NFC-free
+    text on one and two threads, then text NFC changes (288 kB, so its spans are found in
+    parallel), and no Numba function is loaded or compiled in that second part; the ids
+    equal the pinned HF ``tokenizers``."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("tokenizers")
+    tests = Path(__file__).resolve().parent
+    script = tmp_path / "first_call.py"
+    script.write_text(_NFC_FIRST_CALL)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tests.parent), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run([sys.executable, str(script), str(tests)], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert res["first"] > 0  # the counter sees the loads (the first calls load the engine's kernels)
+    assert res["later"] == []
