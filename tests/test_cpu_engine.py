@@ -858,6 +858,17 @@ def test_added_tokens_found_at_every_window_position(contents, trunk, nfb):
     for threads in (1, 2):
         got = ours.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=threads).to_list()
         assert got == want
+    # any_match (tiktoken's special-token check) skips the same way: whether a content occurs
+    # in each text, and in each text less its last byte (a content cut at the segment's end)
+    raw = [t.encode("utf-8") for t in texts]
+    data = np.frombuffer(b"".join(raw), np.uint8)
+    off = np.zeros(len(raw) + 1, np.int64)
+    np.cumsum([len(r) for r in raw], out=off[1:])
+    for cut in (0, 1):
+        ends = np.maximum(off[1:] - cut, off[:-1])
+        has = K.any_match(data, off[:-1].copy(), ends, *trie[:4]).tolist()
+        expect = [int(any(w.encode("utf-8") in r[:len(r) - cut] for w in words)) for r in raw]
+        assert has == expect and 0 < sum(expect) < len(expect)
 
 
 def test_ids_beyond_the_word_caches_are_refused_by_name():

@@ -302,12 +302,10 @@ def trie_trunk(tkeys, tvals, term):
 
 
 @njit_noalloc
-def _match_segment(data, a, b, tkeys, tvals, term, first, fb, trunk, tflags, id_base, cls,
-                   seg_s, seg_e, m_s, m_e, m_id, ns, nm):
-    """The reference's ``_find_matches`` on ``data[a:b]``: leftmost-longest matches,
-    ``single_word`` filter, ``lstrip``/``rstrip`` widening; appends gaps and matches."""
-    start_offset = a
-    i = a
+def _content_start(data, i, b, first, fb, trunk):
+    """The first place ``p`` in ``[i, b)`` where an added token's content may start (a first
+    byte of ``first``, then the whole ``trunk``, ``trie_trunk``'s), or ``b``: 64 or eight
+    bytes at a time where ``fb`` (``_first_bytes``) or the trunk allow (SIMD compares)."""
     nfb = fb.shape[0]
     N = data.shape[0]
     tl = trunk.shape[0]
@@ -366,6 +364,21 @@ def _match_segment(data, a, b, tkeys, tvals, term, first, fb, trunk, tflags, id_
             if not same:
                 i += 1
                 continue
+        return i
+    return b
+
+
+@njit_noalloc
+def _match_segment(data, a, b, tkeys, tvals, term, first, fb, trunk, tflags, id_base, cls,
+                   seg_s, seg_e, m_s, m_e, m_id, ns, nm):
+    """The reference's ``_find_matches`` on ``data[a:b]``: leftmost-longest matches,
+    ``single_word`` filter, ``lstrip``/``rstrip`` widening; appends gaps and matches."""
+    start_offset = a
+    i = a
+    while i < b:
+        i = _content_start(data, i, b, first, fb, trunk)
+        if i >= b:
+            break
         node = np.int64(0)
         j = i
         best_end = -1
@@ -525,28 +538,37 @@ def match_added_parallel(data, in_s, in_e, tkeys, tvals, term, first, tflags, id
     return seg_s[:ns], seg_e[:ns], m_s[:nm], m_e[:nm], m_id[:nm]
 
 
+@njit_noalloc
+def _any_in_segment(data, i, b, tkeys, tvals, term, first, fb, trunk):
+    """Whether some content occurs in ``data[i:b]`` (``_content_start`` finds where to try)."""
+    while i < b:
+        i = _content_start(data, i, b, first, fb, trunk)
+        if i >= b:
+            break
+        node = np.int64(0)
+        j = i
+        while j < b:
+            v = lookup(tkeys, tvals, (np.uint64(node) << _U8) | np.uint64(data[_U(j)]))
+            if v == EMPTY:
+                break
+            node = np.int64(v)
+            j += 1
+            if term[_U(node)] >= 0:
+                return True
+        i += 1
+    return False
+
+
 @njit_cached
 def any_match(data, in_s, in_e, tkeys, tvals, term, first):
     """Per segment, whether any content occurs in it (no flags; tiktoken's special check)."""
     S = in_s.shape[0]
     out = np.zeros(S, np.uint8)
+    fb = _first_bytes(first)
+    trunk = trie_trunk(tkeys, tvals, term)
     for k in range(S):
-        b = in_e[_U(k)]
-        i = in_s[_U(k)]
-        while i < b and out[_U(k)] == 0:
-            if first[_U(data[_U(i)])] != 0:
-                node = np.int64(0)
-                j = i
-                while j < b:
-                    v = lookup(tkeys, tvals, (np.uint64(node) << _U8) | np.uint64(data[_U(j)]))
-                    if v == EMPTY:
-                        break
-                    node = np.int64(v)
-                    j += 1
-                    if term[_U(node)] >= 0:
-                        out[_U(k)] = 1
-                        break
-            i += 1
+        if _any_in_segment(data, in_s[_U(k)], in_e[_U(k)], tkeys, tvals, term, first, fb, trunk):
+            out[_U(k)] = 1
     return out
 
 
