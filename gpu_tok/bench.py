@@ -43,12 +43,12 @@ RESULTS_MD = (REPO_ROOT / "benchmarks" / "RESULTS.md" if (REPO_ROOT / "benchmark
 BENCH_FILES = ("code", "english_prose", "multilingual")
 # tokenizer.json models, each followed by the tiktoken encoding of its family
 DEFAULT_MODELS = ("gpt2", "r50k_base", "llama3", "cl100k_base", "gpt-4o", "o200k_base")
-ENGINES = ("ours", "ours-encoding", "ours-fast", "hf", "hf-fast", "tiktoken", "fastokens", "fastokens-list", "gigatoken",
+ENGINES = ("ours", "ours-list", "ours-encoding", "ours-fast", "hf", "hf-fast", "tiktoken", "fastokens", "fastokens-list", "gigatoken",
            "gigatoken-list")
 DEFAULT_ENGINES = ("ours", "hf", "hf-fast", "tiktoken", "fastokens", "gigatoken", "gigatoken-list")
 SCALING_ENGINES = ("ours", "hf", "tiktoken", "gigatoken")
 REFERENCE = {"hf": "hf", "tiktoken": "tiktoken"}  # model kind -> reference engine
-PACKAGES = {"ours": "gpu_tok", "ours-encoding": "gpu_tok", "ours-fast": "gpu_tok", "hf": "tokenizers", "hf-fast": "tokenizers", "tiktoken": "tiktoken",
+PACKAGES = {"ours": "gpu_tok", "ours-list": "gpu_tok", "ours-encoding": "gpu_tok", "ours-fast": "gpu_tok", "hf": "tokenizers", "hf-fast": "tokenizers", "tiktoken": "tiktoken",
             "fastokens": "fastokens", "fastokens-list": "fastokens",
             "gigatoken": "gigatoken", "gigatoken-list": "gigatoken"}
 MB = 1e6
@@ -240,6 +240,24 @@ def make_ours(model: Model, threads: int, module=None) -> Runner:
     return _splits_runner(api, lambda texts: fn(texts, **kw), lambda out: (out.ids, out.row_splits))
 
 
+def make_ours_lists(model: Model, threads: int) -> Runner:
+    """Our ids as Python lists, one per text (the ``tiktoken`` / ``gigatoken-list`` engines'
+    counterpart): ``encode_ordinary_batch`` for a tiktoken encoding, else
+    ``encode_batch_ids(...).to_list()``."""
+    import gpu_tok
+
+    if model.kind == "hf":
+        tok = gpu_tok.Tokenizer.from_file(str(model.path))
+        api = (f"gpu_tok.Tokenizer.from_file({model.name}/tokenizer.json).encode_batch_ids(texts, "
+               f"add_special_tokens=False, device='cpu', num_threads={threads}).to_list() -> list[list[int]]")
+        return _list_runner(api, lambda texts: tok.encode_batch_ids(texts, add_special_tokens=False, device="cpu",
+                                                                    num_threads=threads).to_list())
+    enc = gpu_tok.Tokenizer.from_tiktoken(model.name, path=str(model.path))
+    api = (f"gpu_tok.Tokenizer.from_tiktoken({model.name!r}, path=...).encode_ordinary_batch(texts, "
+           f"num_threads={threads}) -> list[list[int]]")
+    return _list_runner(api, lambda texts: enc.encode_ordinary_batch(texts, num_threads=threads))
+
+
 def make_ours_encodings(model: Model, threads: int, fast: bool = False) -> Runner:
     """Our ``encode_batch`` (``fast``: ``encode_batch_fast``): ``Encoding`` objects, as HF's
     ``encode_batch`` gives them (the ``hf`` / ``hf-fast`` engines' counterparts)."""
@@ -338,6 +356,7 @@ def make_gigatoken(model: Model, threads: int, as_list: bool = False) -> Runner:
 
 FACTORIES: Dict[str, Callable[[Model, int], Runner]] = {
     "ours": make_ours,
+    "ours-list": make_ours_lists,
     "ours-encoding": make_ours_encodings,
     "ours-fast": lambda m, t: make_ours_encodings(m, t, fast=True),
     "hf": make_hf,

@@ -41,6 +41,7 @@ import numpy as np
 import regex
 
 from . import config as C
+from ._util import id_lists
 from .cpu_ref.byte_level import BYTE_TO_CHAR
 from .cpu_ref.models import BPEModel
 from .cpu_ref.rust_regex import compile_tiktoken_pattern
@@ -367,9 +368,7 @@ class TiktokenEncoding:
 
     @staticmethod
     def _rows(ids: np.ndarray, rs: np.ndarray) -> List[List[int]]:
-        flat = ids.tolist()
-        b = rs.tolist()
-        return [flat[b[i]:b[i + 1]] for i in range(len(b) - 1)]
+        return id_lists(ids, rs)
 
     # ------------------------------------------------------------------ encoding API
     def encode_ordinary(self, text: str) -> List[int]:

@@ -9,7 +9,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Union
 import numpy as np
 
 from . import loader
-from ._util import gc_paused
+from ._util import gc_paused, id_lists
 from .config import AddedToken, PaddingParams, TokenizerConfig, TruncationParams
 from .cpu_ref import RefPipeline
 from .encoding import Encoding
@@ -33,8 +33,7 @@ class TokenBatch:
         return len(self.row_splits) - 1
 
     def to_list(self) -> List[List[int]]:
-        rs = self.row_splits
-        return [self.ids[rs[i]:rs[i + 1]].tolist() for i in range(len(rs) - 1)]
+        return id_lists(self.ids, self.row_splits)
 
     def to_padded(self, pad_id: int = 0, side: str = "right", length: Optional[int] = None):
         """``(ids, attention_mask)`` as ``int32[n, length]`` matrices."""
@@ -305,8 +304,7 @@ class Tokenizer:
         def rows(texts):
             if not texts:
                 return []
-            ids, rs = eng.encode_ids(texts, False, num_threads)
-            return [ids[a:b].tolist() for a, b in zip(rs[:-1].tolist(), rs[1:].tolist())]
+            return id_lists(*eng.encode_ids(texts, False, num_threads))
 
         a, b = rows(firsts), rows(seconds)
         out = [self._ref.post_process(without_offsets(Encoding(a[i])),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import time
 
+import numpy as np
 import pytest
 
 import gpu_tok
@@ -154,3 +155,31 @@ def test_encode_batch_pauses_the_collector_and_restores_it():
         finally:
             gc.enable()
     assert seen == [True, True, False, False, False, False]
+
+
+def test_id_lists_equal_tolist_per_row():
+    """``_util.id_lists`` (the ints taken from a shared table) makes the lists ``tolist``
+    per row makes: empty batches and rows, ids 0 and at the table's step edges (the table
+    grown on the way), ids past its limit and negative ones (then ``tolist``); the lists
+    are new each call (changing one changes no other) and their items are plain ints."""
+    from gpu_tok import _util
+    from gpu_tok.tokenizer import TokenBatch
+
+    rng = np.random.default_rng(5)
+    step = _util._INTS_STEP
+    cases = [(np.zeros(0, np.int32), np.zeros(1, np.int64)),
+             (np.zeros(0, np.int32), np.zeros(4, np.int64)),
+             (np.array([0, step - 1, step, 2 * step + 3], np.int32), np.array([0, 0, 2, 4, 4], np.int64)),
+             (rng.integers(0, 300_000, 5000).astype(np.int32), np.array([0, 1, 1, 700, 4999, 5000], np.int64)),
+             (np.array([_util._INTS_MAX, 7], np.int64), np.array([0, 1, 2], np.int64)),
+             (np.array([-1, 7], np.int32), np.array([0, 2], np.int64))]
+    for ids, rs in cases:
+        want = [ids[rs[i]:rs[i + 1]].tolist() for i in range(len(rs) - 1)]
+        got = _util.id_lists(ids, rs)
+        assert got == want and all(type(x) is int for row in got for x in row)
+        assert TokenBatch(ids, rs).to_list() == want
+        again = _util.id_lists(ids, rs)
+        if again and again[-1]:
+            again[-1].append(1)
+            assert got == want
+    assert _util._ints[0].shape[0] >= 300_000 and _util._ints[0].shape[0] % step == 0
