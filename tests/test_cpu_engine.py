@@ -861,7 +861,7 @@ def test_added_tokens_found_at_every_window_position(contents, trunk, nfb):
     # any_match (tiktoken's special-token check) skips the same way: whether a content occurs
     # in each text, and in each text less its last byte (a content cut at the segment's end)
     raw = [t.encode("utf-8") for t in texts]
-    data = np.frombuffer(b"".join(raw), np.uint8)
+    data = np.frombuffer(bytearray(b"".join(raw)), np.uint8)  # writable: the kernels' one array type
     off = np.zeros(len(raw) + 1, np.int64)
     np.cumsum([len(r) for r in raw], out=off[1:])
     for cut in (0, 1):
