@@ -1259,30 +1259,20 @@ class CpuTokenizerEngine:
         characters of each document; ``added``: which tokens are added tokens)."""
         ids, rs, skip, (starts, ends, special, pts) = self.engine.run(data, offsets, num_threads=num_threads,
                                                                        want_pieces=True, normalized=normalized)
-        P = starts.shape[0]
-        counts = np.diff(pts)
-        tok_piece = np.repeat(np.arange(P, dtype=np.int64), counts)
-        lens = np.empty(ids.shape[0], np.int64)
-        is_sp = special[tok_piece] >= 0 if P else np.zeros(0, bool)
-        tl = self.engine.tok_len
-        lens[~is_sp] = tl[ids[~is_sp]]
-        lens[is_sp] = (ends - starts)[tok_piece[is_sp]]
-        excl = np.cumsum(lens) - lens
-        tok_start = starts[tok_piece] + excl - excl[pts[tok_piece]] if P else np.zeros(0, np.int64)
-        tok_end = tok_start + lens
-        cidx = _char_index(data)
-        doc_of_tok = np.searchsorted(offsets, tok_start, side="right") - 1
-        base = cidx[offsets[doc_of_tok]]
-        # cidx[b + 1] - 1 is the character of byte b (every byte of a character
-        # reports that whole character, decision 0004)
-        c_start = cidx[tok_start + 1] - 1 - base
-        c_end = cidx[tok_end] - base
-        first_piece = np.searchsorted(starts, offsets[:-1], side="left")
-        word = tok_piece - first_piece[doc_of_tok]
-        vr = self._tokens_of()
-        toks = vr[np.where(is_sp, 0, ids)]  # (an added token's id is past the model's vocabulary)
-        for k in np.flatnonzero(is_sp).tolist():  # an added token: its text
-            toks[k] = data[tok_start[k]:tok_end[k]].tobytes().decode("utf-8")
+        from .kernels.spans_cpu import token_char_spans
+
+        threads, parallel = plan_threads(num_threads, data.shape[0])
+        n = offsets.shape[0] - 1
+        blocks = (byte_blocks(offsets, offsets[-1], n, _UNITS_PER_THREAD * threads) if parallel
+                  else np.array([0, n], np.int64))
+        first_piece = np.searchsorted(starts, offsets, side="left").astype(np.int64)
+        with numba_threads(threads if parallel else 1):
+            c_start, c_end, word, is_sp = token_char_spans(data, offsets, first_piece, starts, ends, special, pts, ids,
+                                                           self.engine.tok_len, blocks,
+                                                           np.int64(threads if parallel else 1))
+        toks = self._tokens_of()[np.where(is_sp, 0, ids)]  # (an added token's id is past the model's vocabulary)
+        for p in np.flatnonzero(special >= 0).tolist():  # an added token (one, its whole piece): its text
+            toks[pts[p]] = data[starts[p]:ends[p]].tobytes().decode("utf-8")
         skipped = np.flatnonzero(skip).tolist() if skip is not None else []
         return rs, ids, toks, c_start, c_end, word, skipped, is_sp
 

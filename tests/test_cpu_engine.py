@@ -674,6 +674,27 @@ def _small_served(normalizer, added):
     return ours, tokenizers.Tokenizer.from_str(js)
 
 
+def test_offsets_of_a_match_inside_the_whitespace_of_the_one_before():
+    """An ``rstrip`` token's match takes the spaces after it, and a content of two spaces
+    and ``x`` then matches inside them: the second match starts two or three bytes before
+    the first one's end, and the offsets kernel (``kernels.spans_cpu``, which walks each
+    document once counting characters) counts back over them. Every offset equal to the
+    pinned HF ``tokenizers``, multi-byte characters around."""
+    from _small_bpe import ADDED
+
+    added = ADDED + [{"id": 0, "content": "  x", "single_word": False, "lstrip": False, "rstrip": False,
+                      "normalized": False, "special": False}]
+    ours, ref = _small_served(None, added)
+    texts = ["<r>    x", "\u00e9<r>     x\u00fc", "<r>  x", "\u00e9\u00e9 <r>      x \u65e5<r>   x"] * 3
+    want = ref.encode_batch(texts, add_special_tokens=False)
+    assert any(b[0] < a[1] for e in want for a, b in zip(e.offsets, e.offsets[1:]) if b[1] - b[0] > 1 and a[1] - b[0] >= 2)
+    for threads in (1, 2):
+        got = ours.encode_batch(texts, add_special_tokens=False, device="cpu", num_threads=threads)
+        assert [e.offsets for e in got] == [e.offsets for e in want]
+        assert [e.ids for e in got] == [e.ids for e in want]
+        assert [e.word_ids for e in got] == [e.word_ids for e in want]
+
+
 def test_added_token_matching_in_whitespace_a_token_stripped():
     """A content that starts with whitespace ("  sp", " x") can match inside the whitespace
     an ``rstrip`` token before it took: the reference searches from the end of that
