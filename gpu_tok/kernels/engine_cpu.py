@@ -368,6 +368,26 @@ def _content_start(data, i, b, first, fb, trunk):
     return b
 
 
+@njit_noalloc(inline="always")
+def _longest_content(data, i, b, tkeys, tvals, term):
+    """``(end, id)`` of the longest content of the trie starting at ``data[i]`` and ending
+    by ``b``, or ``(-1, -1)``."""
+    node = np.int64(0)
+    j = i
+    best_end = np.int64(-1)
+    best_id = np.int64(-1)
+    while j < b:
+        v = lookup(tkeys, tvals, (np.uint64(node) << _U8) | np.uint64(data[_U(j)]))
+        if v == EMPTY:
+            break
+        node = np.int64(v)
+        j += 1
+        if term[_U(node)] >= 0:
+            best_end = j
+            best_id = np.int64(term[_U(node)])
+    return best_end, best_id
+
+
 @njit_noalloc
 def _match_segment(data, a, b, tkeys, tvals, term, first, fb, trunk, tflags, id_base, cls,
                    seg_s, seg_e, m_s, m_e, m_id, ns, nm):
@@ -379,19 +399,7 @@ def _match_segment(data, a, b, tkeys, tvals, term, first, fb, trunk, tflags, id_
         i = _content_start(data, i, b, first, fb, trunk)
         if i >= b:
             break
-        node = np.int64(0)
-        j = i
-        best_end = -1
-        best_id = -1
-        while j < b:
-            v = lookup(tkeys, tvals, (np.uint64(node) << _U8) | np.uint64(data[_U(j)]))
-            if v == EMPTY:
-                break
-            node = np.int64(v)
-            j += 1
-            if term[_U(node)] >= 0:
-                best_end = j
-                best_id = term[_U(node)]
+        best_end, best_id = _longest_content(data, i, b, tkeys, tvals, term)
         if best_end < 0:
             i += 1
             continue
@@ -545,16 +553,8 @@ def _any_in_segment(data, i, b, tkeys, tvals, term, first, fb, trunk):
         i = _content_start(data, i, b, first, fb, trunk)
         if i >= b:
             break
-        node = np.int64(0)
-        j = i
-        while j < b:
-            v = lookup(tkeys, tvals, (np.uint64(node) << _U8) | np.uint64(data[_U(j)]))
-            if v == EMPTY:
-                break
-            node = np.int64(v)
-            j += 1
-            if term[_U(node)] >= 0:
-                return True
+        if _longest_content(data, i, b, tkeys, tvals, term)[0] >= 0:
+            return True
         i += 1
     return False
 
