@@ -43,8 +43,8 @@ RESULTS_MD = (REPO_ROOT / "benchmarks" / "RESULTS.md" if (REPO_ROOT / "benchmark
 BENCH_FILES = ("code", "english_prose", "multilingual")
 # tokenizer.json models, each followed by the tiktoken encoding of its family
 DEFAULT_MODELS = ("gpt2", "r50k_base", "llama3", "cl100k_base", "gpt-4o", "o200k_base")
-ENGINES = ("ours", "ours-list", "ours-encoding", "ours-fast", "hf", "hf-fast", "tiktoken", "fastokens", "fastokens-list", "gigatoken",
-           "gigatoken-list")
+ENGINES = ("ours", "ours-list", "ours-encoding", "ours-fast", "hf", "hf-fast", "tiktoken", "fastokens", "fastokens-list",
+           "gigatoken", "gigatoken-list")
 DEFAULT_ENGINES = ("ours", "hf", "hf-fast", "tiktoken", "fastokens", "gigatoken", "gigatoken-list")
 SCALING_ENGINES = ("ours", "hf", "tiktoken", "gigatoken")
 REFERENCE = {"hf": "hf", "tiktoken": "tiktoken"}  # model kind -> reference engine

@@ -51,9 +51,9 @@ _PROBE_NFC = 2  # pack_probed's bit: a byte NFC may change a character from
 _KEEP_OUT_MAX = 1 << 29  # bytes of parallel id scratch an engine keeps between calls (KeptArray, _scratch_out)
 _KEEP_TEXT_MAX = 1 << 27  # bytes of packed text an engine keeps a buffer for between calls (KeptArray)
 _UNITS_PER_THREAD = 32  # work-queue blocks per thread (byte-level fused, SentencePiece, Unigram, WordPiece,
-# CLIP scan, the GPU path's host steps); was 8: a worker's last block is never taken over
-# (workqueue.take), so a worker whose run went slower ended a block or two after the other, which
-# idled meanwhile (decision 0019, fifth addendum)
+# CLIP scan, the GPU path's host steps, the byte-level offsets in spans_cpu); was 8: a worker's
+# last block is never taken over (workqueue.take), so a worker whose run went slower ended a
+# block or two after the other, which idled meanwhile (decision 0019, fifth addendum)
 
 
 def plan_threads(num_threads: Optional[int], n_bytes: int) -> Tuple[int, bool]:
@@ -1262,14 +1262,12 @@ class CpuTokenizerEngine:
         from .kernels.spans_cpu import token_char_spans
 
         threads, parallel = plan_threads(num_threads, data.shape[0])
-        n = offsets.shape[0] - 1
-        blocks = (byte_blocks(offsets, offsets[-1], n, _UNITS_PER_THREAD * threads) if parallel
-                  else np.array([0, n], np.int64))
+        nw = threads if parallel else 1
+        blocks = byte_blocks(offsets, offsets[-1], offsets.shape[0] - 1, _UNITS_PER_THREAD * nw)
         first_piece = np.searchsorted(starts, offsets, side="left").astype(np.int64)
-        with numba_threads(threads if parallel else 1):
+        with numba_threads(nw):
             c_start, c_end, word, is_sp = token_char_spans(data, offsets, first_piece, starts, ends, special, pts, ids,
-                                                           self.engine.tok_len, blocks,
-                                                           np.int64(threads if parallel else 1))
+                                                           self.engine.tok_len, blocks, np.int64(nw))
         toks = self._tokens_of()[np.where(is_sp, 0, ids)]  # (an added token's id is past the model's vocabulary)
         for p in np.flatnonzero(special >= 0).tolist():  # an added token (one, its whole piece): its text
             toks[pts[p]] = data[starts[p]:ends[p]].tobytes().decode("utf-8")
