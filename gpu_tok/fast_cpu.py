@@ -31,6 +31,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import config as C
+from ._util import _ITEMS_OK, _VAR_HEADER
 from .encoding import Encoding, EncodingRows
 from .kernels.hash_table import interleave, kernel_bytes, new_pair_cache, pair_filter
 
@@ -858,22 +859,6 @@ def object_ids(seq) -> np.ndarray:
             base = ctypes.c_void_p.from_address(base).value
         return np.frombuffer((ctypes.c_int64 * n).from_address(base), np.int64).copy()
     return np.fromiter(map(id, seq), np.int64, n)
-
-
-def _items_layout_ok() -> bool:
-    probe = ["a", "b", 1.5]
-    for seq in (probe, tuple(probe)):
-        base = id(seq) + _VAR_HEADER
-        if type(seq) is list:
-            base = ctypes.c_void_p.from_address(base).value
-        got = list((ctypes.c_int64 * len(seq)).from_address(base))
-        if got != [id(x) for x in seq]:
-            return False
-    return True
-
-
-_VAR_HEADER = tuple.__basicsize__  # ob_refcnt, ob_type, ob_size: where the items (or their array's address) are
-_ITEMS_OK = ctypes.sizeof(ctypes.c_void_p) == 8 and _items_layout_ok()
 
 
 def _pack_encoded(texts: Sequence[str], check) -> Tuple[np.ndarray, np.ndarray]:

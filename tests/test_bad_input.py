@@ -182,4 +182,40 @@ def test_id_lists_equal_tolist_per_row():
         if again and again[-1]:
             again[-1].append(1)
             assert got == want
-    assert _util._ints[0].shape[0] >= 300_000 and _util._ints[0].shape[0] % step == 0
+    table, ptrs = _util._ints[0]
+    assert table.shape[0] >= 300_000 and table.shape[0] % step == 0
+    assert ptrs.tolist()[:10] + ptrs.tolist()[-3:] == [id(x) for x in table[:10]] + [id(x) for x in table[-3:]]
+
+
+def test_id_lists_references_counted(monkeypatch):
+    """The compiled loop of ``id_lists`` (``kernels/lists_cpu.fill_lists``) takes one
+    reference per id and the lists give them back when freed: each table int's reference
+    count is back where it was after the lists go, and it grew by its number of
+    occurrences while they lived. Ids of other dtypes, strided and read-only arrays give
+    the same lists; without the confirmed list layout (``_ITEMS_OK`` false) the NumPy way
+    gives them too."""
+    import sys
+
+    from gpu_tok import _util
+
+    rng = np.random.default_rng(11)
+    ids = rng.integers(300, 5000, 20_000).astype(np.int32)  # above the small-int cache
+    rs = np.array([0, 3, 3, 9000, 20_000], np.int64)
+    want = [ids[rs[i]:rs[i + 1]].tolist() for i in range(len(rs) - 1)]
+    table, _ = _util._int_table(5000)
+    probe = [int(v) for v in np.unique(ids)[:50]]
+    before = [sys.getrefcount(table[v]) for v in probe]
+    got = _util.id_lists(ids, rs)
+    assert got == want
+    counts = np.bincount(ids, minlength=5000)
+    assert [sys.getrefcount(table[v]) for v in probe] == [b + int(counts[v]) for b, v in zip(before, probe)]
+    assert all(x is table[x] for row in got for x in row[:100])
+    del got
+    assert [sys.getrefcount(table[v]) for v in probe] == before
+    wide = np.repeat(ids.astype(np.int64), 2)[::2]  # int64, strided
+    ro = ids.copy()
+    ro.flags.writeable = False
+    assert _util.id_lists(wide, rs) == want and _util.id_lists(ro, rs) == want
+    monkeypatch.setattr(_util, "_ITEMS_OK", False)
+    assert _util.id_lists(ids, rs) == want
+    assert [sys.getrefcount(table[v]) for v in probe] == before

@@ -1,6 +1,7 @@
 """LLVM intrinsics the CPU kernels use (Numba ``@intrinsic``): a prefetch hint, an unaligned
 8-byte load, count-trailing-zeros and a 64-byte range mask (none of them changes a result);
-for packing (``pack_cpu``), a copy from a raw address and calls of C functions by address."""
+for packing (``pack_cpu``) and lists of ids (``lists_cpu``), a copy from a raw address, loads
+and stores at raw addresses and calls of C functions by address."""
 
 from __future__ import annotations
 
@@ -151,6 +152,70 @@ def call_i64_i64_i64(typingctx, fn, a, b):
         fnty = ir.FunctionType(i64, [i64, i64])
         f = builder.inttoptr(args[0], fnty.as_pointer())
         return builder.call(f, [args[1], args[2]])
+
+    return sig, codegen
+
+
+@intrinsic
+def call_i64_i64(typingctx, fn, a):
+    """Call the C function at address ``fn`` as ``int64 f(int64)``."""
+    sig = types.int64(types.int64, types.int64)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        f = builder.inttoptr(args[0], ir.FunctionType(i64, [i64]).as_pointer())
+        return builder.call(f, [args[1]])
+
+    return sig, codegen
+
+
+@intrinsic
+def call_void_i64(typingctx, fn, a):
+    """Call the C function at address ``fn`` as ``void f(int64)``."""
+    sig = types.void(types.int64, types.int64)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        f = builder.inttoptr(args[0], ir.FunctionType(ir.VoidType(), [i64]).as_pointer())
+        builder.call(f, [args[1]])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def call_i32_i64_i64_i64(typingctx, fn, a, b, c):
+    """Call the C function at address ``fn`` as ``int32 f(int64, int64, int64)`` (a C
+    ``int`` result)."""
+    sig = types.int32(types.int64, types.int64, types.int64, types.int64)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        f = builder.inttoptr(args[0], ir.FunctionType(ir.IntType(32), [i64, i64, i64]).as_pointer())
+        return builder.call(f, list(args[1:]))
+
+    return sig, codegen
+
+
+@intrinsic
+def load_at(typingctx, addr):
+    """The ``int64`` at the raw address ``addr`` (8-byte aligned)."""
+    sig = types.int64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.load(builder.inttoptr(args[0], ir.IntType(64).as_pointer()), align=8)
+
+    return sig, codegen
+
+
+@intrinsic
+def store_at(typingctx, addr, v):
+    """Store the ``int64`` ``v`` at the raw address ``addr`` (8-byte aligned)."""
+    sig = types.void(types.int64, types.int64)
+
+    def codegen(context, builder, signature, args):
+        builder.store(args[1], builder.inttoptr(args[0], ir.IntType(64).as_pointer()), align=8)
+        return context.get_dummy_value()
 
     return sig, codegen
 

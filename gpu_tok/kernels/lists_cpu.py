@@ -1,0 +1,54 @@
+"""Python lists of ids made by a compiled loop (``_util.id_lists``: ``TokenBatch.to_list()``,
+tiktoken's ``encode_batch`` / ``encode_ordinary_batch``, ``encode_batch_fast``).
+
+``fill_lists`` makes one list per row through the C API, called by address (the kernel
+stays cacheable: no ctypes object inside it), and puts in it the row's ints taken from a
+table of them, one reference more each (``Py_IncRef``) and no new object. Layout:
+
+- ``ids: int32[N]``, every value below ``ptrs.shape[0]``;
+- ``row_splits: int64[R + 1]``: row ``r`` is ``ids[row_splits[r]:row_splits[r + 1]]``;
+- ``ptrs: int64[V]``: ``ptrs[i]`` is the address of the Python int ``i`` (objects the caller
+  keeps alive for the call);
+- ``out``: the address of a Python list of ``R`` items (``[None] * R``); item ``r`` is
+  replaced by row ``r``'s list (``PyList_SetItem``, which drops the ``None``);
+- ``items_at``: the offset of a list's item-array pointer in its object (CPython's
+  ``PyListObject.ob_item``, after the variable-size header; ``_util._ITEMS_OK`` checks it
+  once per process before this runs). A new list's items are written there directly.
+
+Must run with the GIL held (Numba's default: not ``nogil``). Returns -1, or the row whose
+list could not be made (out of memory: the Python error cleared, the caller raises
+``MemoryError``; rows before it are done, the rest still ``None``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from ._intrinsics import call_i32_i64_i64_i64, call_i64_i64, call_void, call_void_i64, load_at, store_at
+from .hash_table import njit_cached
+
+# the C API by address
+LIST_NEW = ctypes.cast(ctypes.pythonapi.PyList_New, ctypes.c_void_p).value
+LIST_SET = ctypes.cast(ctypes.pythonapi.PyList_SetItem, ctypes.c_void_p).value
+INCREF = ctypes.cast(ctypes.pythonapi.Py_IncRef, ctypes.c_void_p).value
+ERR_CLEAR = ctypes.cast(ctypes.pythonapi.PyErr_Clear, ctypes.c_void_p).value
+
+
+@njit_cached
+def fill_lists(ids, row_splits, ptrs, out, items_at, list_new, list_set, incref, err_clear):
+    """Row ``r``'s list of ints into item ``r`` of the list at ``out`` (module docstring)."""
+    for r in range(row_splits.shape[0] - 1):
+        a = row_splits[r]
+        n = row_splits[r + 1] - a
+        lst = call_i64_i64(list_new, n)
+        if lst == 0:
+            call_void(err_clear)
+            return r
+        if n > 0:
+            items = load_at(lst + items_at)
+            for k in range(n):
+                p = ptrs[ids[a + k]]
+                call_void_i64(incref, p)
+                store_at(items + 8 * k, p)
+        call_i32_i64_i64_i64(list_set, out, r, lst)  # steals lst's reference
+    return -1
