@@ -47,7 +47,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from . import config as C
-from .encoding import Encoding
+from .encoding import Encoding, TokenStrings
 from .fast_cpu import (_KEEP_OUT_MAX, _UNITS_PER_THREAD, ByteBPEEngine, CpuTokenizerEngine, EngineSpec, KeptArray,
                        MAX_IDS, NotServed, _added_token_lists, _char_index, add_template, batch_of_singles, byte_blocks,
                        encodings_with_nfc, gathered, numba_threads, pack_probed, plan_threads, rows_after_nfc,
@@ -385,11 +385,13 @@ class CpuClipEngine:
         before = np.cumsum(special != -2) - (special != -2)  # items before, the -2 ones not counted
         word = before[item] - before[first_item[doc[item]]] if P else np.zeros(0, np.int64)
         rs = pts[first_item]
-        toks = self._tokens_of()[np.where(is_sp, 0, ids)]
-        for k in np.flatnonzero(is_sp).tolist():  # an added token: the text it matched (a
-            it = item[k]  # normalized one: in the normalized text)
+        at = np.flatnonzero(is_sp)
+        texts = []
+        for k in at.tolist():  # an added token: the text it matched (a normalized one: in
+            it = item[k]  # the normalized text)
             text = data[sp_s[it]:sp_e[it]] if src[it] < 0 else low[src[it]:src_e[it]]
-            toks[k] = text.tobytes().decode("utf-8")
+            texts.append(text.tobytes().decode("utf-8"))
+        toks = TokenStrings(self._tokens_of(), ids, at, texts)
         return rs, ids, toks, c_start, c_end, word, np.flatnonzero(skip).tolist(), is_sp
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:

@@ -28,7 +28,7 @@ from typing import List, Optional
 import numpy as np
 
 from . import config as C
-from .encoding import Encoding
+from .encoding import Encoding, TokenStrings
 from .fast_wordpiece import PieceEngine
 
 
@@ -200,13 +200,10 @@ class CpuUnigramEngine(PieceEngine):
         status, (noff, out, counts, (cs, ce, word, ua, ul, ubuf)) = self._packed_run(texts, num_threads, record=True)
         first, idx = gathered(noff[:-1], counts)
         ids_a = out[idx]
-        toks = self._tokens_of()[ids_a]
         ua = ua[idx]
-        own = np.flatnonzero(ua >= 0)
-        if own.shape[0]:  # an unknown token: its string is the text it stands for
-            ul = ul[idx]
-            for k, a, m in zip(own.tolist(), ua[own].tolist(), ul[own].tolist()):
-                toks[k] = ubuf[a:a + m].tobytes().decode("utf-8")
+        own = np.flatnonzero(ua >= 0)  # an unknown token: its string is the text it stands for
+        toks = TokenStrings(self._tokens_of(), ids_a, own,
+                            [ubuf[a:a + m].tobytes().decode("utf-8") for a, m in zip(ua[own].tolist(), ul[idx][own].tolist())])
         slow = np.flatnonzero(status).tolist()
         return assemble(self.ref, texts, type_id, first, ids_a, toks, cs[idx], ce[idx], word[idx], slow)
 

@@ -34,7 +34,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from . import config as C
-from .encoding import Encoding
+from .encoding import Encoding, TokenStrings
 
 _CACHE_SLOTS = 1 << 20  # word cache entries per worker (32 bytes each: 32 MiB), in sets of two
 _CACHE_SLOTS_FIRST = 1 << 17  # until the engine has encoded _CACHE_GROW_BYTES (4 MiB a worker)
@@ -478,7 +478,7 @@ class CpuWordPieceEngine(PieceEngine):
         # every document's tokens, gathered: positions noff[d] .. noff[d] + counts[d]
         first, idx = gathered(noff[:-1], counts)
         ids_a = out[idx]
-        toks = self._tokens_of()[ids_a]
+        toks = TokenStrings(self._tokens_of(), ids_a)
         starts = src[tb[idx]]
         ends = src[te[idx] - 1] + 1
         slow = np.flatnonzero(status).tolist()

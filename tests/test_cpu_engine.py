@@ -1732,7 +1732,7 @@ assert ours._cpu_engine() is not None
 plain = ["the cafe " * 4000 + str(i) for i in range(8)]  # 36 kB each: NFC changes none
 changed = ["the cafe\u0301 " * 4000 + str(i) for i in range(8)]  # NFC changes every one
 for n in (1, 2):
-    ours.encode_batch_ids(plain, device="cpu", num_threads=n, add_special_tokens=False)
+    ours.encode_batch_ids(plain, device="cpu", num_threads=n, add_special_tokens=False).to_list()
 first = len(loads)
 for n in (1, 2):
     got = ours.encode_batch_ids(changed, device="cpu", num_threads=n, add_special_tokens=False).to_list()
@@ -1764,3 +1764,100 @@ def test_nfc_path_loaded_in_the_first_call(tmp_path):
     res = json.loads(proc.stdout.strip().splitlines()[-1])
     assert res["first"] > 0  # the counter sees the loads (the first calls load the engine's kernels)
     assert res["later"] == []
+
+
+def _mask_pieces_numpy(mask, m_id, m_e):
+    """The byte-level engine's pieces from its mask as it made them with NumPy before
+    ``spans_cpu.mask_pieces``."""
+    starts = np.flatnonzero(mask)
+    ends = np.empty_like(starts)
+    if starts.shape[0]:
+        ends[:-1] = starts[1:]
+        ends[-1] = mask.shape[0]
+    kinds = mask[starts]
+    special = np.full(starts.shape[0], -1, np.int32)
+    special[kinds == 2] = m_id
+    ends[kinds == 2] = m_e
+    special[kinds == 3] = -2
+    return starts, ends, special
+
+
+def test_mask_pieces_equal_the_numpy_way():
+    """``spans_cpu.mask_pieces`` (two passes over the mask, eight bytes a step, in parallel
+    blocks) and its serial twin give the pieces ``flatnonzero`` and gathers gave: random
+    masks of every kind (a piece, a match with its end, a document left out), empty ones,
+    blocks of every count (``mask_bounds``, some empty), matches in the last piece of a
+    block and of the text."""
+    from gpu_tok.kernels.spans_cpu import mask_bounds, mask_pieces, mask_pieces_serial
+
+    rng = np.random.default_rng(7)
+    cases = []
+    for _ in range(400):
+        n = int(rng.integers(0, 300))
+        mask = np.zeros(n, np.uint8)
+        if n:
+            k = int(rng.integers(0, n + 1))
+            mask[rng.integers(0, n, k)] = rng.integers(1, 4, k)
+            if rng.random() < 0.3:
+                mask[-1] = 2
+        cases.append(mask)
+    for mask in cases:
+        n2 = int((mask == 2).sum())
+        m_id = rng.integers(0, 1000, n2).astype(np.int32)
+        m_e = np.flatnonzero(mask == 2) + rng.integers(1, 6, n2)
+        want = _mask_pieces_numpy(mask, m_id, m_e)
+        gots = [mask_pieces_serial(mask, m_id, m_e)]
+        gots += [mask_pieces(mask, m_id, m_e, mask_bounds(mask.shape[0], nb)) for nb in (1, 2, 3, 8, 40)]
+        for got in gots:
+            for a, b in zip(want, got):
+                assert a.dtype == b.dtype and np.array_equal(a, b)
+    b = mask_bounds(1001, 7)
+    assert b[0] == 0 and b[-1] == 1001 and (b[:-1] % 8 == 0).all() and (np.diff(b) >= 0).all()
+
+
+def test_token_strings_as_the_eager_array():
+    """``encoding.TokenStrings`` (token strings made when a range is read) gives what the
+    eager object array gave: slices anywhere, with the texts at their positions (ids past
+    the vocabulary there), an index array (the early stop's cut) keeping the texts that
+    fall in it, and no texts at all."""
+    from gpu_tok.encoding import TokenStrings
+
+    rng = np.random.default_rng(3)
+    vocab = np.array([f"t{i}" for i in range(50)], dtype=object)
+    ids = rng.integers(0, 50, 400).astype(np.int32)
+    pos = np.sort(rng.choice(400, 30, replace=False)).astype(np.int64)
+    ids[pos[::2]] = 77  # an added token's id past the vocabulary
+    text = [f"<{p}>" for p in pos.tolist()]
+    eager = vocab[np.where(np.isin(np.arange(400), pos), 0, ids)]
+    eager[pos] = np.array(text, dtype=object)
+    ts = TokenStrings(vocab, ids, pos, text)
+    assert len(ts) == 400
+    for a, b in [(0, 400), (0, 0), (5, 6), (int(pos[3]), int(pos[3]) + 1), (int(pos[3]) + 1, int(pos[9])), (390, 400)]:
+        assert ts[a:b].tolist() == eager[a:b].tolist()
+    idx = np.sort(rng.choice(400, 120, replace=False))
+    cut = ts[idx]
+    assert isinstance(cut, TokenStrings) and cut[0:120].tolist() == eager[idx].tolist()
+    assert cut[10:20].tolist() == eager[idx][10:20].tolist()
+    plain = TokenStrings(vocab, ids % 50)
+    assert plain[3:9].tolist() == vocab[ids[3:9] % 50].tolist()
+    assert plain[np.array([4, 1])][0:2].tolist() == vocab[(ids % 50)[[4, 1]]].tolist()
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama3"])
+def test_parallel_encodings_every_field(family, monkeypatch):
+    """``encode_batch`` on the parallel plan (forced on a small input): the pieces from the
+    mask in parallel blocks (``spans_cpu.mask_pieces``), the ids gathered with their
+    counts (``gather_pieces_parallel``), the token strings made when read
+    (``TokenStrings``): ids, tokens, offsets and word ids equal the pinned HF
+    ``tokenizers``, added tokens in the text included."""
+    tokenizers = pytest.importorskip("tokenizers")
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    path = str(model_path(family))
+    ours, ref = gpu_tok.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+    special = "<|endoftext|>" if family == "gpt2" else "<|begin_of_text|>"
+    texts = bench_texts(60_000) + ["", "x", f"a {special}b {special}", f"{special}", "\u00e9t\u00e9 " * 50]
+    want = ref.encode_batch(texts, add_special_tokens=False)
+    got = ours.encode_batch(texts, add_special_tokens=False, device="cpu", num_threads=2)
+    assert sum(len(e.ids) for e in want) > 10_000
+    for g, w in zip(got, want):
+        assert (g.ids, g.tokens, [tuple(o) for o in g.offsets], g.word_ids) == (w.ids, w.tokens, w.offsets, w.word_ids)

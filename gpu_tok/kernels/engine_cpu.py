@@ -2340,6 +2340,36 @@ def gather_parallel(out, rec_start, rec_count, pos, ids):
 
 
 @njit_cached(parallel=True, nogil=True)
+def gather_pieces_parallel(out, opos, counts, blocks):
+    """``(ids, pts)`` after ``encode_pieces_parallel``: piece ``p``'s ``counts[p]`` ids, at
+    ``out[opos[p]:]``, moved to ``ids[pts[p]:pts[p + 1]]`` (pieces back to back), the
+    cumulative counts ``pts`` made as they go: per block of ``blocks`` (piece-index
+    bounds) its total, then the blocks in parallel from their bases."""
+    nb = blocks.shape[0] - 1
+    P = counts.shape[0]
+    base = np.zeros(nb + 1, np.int64)
+    for b in prange(nb):
+        t = np.int64(0)
+        for p in range(blocks[_U(b)], blocks[_U(b + 1)]):
+            t += counts[_U(p)]
+        base[_U(b + 1)] = t
+    for b in range(nb):
+        base[_U(b + 1)] += base[_U(b)]
+    ids = np.empty(base[_U(nb)], np.int32)
+    pts = np.empty(P + 1, np.int64)
+    pts[_U(P)] = base[_U(nb)]
+    for b in prange(nb):
+        o = base[_U(b)]
+        for p in range(blocks[_U(b)], blocks[_U(b + 1)]):
+            pts[_U(p)] = o
+            a = opos[_U(p)]
+            c = counts[_U(p)]
+            ids[o:o + c] = out[a:a + c]
+            o += c
+    return ids, pts
+
+
+@njit_cached(parallel=True, nogil=True)
 def gather_template_parallel(out, rec_start, rec_count, pos, row_of, rs, prefix, suffix, ids):
     """``gather_parallel`` and ``add_template_parallel`` in one pass: record ``r`` (in row
     ``row_of[r]``) goes to ``ids[pos[r] + row_of[r] * (P + S) + P:]`` and row ``d``'s

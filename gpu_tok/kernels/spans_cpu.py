@@ -19,12 +19,17 @@ The documents run in blocks (``blocks``, ``int64[n + 1]`` bounds of about equal 
 work queue (``workqueue.take_range``); each walks its text once, counting character starts
 as it goes, instead of a character index of the whole text (an ``int64`` per byte) and
 gathers from it.
+
+``mask_pieces`` turns the byte-level engine's piece mask (``ByteBPEEngine.pieces``: per byte
+0, or the kind of piece starting there) into the pieces' arrays in two passes over the
+mask, eight bytes a step, in parallel blocks (instead of ``np.flatnonzero`` and gathers).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import prange
 
+from ._intrinsics import ctz64 as _ctz64
 from ._intrinsics import load64 as _load64
 from .hash_table import njit_cached, njit_noalloc
 from .hash_table import uidx as _U
@@ -97,3 +102,137 @@ def token_char_spans(data, offsets, first_piece, starts, ends, special, pts, ids
                         is_sp[_U(k)] = sp
                         pos = end
     return c_s, c_e, word, is_sp
+
+
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+
+
+@njit_noalloc(inline="always")
+def _nonzero8(w):
+    """Bit 7 of each byte of ``w`` set where that byte is not 0."""
+    return (((w & _LOW7) + _LOW7) | w) & _HIGH8
+
+
+@njit_noalloc
+def _mask_count(mask, x, y):
+    """``(pieces, matches)``: the bytes of ``mask[x:y]`` that are not 0, and those that are 2."""
+    c = np.int64(0)
+    c2 = np.int64(0)
+    while x + 8 <= y:
+        w = _load64(mask, x)
+        if w != np.uint64(0):
+            c += np.int64(_popcount8(_nonzero8(w)))
+            c2 += 8 - np.int64(_popcount8(_nonzero8(w ^ np.uint64(0x0202020202020202))))
+        x += 8
+    while x < y:
+        v = mask[_U(x)]
+        c += np.int64(v != 0)
+        c2 += np.int64(v == 2)
+        x += 1
+    return c, c2
+
+
+@njit_noalloc(inline="always")
+def _popcount8(h):
+    """Bytes of ``h`` whose bit 7 is set (``h`` has no other bits)."""
+    return ((h >> np.uint64(7)) * _ONES8) >> np.uint64(56)
+
+
+@njit_noalloc(inline="always")
+def _put_piece(mask, pos, o, k2, m_id, m_e, starts, ends, special):
+    """Piece ``o`` starts at ``pos``; returns the next match index."""
+    v = mask[_U(pos)]
+    starts[_U(o)] = pos
+    if v == 2:
+        special[_U(o)] = m_id[_U(k2)]
+        ends[_U(o)] = m_e[_U(k2)]
+        return k2 + 1
+    special[_U(o)] = np.int32(-2) if v == 3 else np.int32(-1)
+    return k2
+
+
+@njit_noalloc
+def _mask_block(mask, x, y, o, k2, m_id, m_e, starts, ends, special):
+    """Pieces of ``mask[x:y]`` from piece ``o`` and match ``k2`` on (``_put_piece``); the end
+    of each but a block's last that is not a match: the next one's start."""
+    o0 = o
+    while x + 8 <= y:
+        w = _load64(mask, x)
+        if w != np.uint64(0):
+            h = _nonzero8(w)
+            while h != np.uint64(0):
+                pos = x + np.int64(_ctz64(h) >> np.uint64(3))
+                if o > o0 and special[_U(o - 1)] < np.int32(0):
+                    ends[_U(o - 1)] = pos
+                k2 = _put_piece(mask, pos, o, k2, m_id, m_e, starts, ends, special)
+                o += 1
+                h &= h - np.uint64(1)
+        x += 8
+    while x < y:
+        if mask[_U(x)] != 0:
+            if o > o0 and special[_U(o - 1)] < np.int32(0):
+                ends[_U(o - 1)] = x
+            k2 = _put_piece(mask, x, o, k2, m_id, m_e, starts, ends, special)
+            o += 1
+        x += 1
+
+
+@njit_noalloc
+def _mask_ends(bounds, po, starts, ends, special, N):
+    """The end of each block's last piece that is not a match: the next piece's start (the
+    text's end for the last)."""
+    P = starts.shape[0]
+    for b in range(bounds.shape[0] - 1):
+        o = po[_U(b + 1)] - 1
+        if o >= po[_U(b)] and special[_U(o)] < np.int32(0):
+            ends[_U(o)] = starts[_U(o + 1)] if o + 1 < P else N
+
+
+def mask_bounds(N: int, n: int) -> np.ndarray:
+    """``int64[n + 1]``: ``n`` blocks of about equal bytes of a mask of ``N`` bytes for
+    ``mask_pieces``, each starting at a multiple of 8."""
+    step = -(-(-(-N // n)) // 8) * 8
+    return np.minimum(np.arange(n + 1, dtype=np.int64) * step, N)
+
+
+@njit_cached(parallel=True, nogil=True)
+def mask_pieces(mask, m_id, m_e, bounds):
+    """``(starts, ends, special)`` of the pieces the mask marks (``uint8[N]``: 0, or the
+    start of a piece: 1 a pre-tokenizer's piece, 2 an added token's match, 3 a document
+    left out), in text order: ``special`` -1 for a piece, the match's id for a match (the
+    ``k``-th 2 is match ``k``: ``m_id[k]``, ending at ``m_e[k]``), -2 for a document left
+    out; a piece that is not a match ends where the next starts (the text's end for the
+    last). The mask is read in the blocks ``bounds`` (``int64[n + 1]``, multiples of 8 but
+    the last), counted in parallel, then written in parallel."""
+    nb = bounds.shape[0] - 1
+    cnt = np.zeros(nb + 1, np.int64)
+    cnt2 = np.zeros(nb + 1, np.int64)
+    for b in prange(nb):
+        c, c2 = _mask_count(mask, bounds[_U(b)], bounds[_U(b + 1)])
+        cnt[_U(b + 1)] = c
+        cnt2[_U(b + 1)] = c2
+    for b in range(nb):
+        cnt[_U(b + 1)] += cnt[_U(b)]
+        cnt2[_U(b + 1)] += cnt2[_U(b)]
+    P = cnt[_U(nb)]
+    starts = np.empty(P, np.int64)
+    ends = np.empty(P, np.int64)
+    special = np.empty(P, np.int32)
+    for b in prange(nb):
+        _mask_block(mask, bounds[_U(b)], bounds[_U(b + 1)], cnt[_U(b)], cnt2[_U(b)], m_id, m_e, starts, ends, special)
+    _mask_ends(bounds, cnt, starts, ends, special, mask.shape[0])
+    return starts, ends, special
+
+
+@njit_cached(nogil=True)
+def mask_pieces_serial(mask, m_id, m_e):
+    """``mask_pieces`` in one block on one thread (small batches)."""
+    N = mask.shape[0]
+    c, _ = _mask_count(mask, 0, N)
+    starts = np.empty(c, np.int64)
+    ends = np.empty(c, np.int64)
+    special = np.empty(c, np.int32)
+    _mask_block(mask, 0, N, np.int64(0), np.int64(0), m_id, m_e, starts, ends, special)
+    if c > 0 and special[_U(c - 1)] < np.int32(0):
+        ends[_U(c - 1)] = N
+    return starts, ends, special
