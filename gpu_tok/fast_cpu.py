@@ -410,7 +410,7 @@ class ByteBPEEngine:
             if parallel and P > 1:
                 blocks = byte_blocks(starts, data.shape[0], P, 8 * threads)
                 K.encode_pieces_parallel(data, starts, ends, special, blocks, np.int64(threads), *args)
-                ids, pts = K.gather_pieces_parallel(out, opos, counts, blocks)
+                ids, pts = K.gather_pieces_parallel(out, opos, counts, np.int64(4 * threads))
             else:
                 K.encode_pieces_serial(data, starts, ends, special, *args)
                 pts = np.zeros(P + 1, np.int64)

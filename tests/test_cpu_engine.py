@@ -1861,3 +1861,26 @@ def test_parallel_encodings_every_field(family, monkeypatch):
     assert sum(len(e.ids) for e in want) > 10_000
     for g, w in zip(got, want):
         assert (g.ids, g.tokens, [tuple(o) for o in g.offsets], g.word_ids) == (w.ids, w.tokens, w.offsets, w.word_ids)
+
+
+def test_gather_pieces_parallel_equals_cumsum_and_copies():
+    """``engine_cpu.gather_pieces_parallel`` (per-block totals, then the blocks' copies in
+    parallel, the cumulative counts made on the way) gives what ``np.cumsum`` and a copy per
+    piece give: pieces whose ids sit anywhere in the scratch (not in piece order), empty
+    pieces, no pieces, more blocks than pieces."""
+    from gpu_tok.kernels import engine_cpu as K
+
+    rng = np.random.default_rng(9)
+    for P in (0, 1, 5, 300):
+        counts = rng.integers(0, 4, P).astype(np.int64)
+        opos = np.zeros(P, np.int64)
+        if P:
+            slots = rng.permutation(P) * 4  # each piece's ids in its own 4 slots, shuffled
+            opos[:] = slots
+        out = rng.integers(0, 1 << 20, max(4 * P, 1)).astype(np.int32)
+        pts = np.zeros(P + 1, np.int64)
+        np.cumsum(counts, out=pts[1:])
+        want = np.concatenate([out[a:a + c] for a, c in zip(opos, counts)] + [np.zeros(0, np.int32)])
+        for nb in (1, 3, 8, 700):
+            ids, got_pts = K.gather_pieces_parallel(out, opos, counts, np.int64(nb))
+            assert np.array_equal(got_pts, pts) and np.array_equal(ids, want) and ids.dtype == np.int32

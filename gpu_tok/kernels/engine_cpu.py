@@ -2340,13 +2340,16 @@ def gather_parallel(out, rec_start, rec_count, pos, ids):
 
 
 @njit_cached(parallel=True, nogil=True)
-def gather_pieces_parallel(out, opos, counts, blocks):
+def gather_pieces_parallel(out, opos, counts, nb):
     """``(ids, pts)`` after ``encode_pieces_parallel``: piece ``p``'s ``counts[p]`` ids, at
     ``out[opos[p]:]``, moved to ``ids[pts[p]:pts[p + 1]]`` (pieces back to back), the
-    cumulative counts ``pts`` made as they go: per block of ``blocks`` (piece-index
-    bounds) its total, then the blocks in parallel from their bases."""
-    nb = blocks.shape[0] - 1
+    cumulative counts ``pts`` made as they go: per block (``nb`` of about equal pieces)
+    its total, then the blocks in parallel from their bases. (Not the encoding's blocks of
+    about equal bytes: a caller's pieces need not be in byte order, CLIP's are not.)"""
     P = counts.shape[0]
+    blocks = np.empty(nb + 1, np.int64)
+    for b in range(nb + 1):
+        blocks[_U(b)] = b * P // nb
     base = np.zeros(nb + 1, np.int64)
     for b in prange(nb):
         t = np.int64(0)
