@@ -1739,22 +1739,19 @@ class CpuSentencePieceEngine:
         finally:
             if locked:
                 self._lock.release()
-        first, idx = gathered(dst[:-1], counts)
-        ids_a = out[idx]
-        tb, te, word = tb[idx], te[idx], word[idx]
-        bad = te < 0  # a normalized added token: the document takes the reference path
-        cidx = _char_index(data)
-        doc = np.repeat(np.arange(n), counts)
-        base = cidx[offsets[:-1]][doc]
-        te_ok = np.where(bad, tb, te)
-        starts = cidx[tb + 1] - 1 - base  # the character of byte b: cidx[b + 1] - 1
-        ends = cidx[te_ok + 1] - base
-        vr = self._vocab_r
-        added = word < 0  # a raw added token (its piece recorded as -1 - piece)
-        at = np.flatnonzero(added)  # its token is the text it matched
-        toks = TokenStrings(vr, ids_a, at, [data[tb[k]:te[k] + 1].tobytes().decode("utf-8") for k in at.tolist()])
-        words = np.where(added, -1 - word, word)
-        slow = np.unique(doc[bad]).tolist()
+        from .kernels.spans_cpu import sp_token_spans
+
+        nw = threads if par else 1
+        blocks = byte_blocks(offsets, offsets[-1], n, _UNITS_PER_THREAD * nw)
+        with numba_threads(nw):
+            first, ids_a, starts, ends, words, added, bad = sp_token_spans(data, offsets, dst, counts, out, tb, te,
+                                                                           word, blocks, np.int64(nw))
+        at = np.flatnonzero(added)  # a raw added token: its token is the text it matched
+        row = np.searchsorted(first, at, side="right") - 1  # (an empty row starts where the next does)
+        k = dst[row] + at - first[row]  # where the kernel recorded it
+        toks = TokenStrings(self._vocab_r, ids_a, at,
+                            [data[a:b + 1].tobytes().decode("utf-8") for a, b in zip(tb[k].tolist(), te[k].tolist())])
+        slow = np.flatnonzero(bad).tolist()  # a normalized added token: the reference path's
         return assemble(self.ref, texts, type_id, first, ids_a, toks, starts, ends, words, slow, added)
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:

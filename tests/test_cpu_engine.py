@@ -1843,22 +1843,26 @@ def test_token_strings_as_the_eager_array():
     assert plain[np.array([4, 1])][0:2].tolist() == vocab[(ids % 50)[[4, 1]]].tolist()
 
 
-@pytest.mark.parametrize("family", ["gpt2", "llama3"])
-def test_parallel_encodings_every_field(family, monkeypatch):
-    """``encode_batch`` on the parallel plan (forced on a small input): the pieces from the
-    mask in parallel blocks (``spans_cpu.mask_pieces``), the ids gathered with their
-    counts (``gather_pieces_parallel``), the token strings made when read
-    (``TokenStrings``): ids, tokens, offsets and word ids equal the pinned HF
-    ``tokenizers``, added tokens in the text included."""
+@pytest.mark.parametrize("family, special", [("gpt2", "<|endoftext|>"), ("llama3", "<|begin_of_text|>"),
+                                             ("llama2", "<s>"), ("gemma3", "<start_of_turn>"),
+                                             ("mistral-v0.3-metaspace", "[INST]")])
+def test_parallel_encodings_every_field(family, special, monkeypatch):
+    """``encode_batch`` on the parallel plan (forced on a small input): for byte-level
+    files the pieces from the mask in parallel blocks (``spans_cpu.mask_pieces``) and the
+    ids gathered with their counts (``gather_pieces_parallel``); for SentencePiece ones
+    the recorded tokens gathered with their characters (``spans_cpu.sp_token_spans``);
+    token strings made when read (``TokenStrings``): ids, tokens, offsets and word ids
+    equal the pinned HF ``tokenizers``, added tokens in the text included (llama2's ``<s>`` is
+    a normalized one: its document takes the reference path)."""
     tokenizers = pytest.importorskip("tokenizers")
     monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
     path = str(model_path(family))
     ours, ref = gpu_tok.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
-    special = "<|endoftext|>" if family == "gpt2" else "<|begin_of_text|>"
+    assert ours._cpu_engine() is not None
     texts = bench_texts(60_000) + ["", "x", f"a {special}b {special}", f"{special}", "\u00e9t\u00e9 " * 50]
     want = ref.encode_batch(texts, add_special_tokens=False)
     got = ours.encode_batch(texts, add_special_tokens=False, device="cpu", num_threads=2)
-    assert sum(len(e.ids) for e in want) > 10_000
+    assert sum(len(e.ids) for e in want) > 10_000 and sum(special in t for t in want[-3].tokens) == 2
     for g, w in zip(got, want):
         assert (g.ids, g.tokens, [tuple(o) for o in g.offsets], g.word_ids) == (w.ids, w.tokens, w.offsets, w.word_ids)
 

@@ -236,3 +236,65 @@ def mask_pieces_serial(mask, m_id, m_e):
     if c > 0 and special[_U(c - 1)] < np.int32(0):
         ends[_U(c - 1)] = N
     return starts, ends, special
+
+
+@njit_noalloc(inline="always")
+def _count_to(data, x, q, cnt):
+    """``cnt`` (characters starting before byte ``x`` of a document) moved to byte ``q``."""
+    if q >= x:
+        return cnt + _char_starts(data, x, q)
+    return cnt - _char_starts(data, q, x)
+
+
+@njit_cached(parallel=True, nogil=True)
+def sp_token_spans(data, offsets, dst, counts, out, tb, te, word, blocks, nw):
+    """The SentencePiece engine's recorded tokens (``engine_cpu._sp_doc`` with ``rec``:
+    document ``d``'s ``counts[d]`` tokens at ``out[dst[d]:]``, with their first and last
+    text bytes ``tb``/``te`` there, ``te = -1`` for a normalized added token, and piece
+    ``word``, ``-1 - piece`` for a raw added token) gathered back to back with their
+    characters: ``(rs, ids, c_start, c_end, words, added, bad)``: ``rs`` the row splits,
+    a token's characters ``[c_start, c_end)`` of its document (the one holding its first
+    byte to the one after the one holding its last; a normalized added token's is its
+    first byte's character only), ``words`` the piece, ``added`` whether a raw added
+    token, ``bad[d]`` whether document ``d`` holds a normalized added token (the reference
+    path's). Documents in ``blocks`` on a work queue, each walked once counting characters
+    (counted back where a token starts before the end of the one before)."""
+    n = counts.shape[0]
+    rs = np.empty(n + 1, np.int64)
+    rs[0] = 0
+    for d in range(n):
+        rs[_U(d + 1)] = rs[_U(d)] + counts[_U(d)]
+    T = rs[_U(n)]
+    ids = np.empty(T, np.int32)
+    c_s = np.empty(T, np.int64)
+    c_e = np.empty(T, np.int64)
+    words = np.empty(T, np.int64)
+    added = np.empty(T, np.bool_)
+    bad = np.zeros(n, np.bool_)
+    nb = blocks.shape[0] - 1
+    flags = np.zeros(nb, np.int64)
+    for t in prange(nw):
+        for c in range(nb):
+            d0, d1 = take_range(flags, c, np.int64(t), nw, blocks)
+            for d in range(d0, d1):
+                x = offsets[_U(d)]  # characters starting in [offsets[d], x): cnt
+                cnt = np.int64(0)
+                o = rs[_U(d)]
+                src = dst[_U(d)]
+                for j in range(counts[_U(d)]):
+                    k = src + j
+                    b0 = tb[_U(k)]
+                    e0 = te[_U(k)]
+                    if e0 < 0:
+                        bad[_U(d)] = True
+                        e0 = b0
+                    cnt = _count_to(data, x, b0 + 1, cnt)
+                    c_s[_U(o + j)] = cnt - 1
+                    cnt = _count_to(data, b0 + 1, e0 + 1, cnt)
+                    x = e0 + 1
+                    c_e[_U(o + j)] = cnt
+                    w = word[_U(k)]
+                    added[_U(o + j)] = w < 0
+                    words[_U(o + j)] = -1 - w if w < 0 else w
+                    ids[_U(o + j)] = out[_U(k)]
+    return rs, ids, c_s, c_e, words, added, bad
