@@ -13,6 +13,9 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from . import _util
+from ._util import int_row, pair_row
+
 
 _DIRECTIONS = ("left", "right")
 
@@ -328,15 +331,32 @@ class TokenStrings:
     past ``vocab``). ``[a:b]`` gives an object array (new, the caller's own); an index
     array gives another ``TokenStrings`` of those tokens. Never written to."""
 
-    __slots__ = ("vocab", "ids", "pos", "text")
+    __slots__ = ("vocab", "ids", "pos", "text", "_ptrs")
 
     def __init__(self, vocab: np.ndarray, ids: np.ndarray, pos: Optional[np.ndarray] = None, text=()):
         self.vocab, self.ids = vocab, ids
         self.pos = np.zeros(0, np.int64) if pos is None else np.asarray(pos, np.int64)
         self.text = list(text)
+        self._ptrs = None
 
     def __len__(self) -> int:
         return self.ids.shape[0]
+
+    def row(self, a: int, b: int) -> list:
+        """``self[a:b].tolist()``; a long row by a compiled loop from the vocabulary's item
+        addresses (``_util.object_row``: one reference taken per token, no object array
+        between)."""
+        ids = self.ids
+        if (b - a < _util._ROW_MIN or not _util._ITEMS_OK or ids.dtype != np.int32 or not ids.flags.c_contiguous
+                or int(ids[a:b].min()) < 0 or int(ids[a:b].max()) >= self.vocab.shape[0]):
+            return self[a:b].tolist()
+        if self._ptrs is None:
+            self._ptrs = _util.object_addresses(self.vocab)
+        out = _util.object_row(ids, a, b, self._ptrs)
+        i, j = np.searchsorted(self.pos, (a, b)).tolist()
+        for k in range(i, j):
+            out[int(self.pos[k]) - a] = self.text[k]
+        return out
 
     def __getitem__(self, key):
         if isinstance(key, slice):
@@ -399,12 +419,15 @@ class EncodingRows:
     def field(self, name: str, d: int) -> list:
         a, b = int(self.bounds[d]), int(self.bounds[d + 1])
         if name == "ids":
-            mid = self.ids[a:b].tolist()
+            mid = int_row(self.ids, a, b)
         elif name == "tokens":
-            mid = self.tokens[a:b].tolist() if self.tokens is not None else [""] * (b - a)
+            if isinstance(self.tokens, TokenStrings):
+                mid = self.tokens.row(a, b)
+            else:
+                mid = self.tokens[a:b].tolist() if self.tokens is not None else [""] * (b - a)
         elif name == "offsets":
             if self.starts is not None:
-                mid = list(zip(self.starts[a:b].tolist(), self.ends[a:b].tolist()))
+                mid = pair_row(self.starts, self.ends, a, b)
             else:
                 mid = [(0, 0)] * (b - a)
         elif name == "word_ids":

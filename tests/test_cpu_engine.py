@@ -1838,6 +1838,11 @@ def test_token_strings_as_the_eager_array():
     cut = ts[idx]
     assert isinstance(cut, TokenStrings) and cut[0:120].tolist() == eager[idx].tolist()
     assert cut[10:20].tolist() == eager[idx][10:20].tolist()
+    for a, b in [(0, 400), (0, 0), (3, 9), (int(pos[0]), int(pos[0]) + 40), (200, 300)]:
+        assert ts.row(a, b) == eager[a:b].tolist()  # long rows with a text past vocab: the NumPy way
+    inside = TokenStrings(vocab, ids % 50, pos, text)  # the texts' ids in the vocabulary: the compiled row
+    for a, b in [(0, 400), (max(int(pos[4]) - 50, 0), int(pos[4]) + 50), (100, 140)]:
+        assert inside.row(a, b) == eager[a:b].tolist()
     plain = TokenStrings(vocab, ids % 50)
     assert plain[3:9].tolist() == vocab[ids[3:9] % 50].tolist()
     assert plain[np.array([4, 1])][0:2].tolist() == vocab[(ids % 50)[[4, 1]]].tolist()
@@ -1888,3 +1893,35 @@ def test_gather_pieces_parallel_equals_cumsum_and_copies():
         for nb in (1, 3, 8, 700):
             ids, got_pts = K.gather_pieces_parallel(out, opos, counts, np.int64(nb))
             assert np.array_equal(got_pts, pts) and np.array_equal(ids, want) and ids.dtype == np.int32
+
+
+def test_rows_of_ints_and_pairs_as_tolist():
+    """``_util.int_row`` and ``pair_row`` (an ``Encoding``'s ``ids`` and ``offsets`` when read,
+    by compiled loops through the C API) give ``tolist`` and ``zip``'s lists: short rows,
+    long ones, empty ones, values past the int table (the NumPy way); the ints' reference
+    counts come back when the lists go; the compiled loop's tuples are not tracked by the
+    collector."""
+    import gc
+    import sys
+
+    from gpu_tok import _util
+
+    rng = np.random.default_rng(2)
+    ids = rng.integers(300, 40_000, 5000).astype(np.int32)
+    xs = np.sort(rng.integers(300, 90_000, 5000)).astype(np.int64)
+    ys = xs + rng.integers(0, 9, 5000)
+    table, _ = _util._int_table(100_000)
+    probe = [int(v) for v in np.unique(np.concatenate([ids[:40], xs[:40], ys[:40]]))]
+    before = [sys.getrefcount(table[v]) for v in probe]
+    for a, b in [(0, 5000), (10, 20), (7, 7), (100, 164), (4990, 5000)]:
+        got = _util.int_row(ids, a, b)
+        assert got == ids[a:b].tolist() and all(type(x) is int for x in got)
+        pairs = _util.pair_row(xs, ys, a, b)
+        assert pairs == list(zip(xs[a:b].tolist(), ys[a:b].tolist()))
+        assert all(type(p) is tuple for p in pairs)
+        assert b - a < _util._ROW_MIN or not any(gc.is_tracked(p) for p in pairs)  # the compiled loop's
+        del got, pairs
+    assert [sys.getrefcount(table[v]) for v in probe] == before
+    big = xs.copy()
+    big[50] = _util._INTS_MAX
+    assert _util.pair_row(big, ys, 0, 100) == list(zip(big[:100].tolist(), ys[:100].tolist()))

@@ -52,3 +52,57 @@ def fill_lists(ids, row_splits, ptrs, out, items_at, list_new, list_set, incref,
                 store_at(items + 8 * k, p)
         call_i32_i64_i64_i64(list_set, out, r, lst)  # steals lst's reference
     return -1
+
+
+TUPLE_NEW = ctypes.cast(ctypes.pythonapi.PyTuple_New, ctypes.c_void_p).value
+GC_UNTRACK = ctypes.cast(ctypes.pythonapi.PyObject_GC_UnTrack, ctypes.c_void_p).value
+
+
+@njit_cached
+def fill_row(ids, a, b, ptrs, out, items_at, list_new, list_set, incref, err_clear):
+    """One row: the list of ``ids[a:b]``'s ints (``ptrs``, as ``fill_lists``) into item 0 of
+    the list at ``out``; returns 0, or -1 (out of memory, the error cleared)."""
+    lst = call_i64_i64(list_new, b - a)
+    if lst == 0:
+        call_void(err_clear)
+        return -1
+    if b > a:
+        items = load_at(lst + items_at)
+        for k in range(b - a):
+            p = ptrs[ids[a + k]]
+            call_void_i64(incref, p)
+            store_at(items + 8 * k, p)
+    call_i32_i64_i64_i64(list_set, out, 0, lst)
+    return 0
+
+
+@njit_cached
+def fill_pair_row(xs, ys, a, b, ptrs, out, items_at, list_new, tuple_new, gc_untrack, list_set, incref, err_clear):
+    """One row of pairs: the list of tuples ``(xs[k], ys[k])`` for ``k`` in ``[a, b)`` (ints
+    from ``ptrs``; a tuple's two items inline at ``items_at``, as a list's item array is)
+    into item 0 of the list at ``out``; returns 0, or -1 (out of memory, the error cleared;
+    what was made is freed with the list). Each tuple is taken off the cyclic collector's
+    list as it is made (``PyObject_GC_UnTrack``: a tuple of ints can be in no cycle, and the
+    collector itself untracks such tuples when it first meets them; met here, a million
+    of them cost the collections they started more than making them)."""
+    lst = call_i64_i64(list_new, b - a)
+    if lst == 0:
+        call_void(err_clear)
+        return -1
+    call_i32_i64_i64_i64(list_set, out, 0, lst)  # owned by out from here: freed with it on an error
+    if b > a:
+        items = load_at(lst + items_at)
+        for k in range(b - a):
+            t = call_i64_i64(tuple_new, 2)
+            if t == 0:
+                call_void(err_clear)
+                return -1
+            call_void_i64(gc_untrack, t)
+            p = ptrs[xs[a + k]]
+            q = ptrs[ys[a + k]]
+            call_void_i64(incref, p)
+            call_void_i64(incref, q)
+            store_at(t + items_at, p)
+            store_at(t + items_at + 8, q)
+            store_at(items + 8 * k, t)
+    return 0
