@@ -394,10 +394,23 @@ class Tokenizer:
 
     # --------------------------------------------------------------- decoding
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
-        return self._ref.decode(ids, skip_special_tokens)
+        fast = self._decoding()
+        text = fast.decode(ids, skip_special_tokens) if fast is not None else None
+        return text if text is not None else self._ref.decode(ids, skip_special_tokens)
 
     def decode_batch(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = True) -> List[str]:
-        return [self._ref.decode(ids, skip_special_tokens) for ids in sequences]
+        return [self.decode(ids, skip_special_tokens) for ids in sequences]
+
+    def _decoding(self):
+        """The decoder's tables (``fast_decode``), made on first use; None for a decoder it
+        does not serve (the reference path decodes)."""
+        d = self.__dict__.get("_fast_decoding", False)
+        if d is False:
+            from .fast_decode import TableDecoding
+
+            d = TableDecoding(self._ref) if TableDecoding.serves(self._ref) else None
+            self._fast_decoding = d
+        return d
 
     # ------------------------------------------------------------------ vocab
     def add_tokens(self, tokens) -> int:
@@ -416,6 +429,7 @@ class Tokenizer:
         self._cpu = None
         self._cpu_reason = None
         self.__dict__.pop("_gpu_engines", None)
+        self.__dict__.pop("_fast_decoding", None)  # the decoding tables too
         return n
 
     def token_to_id(self, token: str) -> Optional[int]:

@@ -400,3 +400,45 @@ def test_precompiled_rules(rules, texts):
     for t in texts:
         assert normalize_str(cfg, t) == ref_norm.normalize_str(t), f"normalized text differs for {t!r}"
         _assert_same(ours, ref, t)
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama3", "qwen3", "roberta-base", "llama2", "mistral-v0.3-metaspace",
+                                    "gemma3", "phi-3-mini"])
+def test_decode_by_table_equals_reference(family):
+    """``decode`` / ``decode_batch`` through ``fast_decode`` (each id's bytes from a table,
+    joined, decoded once; byte-level and SentencePiece decoders) give the pinned HF
+    ``tokenizers``' text with and without special tokens: the bench texts' ids; random ids
+    over the whole vocabulary and the added tokens (invalid UTF-8 between tokens, runs of
+    byte tokens that are not UTF-8, special tokens anywhere); ids past
+    the vocabulary (skipped); empty and one-id sequences; tuples. Items the reference
+    refuses (a bool, a negative id, a float) raise the same error types."""
+    import random
+
+    import numpy as np
+    from _paths import model_path
+    from _samples import bench_texts
+
+    path = str(model_path(family))
+    ours, ref = gpu_tok.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+    assert ours._decoding() is not None
+    n = ref.get_vocab_size(with_added_tokens=True)
+    top = max(ref.get_vocab(with_added_tokens=True).values())
+    rng = random.Random(4)
+    rows = [e.ids for e in ref.encode_batch(bench_texts(20_000), add_special_tokens=False)]
+    specials = sorted(ref.get_added_tokens_decoder())
+    rows += [[rng.randrange(n) for _ in range(rng.randint(0, 40))] for _ in range(300)]
+    rows += [[rng.choice(specials), rng.randrange(top + 1)] * 3 for _ in range(30)]
+    byte_ids = [i for t, i in ref.get_vocab().items() if len(t) == 6 and t.startswith("<0x")]
+    rows += [[rng.choice(byte_ids) for _ in range(rng.randint(1, 6))] + [rng.randrange(n)] for _ in range(60)
+             if byte_ids]
+    rows += [[], [0], [top], [top + 1], [top + 5, 10, top + 1], [rng.randrange(256) for _ in range(50)], [1, True]]
+    for skip in (True, False):
+        want = ref.decode_batch(rows, skip_special_tokens=skip)
+        assert ours.decode_batch(rows, skip_special_tokens=skip) == want
+        assert [ours.decode(tuple(r), skip_special_tokens=skip) for r in rows[-40:]] == want[-40:]
+        assert [ours.decode(np.array(r, np.int64), skip_special_tokens=skip) for r in rows[-40:-1]] == want[-40:-1]
+    for bad in ([3, -1], [2, 1.0], [2**32]):
+        with pytest.raises(Exception) as theirs:
+            ref.decode(bad)
+        with pytest.raises(type(theirs.value)):
+            ours.decode(bad)

@@ -19,6 +19,7 @@ import os
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 tiktoken = pytest.importorskip("tiktoken")
@@ -353,7 +354,13 @@ def test_decode(name):
     assert a.decode_tokens_bytes(toks) == b.decode_tokens_bytes(toks)
     assert a.decode_batch([toks, toks[:1]]) == b.decode_batch([toks, toks[:1]])
     assert a.decode_bytes_batch([toks, toks[:1]]) == b.decode_bytes_batch([toks, toks[:1]])
-    for bad in ([b.n_vocab + 5], [0, b.n_vocab + 1000]):
+    # runs with special tokens, as tuples and NumPy arrays (``decode_bytes`` by table)
+    specials = sorted(b._special_token_values)
+    runs = [[rng.choice(ids), rng.choice(specials), rng.choice(ids)] * 5 for _ in range(20)]
+    assert a.decode_batch(runs) == b.decode_batch(runs)
+    assert [a.decode(tuple(r)) for r in runs] == [b.decode(r) for r in runs]
+    assert [a.decode(np.array(r)) for r in runs] == [b.decode(r) for r in runs]
+    for bad in ([b.n_vocab + 5], [0, b.n_vocab + 1000], [-1], [True, 5], [5, 2.0], [2**40]):
         assert _outcome(lambda: a.decode(bad)) == _outcome(lambda: b.decode(bad))
         assert _outcome(lambda: a.decode_bytes(bad)) == _outcome(lambda: b.decode_bytes(bad))
     assert _outcome(lambda: a.decode_single_token_bytes(b.n_vocab + 5)) == \

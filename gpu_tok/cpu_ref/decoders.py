@@ -9,15 +9,17 @@ from .byte_level import CHAR_TO_BYTE
 from .regex_util import compile_pattern, find_spans
 
 
+def _byte_level_bytes(t: str) -> bytes:
+    """A token's bytes: its characters mapped back through the byte alphabet; a token with
+    a character outside it is kept as its UTF-8."""
+    try:
+        return bytes(CHAR_TO_BYTE[c] for c in t)
+    except KeyError:
+        return t.encode("utf-8")
+
+
 def _byte_level(tokens: List[str]) -> List[str]:
-    buf = bytearray()
-    for t in tokens:
-        try:
-            buf += bytes(CHAR_TO_BYTE[c] for c in t)
-        except KeyError:
-            # A token with a character outside the byte alphabet is kept as its UTF-8.
-            buf += t.encode("utf-8")
-    return [buf.decode("utf-8", errors="replace")]
+    return [b"".join(map(_byte_level_bytes, tokens)).decode("utf-8", errors="replace")]
 
 
 def _byte_fallback(tokens: List[str]) -> List[str]:

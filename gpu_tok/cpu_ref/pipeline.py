@@ -70,8 +70,10 @@ def _byte_to_char(text: str) -> List[int]:
 
 
 def _token_id(i) -> int:
-    """Ids are unsigned 32-bit integers in the reference; others raise as there."""
-    if isinstance(i, bool) or not hasattr(i, "__index__"):
+    """Ids are unsigned 32-bit integers in the reference; others raise as there. A bool is
+    an int there too (measured, tokenizers 0.23.1: ``decode([1, True])`` is ``decode([1, 1])``;
+    ``id_to_token(True)`` is token 1's)."""
+    if not hasattr(i, "__index__"):
         raise TypeError(f"'{type(i).__name__}' object cannot be interpreted as an integer")
     i = i.__index__()
     if not 0 <= i <= 0xFFFFFFFF:
