@@ -6,9 +6,9 @@ about 1 us a token; here each id's bytes are looked up in a table made once per
 tokenizer, joined, and decoded once.
 
 The same text as the reference path, step for step (decision 0034): ids are taken as
-there (a list, tuple, range or integer NumPy array; one whose items are not all ``int``
-in ``[0, n)``, a bool among them, takes the reference path, which raises or decodes as
-the reference does); an id with no token (past the vocabulary) is skipped; with
+there (a list, tuple, range or integer NumPy array of unsigned 32-bit integers, bools
+included; others, and ids past the table, take the reference path, which raises or
+decodes as the reference does); an id with no token (past the vocabulary) is skipped; with
 ``skip_special_tokens`` an id whose token string is a special added token's is skipped
 (the reference checks the string). Byte-level: a token's bytes are its characters mapped
 through the byte alphabet, or its UTF-8 when one of them is not in it
@@ -20,7 +20,7 @@ a run of byte tokens that is not UTF-8 becomes one U+FFFD per byte there), then 
 """
 from __future__ import annotations
 
-import operator
+from array import array
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -76,8 +76,8 @@ class TableDecoding:
                 b = bytes((x,)) if x is not None else t.replace("\u2581", " ").encode("utf-8")
             keep[i] = b
             plain[i] = b"" if ref.added.is_special(t) else b
-        self._all = keep  # with special tokens
-        self._plain = plain  # special tokens' bytes empty
+        self._all = ByteTable(keep)  # with special tokens
+        self._plain = ByteTable(plain)  # special tokens' bytes empty
 
     @staticmethod
     def serves(ref) -> bool:
@@ -104,25 +104,43 @@ class TableDecoding:
         return text[k:]
 
 
-def table_join(table: List[Optional[bytes]], ids) -> Optional[bytes]:
-    """``b"".join(table[i] for i in ids)``, or None where the caller's own path must decide:
-    ``ids`` not a list, tuple, range or integer NumPy array, an item not an ``int`` (a
-    bool included), outside ``[0, len(table))``, or whose entry is None."""
-    if type(ids) is not list:
-        if isinstance(ids, np.ndarray) and ids.ndim == 1 and ids.dtype.kind in "iu":
-            ids = ids.tolist()
-        elif isinstance(ids, (tuple, range)):
-            ids = list(ids)
-        else:
+class ByteTable:
+    """Per id its bytes, or None (``bad``: the caller's own path decides), as an arena for
+    ``kernels/decode_cpu.join_ids``."""
+
+    def __init__(self, entries: List[Optional[bytes]]):
+        self.n = len(entries)
+        lens = np.fromiter((len(b) if b is not None else 0 for b in entries), np.int64, self.n)
+        self.offs = np.zeros(self.n + 1, np.int64)
+        np.cumsum(lens, out=self.offs[1:])
+        self.arena = np.frombuffer(b"".join(b for b in entries if b is not None), np.uint8).copy()
+        self.bad = np.fromiter((b is None for b in entries), np.uint8, self.n)
+
+
+def table_join(table: ByteTable, ids) -> Optional[bytes]:
+    """The bytes of ``ids`` joined from ``table``, or None where the caller's own path must
+    decide: ``ids`` not a list, tuple, range or integer NumPy array; an item that is not an
+    unsigned 32-bit integer (``array("I")`` takes what the reference's ``u32`` does: ints,
+    bools, NumPy integers; it refuses floats, negative and larger values); one past the
+    table or marked bad."""
+    if isinstance(ids, np.ndarray):
+        if ids.ndim != 1 or ids.dtype.kind not in "iu":
             return None
-    if not ids:
+        if ids.shape[0] and (int(ids.min()) < 0 or int(ids.max()) >= table.n):
+            return None
+        u = ids.astype(np.uint32)
+    else:
+        if not isinstance(ids, (list, tuple, range)):
+            return None
+        try:
+            u = np.frombuffer(array("I", ids), np.uint32)
+        except (TypeError, OverflowError):
+            return None
+        if u.shape[0] and int(u.max()) >= table.n:
+            return None
+    if not u.shape[0]:
         return b""
-    if set(map(type, ids)) != {int} or min(ids) < 0 or max(ids) >= len(table):
-        return None
-    if len(ids) == 1:
-        got = table[ids[0]]
-        return None if got is None else got
-    got = operator.itemgetter(*ids)(table)
-    if None in got:
-        return None
-    return b"".join(got)
+    from .kernels.decode_cpu import join_ids
+
+    out, ok = join_ids(table.arena, table.offs, table.bad, np.ascontiguousarray(u))
+    return out.tobytes() if ok else None

@@ -505,11 +505,13 @@ class TiktokenEncoding:
                     "which one tiktoken decodes it to depends on its hash-map order, so gpu_tok refuses")
         return b
 
-    def _bytes_table(self) -> List[Optional[bytes]]:
+    def _bytes_table(self):
         """Per id its bytes, None where it has none or is an ambiguous special id
-        (``decode_bytes``' table; made on first use)."""
+        (``decode_bytes``' ``fast_decode.ByteTable``; made on first use)."""
         tab = self.__dict__.get("_bytes_tab")
         if tab is None:
+            from .fast_decode import ByteTable
+
             n = max([*self._decoder, *self._special_decoder], default=-1) + 1
             tab = [None] * n
             for i, b in self._decoder.items():
@@ -517,7 +519,7 @@ class TiktokenEncoding:
             for i, b in self._special_decoder.items():
                 if tab[i] is None and i not in self._ambiguous_special_ids:
                     tab[i] = b
-            self._bytes_tab = tab
+            tab = self._bytes_tab = ByteTable(tab)
         return tab
 
     def decode_bytes(self, tokens: Sequence[int]) -> bytes:
