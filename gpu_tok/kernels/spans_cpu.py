@@ -64,15 +64,17 @@ def _char_starts(data, x, y):
     return c
 
 
+@njit_cached
+def _token_arrays(T):
+    """Per token: first character, end character, word (``int64``) and a flag (``bool``)."""
+    return np.empty(T, np.int64), np.empty(T, np.int64), np.empty(T, np.int64), np.empty(T, np.bool_)
+
+
 @njit_cached(parallel=True, nogil=True)
 def token_char_spans(data, offsets, first_piece, starts, ends, special, pts, ids, tok_len, blocks, nw):
     """``(c_start, c_end, word, is_sp)`` per token (``int64``, ``int64``, ``int64``, ``bool``);
     see the module's docstring."""
-    T = ids.shape[0]
-    c_s = np.empty(T, np.int64)
-    c_e = np.empty(T, np.int64)
-    word = np.empty(T, np.int64)
-    is_sp = np.empty(T, np.bool_)
+    c_s, c_e, word, is_sp = _token_arrays(ids.shape[0])
     nb = blocks.shape[0] - 1
     flags = np.zeros(nb, np.int64)
     for t in prange(nw):
@@ -264,12 +266,8 @@ def sp_token_spans(data, offsets, dst, counts, out, tb, te, word, blocks, nw):
     rs[0] = 0
     for d in range(n):
         rs[_U(d + 1)] = rs[_U(d)] + counts[_U(d)]
-    T = rs[_U(n)]
-    ids = np.empty(T, np.int32)
-    c_s = np.empty(T, np.int64)
-    c_e = np.empty(T, np.int64)
-    words = np.empty(T, np.int64)
-    added = np.empty(T, np.bool_)
+    ids = np.empty(rs[_U(n)], np.int32)
+    c_s, c_e, words, added = _token_arrays(rs[_U(n)])
     bad = np.zeros(n, np.bool_)
     nb = blocks.shape[0] - 1
     flags = np.zeros(nb, np.int64)
