@@ -1,6 +1,7 @@
 """Decoding by table: the byte-level decoder (``decoder: ByteLevel``: gpt2, llama3, qwen3,
-roberta) and the SentencePiece decoder sequence (llama2, mistral, gemma3, phi-3), both
-``TableDecoding``, and tiktoken encodings (``table_join``). The reference path
+roberta), the SentencePiece decoder sequence (llama2, mistral, gemma3, phi-3), the
+WordPiece and Metaspace decoders (bert, t5), all ``TableDecoding``, and tiktoken encodings
+(``table_join``). The reference path
 (``cpu_ref.pipeline.RefPipeline.decode``) runs every token through the decoders in Python,
 about 1 us a token; here each id's bytes are looked up in a table made once per
 tokenizer, joined, and decoded once.
@@ -13,7 +14,8 @@ decodes as the reference does); an id with no token (past the vocabulary) is ski
 (the reference checks the string). Byte-level: a token's bytes are its characters mapped
 through the byte alphabet, or its UTF-8 when one of them is not in it
 (``cpu_ref.decoders._byte_level_bytes``); the joined bytes decoded with
-``errors="replace"``. SentencePiece: a ``<0xHH>`` token is its byte, another its string
+``errors="replace"``. WordPiece, Metaspace: each token as the reference path's own
+function makes it, the first token kept its own way (a table each), joined. SentencePiece: a ``<0xHH>`` token is its byte, another its string
 with "▁" made " ", as UTF-8; the joined bytes decoded strictly (else the reference path:
 a run of byte tokens that is not UTF-8 becomes one U+FFFD per byte there), then up to
 ``Strip``'s count of leading spaces removed.
@@ -53,35 +55,62 @@ def _byte_token(t: str) -> Optional[int]:
     return None
 
 
+def _first_rest(dec):
+    """For a decoder that changes each token by itself, the first token one way and the
+    others another (``WordPiece``, ``Metaspace``): ``token -> (as first, as a later one)``
+    through the reference path's own functions; else None."""
+    from .cpu_ref import decoders as D
+
+    if isinstance(dec, C.WordPieceDecoder):
+        return lambda t: tuple(D._wordpiece(dec, [t, t]))
+    if isinstance(dec, C.Metaspace):
+        return lambda t: tuple(D._metaspace(dec, [t, t]))
+    return None
+
+
 class TableDecoding:
     """The tables of one tokenizer's ids (made from its reference pipeline, ``ref``): per id
-    its bytes (a special token's empty in the second table), for the byte-level decoder or
-    the SentencePiece sequence (``_sentencepiece_strip``)."""
+    its bytes (a special token's empty in the ``plain`` tables), for the byte-level
+    decoder, the SentencePiece sequence (``_sentencepiece_strip``), or a decoder that
+    changes each token by itself, the first token its own way (``_first_rest``: then a
+    table for the first token kept and one for the others)."""
 
     def __init__(self, ref):
         from .cpu_ref.decoders import _byte_level_bytes
 
-        self.strip = _sentencepiece_strip(ref.cfg.decoder)  # None: the byte-level decoder
+        dec = ref.cfg.decoder
+        self.strip = _sentencepiece_strip(dec)
+        first_rest = _first_rest(dec)
+        self.kind = "byte_level" if isinstance(dec, C.ByteLevel) else "first_rest" if first_rest else "sentencepiece"
         n = max(ref.get_vocab(True).values(), default=-1) + 1
         keep: List[bytes] = [b""] * n
-        plain: List[bytes] = [b""] * n
+        firsts: List[bytes] = [b""] * n
+        gone = np.ones(n, bool)  # no token: skipped whatever the flag
+        special = np.zeros(n, bool)
         for i in range(n):
             t = ref.id_to_token(i)
             if t is None:
                 continue
-            if self.strip is None:
-                b = _byte_level_bytes(t)
-            else:
+            gone[i] = False
+            special[i] = ref.added.is_special(t)
+            if self.kind == "byte_level":
+                keep[i] = _byte_level_bytes(t)
+            elif self.kind == "sentencepiece":
                 x = _byte_token(t)
-                b = bytes((x,)) if x is not None else t.replace("\u2581", " ").encode("utf-8")
-            keep[i] = b
-            plain[i] = b"" if ref.added.is_special(t) else b
+                keep[i] = bytes((x,)) if x is not None else t.replace("\u2581", " ").encode("utf-8")
+            else:
+                f, r = first_rest(t)
+                firsts[i], keep[i] = f.encode("utf-8"), r.encode("utf-8")
+        plain = [b"" if sp else b for b, sp in zip(keep, special.tolist())]
         self._all = ByteTable(keep)  # with special tokens
         self._plain = ByteTable(plain)  # special tokens' bytes empty
+        self._firsts = firsts
+        self._gone = gone, gone | special  # the ids the reference drops, without and with skipping
 
     @staticmethod
     def serves(ref) -> bool:
-        return isinstance(ref.cfg.decoder, C.ByteLevel) or _sentencepiece_strip(ref.cfg.decoder) is not None
+        dec = ref.cfg.decoder
+        return isinstance(dec, C.ByteLevel) or _sentencepiece_strip(dec) is not None or _first_rest(dec) is not None
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool) -> Optional[str]:
         """The text, or None where the reference path must decide (an item that is not an
@@ -90,8 +119,18 @@ class TableDecoding:
         data = table_join(self._plain if skip_special_tokens else self._all, ids)
         if data is None:
             return None
-        if self.strip is None:
+        if self.kind == "byte_level":
             return data.decode("utf-8", errors="replace")
+        if self.kind == "first_rest":  # the first token the reference keeps, its own way
+            u = np.asarray(ids if not isinstance(ids, range) else list(ids), np.int64)
+            kept = np.flatnonzero(~self._gone[1 if skip_special_tokens else 0][u])
+            if not kept.shape[0]:
+                return ""
+            k = int(kept[0])
+            tab = self._plain if skip_special_tokens else self._all
+            i = int(u[k])
+            rest = table_join(tab, u[k + 1:])
+            return (self._firsts[i] + rest).decode("utf-8")
         try:
             # every run of byte tokens is UTF-8 on its own exactly when the joined bytes are
             # (the other tokens' bytes are whole characters): ByteFallback's runs decode as here

@@ -403,7 +403,7 @@ def test_precompiled_rules(rules, texts):
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama3", "qwen3", "roberta-base", "llama2", "mistral-v0.3-metaspace",
-                                    "gemma3", "phi-3-mini"])
+                                    "gemma3", "phi-3-mini", "bert-base-uncased", "t5-small"])
 def test_decode_by_table_equals_reference(family):
     """``decode`` / ``decode_batch`` through ``fast_decode`` (each id's bytes from a table,
     joined, decoded once; byte-level and SentencePiece decoders) give the pinned HF
