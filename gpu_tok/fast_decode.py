@@ -48,13 +48,6 @@ def _sentencepiece_strip(dec) -> Optional[int]:
     return None
 
 
-def _byte_token(t: str) -> Optional[int]:
-    """The byte of a ``<0xHH>`` token (``cpu_ref.decoders._byte_fallback``'s test), else None."""
-    if len(t) == 6 and t.startswith("<0x") and t.endswith(">") and all(c in "0123456789abcdefABCDEF" for c in t[3:5]):
-        return int(t[3:5], 16)
-    return None
-
-
 def _first_rest(dec):
     """For a decoder that changes each token by itself, the first token one way and the
     others another (``WordPiece``, ``Metaspace``): ``token -> (as first, as a later one)``
@@ -76,7 +69,7 @@ class TableDecoding:
     table for the first token kept and one for the others)."""
 
     def __init__(self, ref):
-        from .cpu_ref.decoders import _byte_level_bytes
+        from .cpu_ref.decoders import _byte_level_bytes, byte_token
 
         dec = ref.cfg.decoder
         self.strip = _sentencepiece_strip(dec)
@@ -96,7 +89,7 @@ class TableDecoding:
             if self.kind == "byte_level":
                 keep[i] = _byte_level_bytes(t)
             elif self.kind == "sentencepiece":
-                x = _byte_token(t)
+                x = byte_token(t)
                 keep[i] = bytes((x,)) if x is not None else t.replace("\u2581", " ").encode("utf-8")
             else:
                 f, r = first_rest(t)
@@ -116,21 +109,19 @@ class TableDecoding:
         """The text, or None where the reference path must decide (an item that is not an
         ``int``, or one outside ``[0, n)``: the reference raises, or skips an id past the
         vocabulary; for the SentencePiece sequence, bytes that are not UTF-8)."""
-        data = table_join(self._plain if skip_special_tokens else self._all, ids)
-        if data is None:
+        tab = self._plain if skip_special_tokens else self._all
+        u = table_ids(tab, ids)
+        if u is None:
             return None
-        if self.kind == "byte_level":
-            return data.decode("utf-8", errors="replace")
         if self.kind == "first_rest":  # the first token the reference keeps, its own way
-            u = np.asarray(ids if not isinstance(ids, range) else list(ids), np.int64)
             kept = np.flatnonzero(~self._gone[1 if skip_special_tokens else 0][u])
             if not kept.shape[0]:
                 return ""
             k = int(kept[0])
-            tab = self._plain if skip_special_tokens else self._all
-            i = int(u[k])
-            rest = table_join(tab, u[k + 1:])
-            return (self._firsts[i] + rest).decode("utf-8")
+            return (self._firsts[int(u[k])] + join_table(tab, u[k + 1:])).decode("utf-8")
+        data = join_table(tab, u)
+        if self.kind == "byte_level":
+            return data.decode("utf-8", errors="replace")
         try:
             # every run of byte tokens is UTF-8 on its own exactly when the joined bytes are
             # (the other tokens' bytes are whole characters): ByteFallback's runs decode as here
@@ -156,30 +147,39 @@ class ByteTable:
         self.bad = np.fromiter((b is None for b in entries), np.uint8, self.n)
 
 
-def table_join(table: ByteTable, ids) -> Optional[bytes]:
-    """The bytes of ``ids`` joined from ``table``, or None where the caller's own path must
-    decide: ``ids`` not a list, tuple, range or integer NumPy array; an item that is not an
-    unsigned 32-bit integer (``array("I")`` takes what the reference's ``u32`` does: ints,
-    bools, NumPy integers; it refuses floats, negative and larger values); one past the
-    table or marked bad."""
+def table_ids(table: ByteTable, ids) -> Optional[np.ndarray]:
+    """``ids`` as ``uint32``, or None where the caller's own path must decide: ``ids`` not
+    a list, tuple, range or integer NumPy array; an item that is not an unsigned 32-bit
+    integer (``array("I")`` takes what the reference's ``u32`` does: ints, bools, NumPy
+    integers; it refuses floats, negative and larger values); one past the table."""
     if isinstance(ids, np.ndarray):
         if ids.ndim != 1 or ids.dtype.kind not in "iu":
             return None
         if ids.shape[0] and (int(ids.min()) < 0 or int(ids.max()) >= table.n):
             return None
-        u = ids.astype(np.uint32)
-    else:
-        if not isinstance(ids, (list, tuple, range)):
-            return None
-        try:
-            u = np.frombuffer(array("I", ids), np.uint32)
-        except (TypeError, OverflowError):
-            return None
-        if u.shape[0] and int(u.max()) >= table.n:
-            return None
+        return np.ascontiguousarray(ids, np.uint32)
+    if not isinstance(ids, (list, tuple, range)):
+        return None
+    try:
+        u = np.frombuffer(array("I", ids), np.uint32)
+    except (TypeError, OverflowError):
+        return None
+    if u.shape[0] and int(u.max()) >= table.n:
+        return None
+    return u
+
+
+def join_table(table: ByteTable, u: np.ndarray) -> Optional[bytes]:
+    """The bytes of ``u`` (``table_ids``') joined, or None where one is marked bad."""
     if not u.shape[0]:
         return b""
     from .kernels.decode_cpu import join_ids
 
-    out, ok = join_ids(table.arena, table.offs, table.bad, np.ascontiguousarray(u))
+    out, ok = join_ids(table.arena, table.offs, table.bad, u)
     return out.tobytes() if ok else None
+
+
+def table_join(table: ByteTable, ids) -> Optional[bytes]:
+    """``join_table`` of ``table_ids``: the bytes of ``ids``, or None (the caller's path)."""
+    u = table_ids(table, ids)
+    return None if u is None else join_table(table, u)

@@ -543,12 +543,14 @@ class TiktokenEncoding:
         return self.decode_bytes(tokens).decode("utf-8", errors=errors)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
+        token = _token_id(token)  # as tiktoken's u32: a float TypeError, -1 OverflowError
         b = self._token_bytes(token)
         if b is None:
             raise KeyError(str(token))
         return b
 
     def decode_tokens_bytes(self, tokens: Sequence[int]) -> List[bytes]:
+        tokens = [_token_id(t) for t in tokens]  # every id converted first, as tiktoken's
         return [self.decode_single_token_bytes(t) for t in tokens]
 
     def decode_with_offsets(self, tokens: Sequence[int]) -> Tuple[str, List[int]]:

@@ -362,6 +362,9 @@ def test_decode(name):
     assert [a.decode(np.array(r)) for r in runs] == [b.decode(r) for r in runs]
     for bad in ([b.n_vocab + 5], [0, b.n_vocab + 1000], [-1], [True, 5], [5, 2.0], [2**40]):
         assert _outcome(lambda: a.decode(bad)) == _outcome(lambda: b.decode(bad))
+        assert _outcome(lambda: a.decode_tokens_bytes(bad)) == _outcome(lambda: b.decode_tokens_bytes(bad))
+        assert _outcome(lambda: a.decode_single_token_bytes(bad[-1])) == \
+            _outcome(lambda: b.decode_single_token_bytes(bad[-1]))
         assert _outcome(lambda: a.decode_bytes(bad)) == _outcome(lambda: b.decode_bytes(bad))
     assert _outcome(lambda: a.decode_single_token_bytes(b.n_vocab + 5)) == \
         _outcome(lambda: b.decode_single_token_bytes(b.n_vocab + 5))

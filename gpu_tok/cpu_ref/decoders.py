@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 from .. import config as C
 from .byte_level import CHAR_TO_BYTE
@@ -22,6 +22,13 @@ def _byte_level(tokens: List[str]) -> List[str]:
     return [b"".join(map(_byte_level_bytes, tokens)).decode("utf-8", errors="replace")]
 
 
+def byte_token(t: str) -> Optional[int]:
+    """The byte of a ``<0xHH>`` token (two hexadecimal digits), else None."""
+    if len(t) == 6 and t.startswith("<0x") and t.endswith(">") and all(c in "0123456789abcdefABCDEF" for c in t[3:5]):
+        return int(t[3:5], 16)
+    return None
+
+
 def _byte_fallback(tokens: List[str]) -> List[str]:
     """Runs of <0xXX> tokens become their UTF-8 text, or one U+FFFD per byte if invalid."""
     out: List[str] = []
@@ -36,14 +43,7 @@ def _byte_fallback(tokens: List[str]) -> List[str]:
             pending.clear()
 
     for t in tokens:
-        b = None
-        if len(t) == 6 and t.startswith("<0x") and t.endswith(">"):
-            try:
-                b = int(t[3:5], 16)
-            except ValueError:
-                b = None
-            if b is not None and not all(c in "0123456789abcdefABCDEF" for c in t[3:5]):
-                b = None
+        b = byte_token(t)
         if b is not None:
             pending.append(b)
         else:
