@@ -55,7 +55,7 @@ def _int_table(n: int) -> Tuple[np.ndarray, np.ndarray]:
             if pair[0].shape[0] < n:
                 size = min(_INTS_MAX, -(-n // _INTS_STEP) * _INTS_STEP)
                 table = np.arange(size).astype(object)
-                pair = (table, np.fromiter(map(id, table), np.int64, size))
+                pair = (table, object_addresses(table))
                 _ints[0] = pair
     return pair
 

@@ -352,7 +352,10 @@ class TokenStrings:
             return self[a:b].tolist()
         if self._ptrs is None:
             self._ptrs = _util.object_addresses(self.vocab)
-        out = _util.object_row(ids, a, b, self._ptrs)
+        return self._put_texts(_util.object_row(ids, a, b, self._ptrs), a, b)
+
+    def _put_texts(self, out, a: int, b: int):
+        """``out`` (tokens ``a..b``'s strings) with the texts at their positions."""
         i, j = np.searchsorted(self.pos, (a, b)).tolist()
         for k in range(i, j):
             out[int(self.pos[k]) - a] = self.text[k]
@@ -363,11 +366,8 @@ class TokenStrings:
             a, b, step = key.indices(self.ids.shape[0])
             if step != 1:
                 raise IndexError("TokenStrings: only contiguous slices")
-            out = self.vocab.take(self.ids[a:b], mode="clip")  # (a text's id past vocab: replaced below)
-            i, j = np.searchsorted(self.pos, (a, b)).tolist()
-            for k in range(i, j):
-                out[int(self.pos[k]) - a] = self.text[k]
-            return out
+            # (a text's id past vocab: replaced by its text)
+            return self._put_texts(self.vocab.take(self.ids[a:b], mode="clip"), a, b)
         idx = np.asarray(key, np.int64)
         if not self.pos.shape[0] or not idx.shape[0]:
             return TokenStrings(self.vocab, self.ids[idx])

@@ -25,7 +25,7 @@ from __future__ import annotations
 import ctypes
 
 from ._intrinsics import call_i32_i64_i64_i64, call_i64_i64, call_void, call_void_i64, load_at, store_at
-from .hash_table import njit_cached
+from .hash_table import njit_cached, njit_noalloc
 
 # the C API by address
 LIST_NEW = ctypes.cast(ctypes.pythonapi.PyList_New, ctypes.c_void_p).value
@@ -34,22 +34,31 @@ INCREF = ctypes.cast(ctypes.pythonapi.Py_IncRef, ctypes.c_void_p).value
 ERR_CLEAR = ctypes.cast(ctypes.pythonapi.PyErr_Clear, ctypes.c_void_p).value
 
 
+@njit_noalloc
+def _row_list(ids, a, b, ptrs, items_at, list_new, incref, err_clear):
+    """A new list of the objects at ``ptrs[ids[k]]`` for ``k`` in ``[a, b)``, a reference
+    taken to each, items written at its item array; its address, or 0 (out of memory, the
+    error cleared)."""
+    lst = call_i64_i64(list_new, b - a)
+    if lst == 0:
+        call_void(err_clear)
+        return lst
+    if b > a:
+        items = load_at(lst + items_at)
+        for k in range(b - a):
+            p = ptrs[ids[a + k]]
+            call_void_i64(incref, p)
+            store_at(items + 8 * k, p)
+    return lst
+
+
 @njit_cached
 def fill_lists(ids, row_splits, ptrs, out, items_at, list_new, list_set, incref, err_clear):
     """Row ``r``'s list of ints into item ``r`` of the list at ``out`` (module docstring)."""
     for r in range(row_splits.shape[0] - 1):
-        a = row_splits[r]
-        n = row_splits[r + 1] - a
-        lst = call_i64_i64(list_new, n)
+        lst = _row_list(ids, row_splits[r], row_splits[r + 1], ptrs, items_at, list_new, incref, err_clear)
         if lst == 0:
-            call_void(err_clear)
             return r
-        if n > 0:
-            items = load_at(lst + items_at)
-            for k in range(n):
-                p = ptrs[ids[a + k]]
-                call_void_i64(incref, p)
-                store_at(items + 8 * k, p)
         call_i32_i64_i64_i64(list_set, out, r, lst)  # steals lst's reference
     return -1
 
@@ -60,18 +69,11 @@ GC_UNTRACK = ctypes.cast(ctypes.pythonapi.PyObject_GC_UnTrack, ctypes.c_void_p).
 
 @njit_cached
 def fill_row(ids, a, b, ptrs, out, items_at, list_new, list_set, incref, err_clear):
-    """One row: the list of ``ids[a:b]``'s ints (``ptrs``, as ``fill_lists``) into item 0 of
-    the list at ``out``; returns 0, or -1 (out of memory, the error cleared)."""
-    lst = call_i64_i64(list_new, b - a)
+    """One row: the list of the objects ``ptrs[ids[a:b]]`` (``_row_list``) into item 0 of the
+    list at ``out``; returns 0, or -1 (out of memory, the error cleared)."""
+    lst = _row_list(ids, a, b, ptrs, items_at, list_new, incref, err_clear)
     if lst == 0:
-        call_void(err_clear)
         return -1
-    if b > a:
-        items = load_at(lst + items_at)
-        for k in range(b - a):
-            p = ptrs[ids[a + k]]
-            call_void_i64(incref, p)
-            store_at(items + 8 * k, p)
     call_i32_i64_i64_i64(list_set, out, 0, lst)
     return 0
 
