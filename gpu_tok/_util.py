@@ -22,6 +22,32 @@ def sha256_file(path: Union[str, Path]) -> str:
     return h.hexdigest()
 
 
+_SPARSE_MIN = 1 << 22  # bytes from which sparse_empty maps its own pages
+
+
+def sparse_empty(n: int, dtype) -> np.ndarray:
+    """``np.empty(n, dtype)`` for an array of which a call writes only a part, here and
+    there (slots reserved for the most tokens a document could make, written for the
+    tokens it does make): its own anonymous mapping with huge pages declined
+    (``MADV_NOHUGEPAGE``), so that a page never written costs nothing. A fresh
+    ``np.empty`` that size is backed by 2 MiB pages where the host makes them on request
+    (NumPy asks), each zeroed whole at its first write however little of it is then
+    used. Below ``_SPARSE_MIN`` bytes, or where ``mmap`` cannot decline huge pages,
+    ``np.empty``. The mapping lives as long as the array (and its views)."""
+    import mmap
+
+    dtype = np.dtype(dtype)
+    nbytes = max(int(n), 1) * dtype.itemsize
+    if nbytes < _SPARSE_MIN or not hasattr(mmap, "MADV_NOHUGEPAGE"):
+        return np.empty(n, dtype)
+    mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    try:
+        mm.madvise(mmap.MADV_NOHUGEPAGE)
+    except OSError:
+        pass  # a kernel without transparent huge pages: 4 KiB pages anyway
+    return np.frombuffer(mm, dtype, int(n))
+
+
 @contextlib.contextmanager
 def gc_paused():
     """The cyclic garbage collector paused while a block builds many acyclic objects

@@ -31,7 +31,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import config as C
-from ._util import _ITEMS_OK, _VAR_HEADER
+from ._util import _ITEMS_OK, _VAR_HEADER, sparse_empty
 from .encoding import Encoding, EncodingRows, TokenStrings
 from .kernels.hash_table import interleave, kernel_bytes, new_pair_cache, pair_filter
 
@@ -50,6 +50,7 @@ _NO_PAIRS = np.zeros((0, 3), np.int64)  # pack_probed's pairs: none
 _PROBE_ADDED = 1  # pack_probed's bit: a first byte of an added token's content
 _PROBE_NFC = 2  # pack_probed's bit: a byte NFC may change a character from
 _KEEP_OUT_MAX = 1 << 29  # bytes of parallel id scratch an engine keeps between calls (KeptArray, _scratch_out)
+_REC32_MAX = (1 << 31) - 1  # packed text up to this many bytes: SentencePiece records (text positions) as int32
 _KEEP_TEXT_MAX = 1 << 27  # bytes of packed text an engine keeps a buffer for between calls (KeptArray)
 _UNITS_PER_THREAD = 32  # work-queue blocks per thread (byte-level fused, SentencePiece, Unigram, WordPiece,
 # CLIP scan, the GPU path's host steps, the byte-level offsets in spans_cpu); was 8: a worker's
@@ -1726,10 +1727,13 @@ class CpuSentencePieceEngine:
         np.cumsum(3 * np.diff(offsets) + 3, out=dst[1:])
         m = max(int(dst[-1]), 1)
         counts = np.zeros(n, np.int64)
-        out = np.empty(m, np.int32)
-        tb = np.empty(m, np.int64)
-        te = np.empty(m, np.int64)
-        word = np.empty(m, np.int64)
+        # slots for 3 tokens a byte, about one in ten written: arrays whose pages cost only
+        # when written (sparse_empty), the records int32 where the text's positions fit
+        out = sparse_empty(m, np.int32)
+        rdt = np.int32 if data.shape[0] <= _REC32_MAX else np.int64
+        tb = sparse_empty(m, rdt)
+        te = sparse_empty(m, rdt)
+        word = sparse_empty(m, rdt)
         rec = (self._token_lengths(), tb, te, word)
         threads, parallel = plan_threads(num_threads, data.shape[0])
         par = parallel and n > 1

@@ -1872,6 +1872,55 @@ def test_parallel_encodings_every_field(family, special, monkeypatch):
         assert (g.ids, g.tokens, [tuple(o) for o in g.offsets], g.word_ids) == (w.ids, w.tokens, w.offsets, w.word_ids)
 
 
+@pytest.mark.parametrize("rec32_max, sparse_min", [
+    pytest.param(0, 0, marks=pytest.mark.full),  # int64 records: a compilation of the engine of their own (~40 s)
+    (1 << 40, 0), (1 << 40, 1 << 62)])
+def test_sentencepiece_records_either_width_any_allocation(rec32_max, sparse_min, monkeypatch):
+    """The SentencePiece engine's token records (``encode_single_encodings``): int64 where
+    the packed text passes ``_REC32_MAX`` bytes (forced here), int32 below, in arrays from
+    ``sparse_empty``'s own mapping or from ``np.empty`` (each forced): every field equals
+    the pinned HF ``tokenizers``, on the parallel plan."""
+    from gpu_tok import _util
+
+    tokenizers = pytest.importorskip("tokenizers")
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(fast_cpu, "_REC32_MAX", rec32_max)
+    monkeypatch.setattr(_util, "_SPARSE_MIN", sparse_min)
+    path = str(model_path("llama2"))
+    ours, ref = gpu_tok.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+    texts = bench_texts(30_000) + ["", "x", "a <unk>b \u00e9t\u00e9 " * 20]
+    want = ref.encode_batch(texts, add_special_tokens=False)
+    got = ours.encode_batch(texts, add_special_tokens=False, device="cpu", num_threads=2)
+    assert sum(len(e.ids) for e in want) > 5_000
+    for g, w in zip(got, want):
+        assert (g.ids, g.tokens, [tuple(o) for o in g.offsets], g.word_ids) == (w.ids, w.tokens, w.offsets, w.word_ids)
+
+
+def test_sparse_empty_maps_its_own_pages():
+    """``_util.sparse_empty``: an array of the size and type asked, writable, over its own
+    anonymous mapping from ``_SPARSE_MIN`` bytes (kept alive by a view of it when the
+    array itself is gone), and ``np.empty``'s below."""
+    import gc
+    import mmap
+
+    from gpu_tok._util import _SPARSE_MIN, sparse_empty
+
+    n = _SPARSE_MIN // 4 + 3
+    a = sparse_empty(n, np.int32)
+    assert a.shape == (n,) and a.dtype == np.int32 and a.flags.writeable
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):
+        assert isinstance(a.base.obj, mmap.mmap)  # (NumPy's base: a memoryview of it)
+    a[::1000] = 7
+    a[-1] = -5
+    tail = a[-10:]
+    del a
+    gc.collect()
+    assert tail[-1] == -5 and tail.sum() == -5 + 7 * sum(1 for i in range(n - 10, n) if i % 1000 == 0)
+    small = sparse_empty(10, np.int64)
+    assert small.shape == (10,) and small.dtype == np.int64 and small.base is None
+    assert sparse_empty(0, np.int32).shape == (0,)
+
+
 def test_gather_pieces_parallel_equals_cumsum_and_copies():
     """``engine_cpu.gather_pieces_parallel`` (per-block totals, then the blocks' copies in
     parallel, the cumulative counts made on the way) gives what ``np.cumsum`` and a copy per
