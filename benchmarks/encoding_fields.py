@@ -11,6 +11,7 @@ rounds, the garbage collector on, as in a caller's process): the call, then read
 
     python benchmarks/encoding_fields.py
     python benchmarks/encoding_fields.py --models gpt2,llama2 --files english_prose --threads 2
+    python benchmarks/encoding_fields.py --doc-bytes 100     # documents of about 100 bytes
     PYTHONPATH=<worktree of another revision> python benchmarks/encoding_fields.py   # before/after
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ import os
 import sys
 import time
 
-from gpu_tok.bench import bench_file, load_texts, resolve_model
+from gpu_tok.bench import _cut_utf8, bench_file, load_texts, resolve_model
 
 FIELDS = ("ids", "attention_mask", "offsets", "tokens")
 
@@ -33,6 +34,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-mb", type=float, default=4.0)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--doc-bytes", type=int, metavar="N",
+                    help="cut each file's texts into documents of about N bytes (as paired.py --doc-bytes)")
     args = ap.parse_args(argv)
     import gpu_tok
 
@@ -47,6 +50,9 @@ def main(argv=None) -> int:
         tok = gpu_tok.Tokenizer.from_file(str(model.path))
         for fn in args.files.split(","):
             texts = load_texts(bench_file(fn), args.max_mb * 1e6)
+            if args.doc_bytes:
+                texts = _cut_utf8("\n".join(texts).encode("utf-8")[: int(args.max_mb * 1e6)], args.doc_bytes)
+                fn = f"{fn} ({args.doc_bytes} B docs)"
             mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
             best = [float("inf")] * (1 + len(FIELDS))
             ntok = 0

@@ -45,7 +45,7 @@ class Encoding:
     """
 
     __slots__ = ("_ids", "_type_ids", "_tokens", "_offsets", "_attention_mask", "_special_tokens_mask",
-                 "_word_ids", "sequence_ranges", "overflowing", "_rows", "_row", "_pad")
+                 "_word_ids", "_seq_ranges", "overflowing", "_rows", "_row", "_pad")
 
     def __init__(self, ids=None, type_ids=None, tokens=None, offsets=None, special_tokens_mask=None,
                  word_ids=None, sequence_ranges: Optional[Dict[int, Tuple[int, int]]] = None,
@@ -61,7 +61,7 @@ class Encoding:
         self._attention_mask = attention_mask if attention_mask is not None else [1] * n
         self._word_ids = word_ids if word_ids is not None else [None] * n
         # sequence id -> (start, end) token range; empty: one sequence covering everything
-        self.sequence_ranges: Dict[int, Tuple[int, int]] = dict(sequence_ranges) if sequence_ranges else {}
+        self._seq_ranges: Dict[int, Tuple[int, int]] = dict(sequence_ranges) if sequence_ranges else {}
         self.overflowing: List["Encoding"] = overflowing if overflowing is not None else []
 
     @classmethod
@@ -74,9 +74,31 @@ class Encoding:
         e._ids = e._type_ids = e._tokens = e._offsets = None
         e._attention_mask = e._special_tokens_mask = e._word_ids = None
         e._pad = None
-        e.sequence_ranges = rows.ranges(row)
+        e._seq_ranges = None  # made from the rows when first read (sequence_ranges)
         e.overflowing = []
         return e
+
+    @property
+    def sequence_ranges(self) -> Dict[int, Tuple[int, int]]:
+        """Sequence id -> ``(start, end)`` token range (empty: one sequence covering
+        everything); a lazy encoding's made from its rows when first read."""
+        r = self._seq_ranges
+        if r is None:
+            r = self._seq_ranges = self._rows.ranges(self._row)
+        return r
+
+    @sequence_ranges.setter
+    def sequence_ranges(self, value: Dict[int, Tuple[int, int]]) -> None:
+        self._seq_ranges = value
+
+    def _relaid(self, rows) -> "Encoding":
+        """This lazy encoding, none of whose fields is read yet, moved onto ``rows`` (the
+        same row of the same arrays with a post-processor's layout,
+        ``EncodingRows.with_layout``): what ``_lazy(rows, row)`` would make, without a
+        new object."""
+        self._rows = rows
+        self._seq_ranges = None
+        return self
 
     def __len__(self) -> int:
         if self._ids is None:

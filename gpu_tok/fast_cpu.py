@@ -1304,6 +1304,8 @@ def nfc_encodings(engine: ByteBPEEngine, arrays_of, todo: List[int], data: np.nd
 def split_pairs(inputs):
     """``(firsts, seconds, pair_at)``: each input's first text, the pairs' second texts, and
     per input the index of its second text in ``seconds`` (-1 for a single text)."""
+    if isinstance(inputs, list) and set(map(type, inputs)) <= {str}:  # no pairs: the list itself
+        return inputs, [], [-1] * len(inputs)
     firsts, seconds, pair_at = [], [], []
     for item in inputs:
         if isinstance(item, (tuple, list)):
@@ -1450,6 +1452,19 @@ def batch_of_singles(engine, inputs, add_special_tokens: bool, num_threads: Opti
     single = post_processors.single_layout(pp, add_special_tokens) if len(seconds) < len(firsts) else None
     pair = post_processors.pair_layout(pp, add_special_tokens) if seconds else None
     made: dict = {}
+    if not seconds and single is not None:  # single texts, a fixed layout: the engine's encodings
+        # (new, read by no one yet) moved onto the laid-out rows, no second object each
+        out = a
+        for i, x in enumerate(a):
+            rows = x._rows
+            if rows is None:  # (the reference path's)
+                out[i] = post_processors.process(pp, [x], add_special_tokens)
+                continue
+            laid = made.get(id(rows))
+            if laid is None:
+                laid = made[id(rows)] = rows.with_layout(*single)
+            x._relaid(laid)
+        return out
     out = []
     for i, j in enumerate(pair_at):
         x = a[i]
@@ -1727,8 +1742,9 @@ class CpuSentencePieceEngine:
         np.cumsum(3 * np.diff(offsets) + 3, out=dst[1:])
         m = max(int(dst[-1]), 1)
         counts = np.zeros(n, np.int64)
-        # slots for 3 tokens a byte, about one in ten written: arrays whose pages cost only
-        # when written (sparse_empty), the records int32 where the text's positions fit
+        # slots for 3 tokens a byte, about one in ten written, the written ones dense (each
+        # block's documents back to back, _sp_docs): arrays whose pages cost only when
+        # written (sparse_empty), the records int32 where the text's positions fit
         out = sparse_empty(m, np.int32)
         rdt = np.int32 if data.shape[0] <= _REC32_MAX else np.int64
         tb = sparse_empty(m, rdt)

@@ -1896,6 +1896,35 @@ def test_sentencepiece_records_either_width_any_allocation(rec32_max, sparse_min
         assert (g.ids, g.tokens, [tuple(o) for o in g.offsets], g.word_ids) == (w.ids, w.tokens, w.offsets, w.word_ids)
 
 
+@pytest.mark.parametrize("parallel", [False, True])
+def test_sentencepiece_documents_written_back_to_back(parallel, monkeypatch):
+    """The SentencePiece kernel (``engine_cpu._sp_docs``) writes each block's documents
+    back to back from the block's first reserved slot: each document's start (``dst``,
+    rewritten) at or before its reservation, its tokens inside it, the next document of
+    the block right after it, so a gap only where a block starts; the ids those slots
+    give equal the pinned HF ``tokenizers``."""
+    tokenizers = pytest.importorskip("tokenizers")
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    path = str(model_path("llama2"))
+    ours, ref = gpu_tok.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+    eng = ours._cpu_engine()
+    texts = [t[i:i + 300] for t in bench_texts(40_000) for i in range(0, len(t), 300)] + ["", "x", "  ", "\u00e9" * 9]
+    data, offsets = fast_cpu.pack(texts, None, 2)
+    n = len(texts)
+    res = np.zeros(n + 1, np.int64)
+    np.cumsum(3 * np.diff(offsets) + 3, out=res[1:])
+    dst = res.copy()
+    counts = np.zeros(n, np.int64)
+    out = np.full(int(res[-1]), -1, np.int32)
+    eng._kernel(data, offsets, dst, out, counts, fast_cpu._NO_RECORD, False, 2 if parallel else 1, parallel)
+    assert (dst[:-1] <= res[:-1]).all() and (dst[:-1] + counts <= res[1:]).all() and dst[0] == 0
+    gaps = int(((dst[:-1] + counts)[:-1] != dst[1:-1]).sum())
+    assert gaps == 0 if not parallel else 0 < gaps < n // 4
+    want = ref.encode_batch(texts, add_special_tokens=False)
+    for d, w in enumerate(want):
+        assert out[dst[d]:dst[d] + counts[d]].tolist() == w.ids
+
+
 def test_sparse_empty_maps_its_own_pages():
     """``_util.sparse_empty``: an array of the size and type asked, writable, over its own
     anonymous mapping from ``_SPARSE_MIN`` bytes (kept alive by a view of it when the

@@ -2406,7 +2406,8 @@ def gather_serial(out, rec_start, rec_count, pos, ids):
 # ``<0xXX>`` per byte), then ``merge_piece``; a piece is cut into words where no merge can
 # cross (``_sp_piece``), each word through the byte-level engine's short, wide and long
 # word caches (per worker, kept across calls). Output per document at ``out[dst[d]:]``
-# (``dst`` leaves 3 ids per input byte + 3, more than a document can produce).
+# (``dst`` leaves 3 ids per input byte + 3, more than a document can produce; the kernel
+# moves each document's start to the end of the one before it in its block, ``_sp_docs``).
 
 _SP_CHAR = np.array([0xE2, 0x96, 0x81], np.uint8)  # "▁" U+2581
 _ALL64 = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -2886,11 +2887,22 @@ def _sp_docs(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte
              rec, nsrc, psrc):
     """``_sp_block``'s loop over its documents, compiled without reference counting: in
     the counted caller each ``_sp_doc`` call took and dropped a reference to every array
-    it passed (a fifth of the kernel's time on documents of 100 characters)."""
+    it passed (a fifth of the kernel's time on documents of 100 characters).
+
+    ``dst[d]``: on entry the first of document ``d``'s reserved slots (``dst[d + 1]`` its
+    end: the most tokens it could make); the block's documents are written back to back
+    from its first document's, each's first slot put in ``dst[d]`` (never past its
+    reservation: each starts at or before its own and makes at most that many tokens), so
+    the slots written are dense, not one in several (the pages of slots never written
+    are never touched: ``_util.sparse_empty``)."""
+    o = dst[_U(d0)]
     for d in range(d0, d1):
-        counts[_U(d)] = _sp_doc(data, doc_offsets[_U(d)], doc_offsets[_U(d + 1)], rt, nt, cls, prepend, char_id, byte_id,
-                            mtab, pc, arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes,
-                            lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, dst[_U(d)], rec, nsrc, psrc) - dst[_U(d)]
+        dst[_U(d)] = o
+        o2 = _sp_doc(data, doc_offsets[_U(d)], doc_offsets[_U(d + 1)], rt, nt, cls, prepend, char_id, byte_id,
+                     mtab, pc, arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes,
+                     lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, o, rec, nsrc, psrc)
+        counts[_U(d)] = o2 - o
+        o = o2
 
 
 @njit_cached(parallel=True, nogil=True)
