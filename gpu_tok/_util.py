@@ -184,6 +184,32 @@ def pair_row(xs: np.ndarray, ys: np.ndarray, a: int, b: int) -> List[tuple]:
     return out[0]
 
 
+def pair_lists(xs: np.ndarray, ys: np.ndarray, row_splits: np.ndarray) -> List[List[tuple]]:
+    """``[pair_row(xs, ys, row_splits[r], row_splits[r + 1]) for r ...]`` in one compiled
+    call (``lists_cpu.fill_pair_lists``); the NumPy way where the rows' values are outside
+    the int table or the list layout was not confirmed."""
+    R = row_splits.shape[0] - 1
+    a, b = int(row_splits[0]), int(row_splits[-1])
+    if b == a:
+        return [[] for _ in range(R)]
+    lo = min(int(xs[a:b].min()), int(ys[a:b].min()))
+    hi = max(int(xs[a:b].max()), int(ys[a:b].max()))
+    if lo < 0 or hi >= _INTS_MAX or not _ITEMS_OK:
+        b = row_splits.tolist()
+        return [list(zip(xs[b[r]:b[r + 1]].tolist(), ys[b[r]:b[r + 1]].tolist())) for r in range(R)]
+    from .kernels import lists_cpu as L
+
+    table, ptrs = _int_table(hi + 1)  # (the table kept here while its addresses are used)
+    out = [None] * R
+    r = L.fill_pair_lists(np.require(xs, np.int64, ("C",)), np.require(ys, np.int64, ("C",)),
+                          np.require(row_splits, np.int64, ("C",)), ptrs, id(out), _VAR_HEADER, L.LIST_NEW,
+                          L.TUPLE_NEW, L.GC_UNTRACK, L.LIST_SET, L.INCREF, L.ERR_CLEAR)
+    del table
+    if r >= 0:
+        raise MemoryError(f"pair_lists: no memory for the list of row {r}")
+    return out
+
+
 def _items_layout_ok() -> bool:
     """Whether a list's item-array pointer and a tuple's items are where ``_VAR_HEADER``
     says (CPython's layout, 64-bit)."""

@@ -16,6 +16,9 @@ import numpy as np
 from . import _util
 from ._util import int_row, pair_row
 
+_CHUNK = 64  # rows whose ids / offsets / tokens lists EncodingRows makes in one call (_chunk_row) ...
+_CHUNK_IDS = 8192  # ... where they hold at most this many tokens
+
 
 _DIRECTIONS = ("left", "right")
 
@@ -376,6 +379,34 @@ class TokenStrings:
             self._ptrs = _util.object_addresses(self.vocab)
         return self._put_texts(_util.object_row(ids, a, b, self._ptrs), a, b)
 
+    def rows(self, bounds: np.ndarray) -> List[list]:
+        """``[self.row(bounds[r], bounds[r + 1]) for r ...]``, the lists made in one compiled
+        call (``_util.id_lists``' ``lists_cpu.fill_lists`` over the vocabulary's item
+        addresses), then the texts put at their positions."""
+        ids = self.ids
+        a, b = int(bounds[0]), int(bounds[-1])
+        R = bounds.shape[0] - 1
+        if (not _util._ITEMS_OK or ids.dtype != np.int32 or not ids.flags.c_contiguous
+                or (b > a and (int(ids[a:b].min()) < 0 or int(ids[a:b].max()) >= self.vocab.shape[0]))):
+            bl = bounds.tolist()
+            return [self.row(bl[r], bl[r + 1]) for r in range(R)]
+        if self._ptrs is None:
+            self._ptrs = _util.object_addresses(self.vocab)
+        from .kernels import lists_cpu as L
+
+        out = [None] * R
+        r = L.fill_lists(ids, np.require(bounds, np.int64, ("C",)), self._ptrs, id(out), _util._VAR_HEADER, L.LIST_NEW,
+                         L.LIST_SET, L.INCREF, L.ERR_CLEAR)
+        if r >= 0:
+            raise MemoryError(f"TokenStrings.rows: no memory for the list of row {r}")
+        i, j = np.searchsorted(self.pos, (a, b)).tolist()
+        if j > i:
+            at = self.pos[i:j]
+            row = (np.searchsorted(bounds, at, side="right") - 1).tolist()
+            for k, p, rr in zip(range(i, j), at.tolist(), row):
+                out[rr][p - int(bounds[rr])] = self.text[k]
+        return out
+
     def _put_texts(self, out, a: int, b: int):
         """``out`` (tokens ``a..b``'s strings) with the texts at their positions."""
         i, j = np.searchsorted(self.pos, (a, b)).tolist()
@@ -411,7 +442,7 @@ class EncodingRows:
     ranges). The arrays are never written to."""
 
     __slots__ = ("ids", "tokens", "starts", "ends", "words", "bounds", "type_id", "before", "after", "_ranges",
-                 "_nb", "_na", "added")
+                 "_nb", "_na", "added", "_bl", "_chunks")
 
     _EMPTY = {f: [] for f in ("ids", "type_ids", "tokens", "offsets", "attention_mask", "special_tokens_mask",
                               "word_ids")}
@@ -424,32 +455,84 @@ class EncodingRows:
         self.before, self.after, self._ranges = before, after, ranges
         self._nb, self._na = len(before["ids"]), len(after["ids"])
         self.added = None  # the engines' rows: which tokens are added tokens found in the text (None: none)
+        self._bl = None  # bounds as a list of ints, made at the first field read (_row_bounds)
+        self._chunks = None  # (field, chunk) -> rows' ids / offsets / tokens lists made _CHUNK rows at a time (_chunk_row)
 
     def with_layout(self, type_id: int, layout) -> "EncodingRows":
         """The same rows with another type id and ``layout`` (the arrays shared)."""
         return EncodingRows(self.ids, self.tokens, self.starts, self.ends, self.words, self.bounds, type_id, layout)
 
     def length(self, d: int) -> int:
-        return int(self.bounds[d + 1] - self.bounds[d]) + self._nb + self._na
+        bl = self._bl if self._bl is not None else self._row_bounds()
+        return bl[d + 1] - bl[d] + self._nb + self._na
 
     def ranges(self, d: int) -> Dict[int, Tuple[int, int]]:
         if not self._ranges:
             return {}
-        n = int(self.bounds[d + 1] - self.bounds[d])
+        bl = self._bl if self._bl is not None else self._row_bounds()
+        n = bl[d + 1] - bl[d]
         return {seq: (a, a + n) for seq, a in self._ranges}
 
+    def _row_bounds(self) -> list:
+        bl = self._bl
+        if bl is None:
+            bl = self._bl = self.bounds.tolist()
+        return bl
+
+    def _chunk_row(self, name: str, d: int, a: int, b: int) -> Optional[list]:
+        """Row ``d``'s ``ids``, ``offsets`` or ``tokens`` (tokens ``[a, b)``) from the lists of its
+        chunk of ``_CHUNK`` rows, made at once where the chunk holds at most ``_CHUNK_IDS``
+        tokens (``_util.id_lists`` / ``pair_lists`` / ``TokenStrings.rows``: one compiled call, where a call per row of a
+        few tokens cost more than its items), each handed out once (a row whose list was
+        handed out already gets a new one); None for a chunk of more tokens (then a row at
+        a time: reading one row should not make many long ones)."""
+        chunks = self._chunks
+        if chunks is None:
+            chunks = self._chunks = {}
+        c = d // _CHUNK
+        key = (name, c)
+        lists = chunks.get(key)
+        if lists is None:
+            bl = self._bl
+            lo, hi = c * _CHUNK, min(c * _CHUNK + _CHUNK, len(bl) - 1)
+            if bl[hi] - bl[lo] > _CHUNK_IDS:
+                lists = chunks[key] = False
+            elif name == "ids":
+                base = bl[lo]
+                lists = chunks[key] = _util.id_lists(self.ids[base:bl[hi]], self.bounds[lo:hi + 1] - base)
+            elif name == "tokens":
+                lists = chunks[key] = self.tokens.rows(self.bounds[lo:hi + 1])
+            else:
+                lists = chunks[key] = _util.pair_lists(self.starts, self.ends, self.bounds[lo:hi + 1])
+        if lists is False:
+            return None
+        got = lists[d - c * _CHUNK]
+        if got is None:
+            if name == "tokens":
+                return self.tokens.row(a, b)
+            return int_row(self.ids, a, b) if name == "ids" else pair_row(self.starts, self.ends, a, b)
+        lists[d - c * _CHUNK] = None
+        return got
+
     def field(self, name: str, d: int) -> list:
-        a, b = int(self.bounds[d]), int(self.bounds[d + 1])
+        bl = self._bl if self._bl is not None else self._row_bounds()
+        a, b = bl[d], bl[d + 1]
         if name == "ids":
-            mid = int_row(self.ids, a, b)
+            mid = self._chunk_row(name, d, a, b) if isinstance(self.ids, np.ndarray) else None
+            if mid is None:
+                mid = int_row(self.ids, a, b)
         elif name == "tokens":
             if isinstance(self.tokens, TokenStrings):
-                mid = self.tokens.row(a, b)
+                mid = self._chunk_row(name, d, a, b)
+                if mid is None:
+                    mid = self.tokens.row(a, b)
             else:
                 mid = self.tokens[a:b].tolist() if self.tokens is not None else [""] * (b - a)
         elif name == "offsets":
             if self.starts is not None:
-                mid = pair_row(self.starts, self.ends, a, b)
+                mid = self._chunk_row(name, d, a, b) if isinstance(self.starts, np.ndarray) else None
+                if mid is None:
+                    mid = pair_row(self.starts, self.ends, a, b)
             else:
                 mid = [(0, 0)] * (b - a)
         elif name == "word_ids":

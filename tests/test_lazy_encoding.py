@@ -189,3 +189,74 @@ def test_generators_read_once():
     for f in (ours.encode_batch, ours.encode_batch_fast):
         want = [e.ids for e in f(_TEXTS, device="cpu")]
         assert [e.ids for e in f((t for t in _TEXTS), device="cpu")] == want and len(want) == len(_TEXTS)
+
+
+def test_ids_and_offsets_of_chunks_of_rows_handed_out_once(monkeypatch):
+    """``EncodingRows._chunk_row``: rows' ``ids`` and ``offsets`` lists made a chunk of rows
+    at a time, read in any order, each row's list its own (a second encoding on the same
+    row gets a new, equal one); a chunk of more than ``_CHUNK_IDS`` tokens read a row at a
+    time. Every list equals the NumPy way (``tolist``, tuples of ``tolist``)."""
+    import random
+
+    import numpy as np
+
+    from gpu_tok import encoding as E
+
+    monkeypatch.setattr(E, "_CHUNK", 4)
+    monkeypatch.setattr(E, "_CHUNK_IDS", 40)
+    rng = np.random.default_rng(5)
+    lens = rng.integers(0, 9, 30)
+    lens[12:16] = 30  # a chunk of 120 tokens: row by row
+    bounds = np.zeros(31, np.int64)
+    np.cumsum(lens, out=bounds[1:])
+    N = int(bounds[-1])
+    ids = rng.integers(0, 1 << 20, N).astype(np.int32)
+    starts = rng.integers(0, 5000, N).astype(np.int64)
+    ends = starts + rng.integers(0, 9, N)
+    rows = E.EncodingRows(ids, None, starts, ends, None, bounds, 0)
+    order = list(range(30))
+    random.Random(3).shuffle(order)
+    got = {}
+    for d in order:
+        e = E.Encoding._lazy(rows, d)
+        if d % 2:
+            got[d] = (e.ids, e.offsets)
+        else:  # offsets read first
+            o = e.offsets
+            got[d] = (e.ids, o)
+    for d in range(30):
+        a, b = bounds[d], bounds[d + 1]
+        assert got[d] == (ids[a:b].tolist(), list(zip(starts[a:b].tolist(), ends[a:b].tolist())))
+    assert rows._chunks[("ids", 3)] is False and rows._chunks[("offsets", 3)] is False
+    assert all(rows._chunks[(f, c)] is not False for f in ("ids", "offsets") for c in (0, 1, 2, 4, 5, 6, 7))
+    again = E.Encoding._lazy(rows, 5)
+    assert (again.ids, again.offsets) == got[5] and again.ids is not got[5][0] and again.offsets is not got[5][1]
+    assert len({id(v[0]) for v in got.values()}) == len({id(v[1]) for v in got.values()}) == 30
+
+
+def test_token_strings_of_chunks_of_rows(monkeypatch):
+    """``TokenStrings.rows`` through ``EncodingRows._chunk_row``: a chunk's token strings in
+    one compiled call, the texts (added or unknown tokens' own text) put at their
+    positions, in the rows they fall in; equal to ``TokenStrings.row`` of each row."""
+    import numpy as np
+
+    from gpu_tok import encoding as E
+
+    monkeypatch.setattr(E, "_CHUNK", 4)
+    monkeypatch.setattr(E, "_CHUNK_IDS", 40)
+    rng = np.random.default_rng(8)
+    lens = rng.integers(0, 9, 30)
+    lens[12:16] = 30
+    bounds = np.zeros(31, np.int64)
+    np.cumsum(lens, out=bounds[1:])
+    N = int(bounds[-1])
+    vocab = np.array([f"t{i}" for i in range(1000)], dtype=object)
+    ids = rng.integers(0, 1000, N).astype(np.int32)
+    pos = np.unique(np.concatenate([bounds[1:-1][lens[1:] > 0][:6], rng.integers(0, N, 12)])).astype(np.int64)
+    texts = [f"<text {p}>" for p in pos.tolist()]
+    toks = E.TokenStrings(vocab, ids, pos, texts)
+    rows = E.EncodingRows(ids, toks, None, None, None, bounds, 0)
+    want = [toks.row(int(bounds[d]), int(bounds[d + 1])) for d in range(30)]
+    got = [E.Encoding._lazy(rows, d).tokens for d in reversed(range(30))][::-1]
+    assert got == want and sum(t.startswith("<text") for row in got for t in row) == len(pos)
+    assert rows._chunks[("tokens", 3)] is False and rows._chunks[("tokens", 0)] is not False

@@ -78,20 +78,20 @@ def fill_row(ids, a, b, ptrs, out, items_at, list_new, list_set, incref, err_cle
     return 0
 
 
-@njit_cached
-def fill_pair_row(xs, ys, a, b, ptrs, out, items_at, list_new, tuple_new, gc_untrack, list_set, incref, err_clear):
-    """One row of pairs: the list of tuples ``(xs[k], ys[k])`` for ``k`` in ``[a, b)`` (ints
-    from ``ptrs``; a tuple's two items inline at ``items_at``, as a list's item array is)
-    into item 0 of the list at ``out``; returns 0, or -1 (out of memory, the error cleared;
-    what was made is freed with the list). Each tuple is taken off the cyclic collector's
-    list as it is made (``PyObject_GC_UnTrack``: a tuple of ints can be in no cycle, and the
-    collector itself untracks such tuples when it first meets them; met here, a million
-    of them cost the collections they started more than making them)."""
+@njit_noalloc
+def _pair_list(xs, ys, a, b, ptrs, out, r, items_at, list_new, tuple_new, gc_untrack, list_set, incref, err_clear):
+    """A list of tuples ``(xs[k], ys[k])`` for ``k`` in ``[a, b)`` (ints from ``ptrs``; a
+    tuple's two items inline at ``items_at``, as a list's item array is) into item ``r`` of
+    the list at ``out``; returns 0, or -1 (out of memory, the error cleared; what was made
+    is freed with the list). Each tuple is taken off the cyclic collector's list as it is
+    made (``PyObject_GC_UnTrack``: a tuple of ints can be in no cycle, and the collector
+    itself untracks such tuples when it first meets them; met here, a million of them cost
+    the collections they started more than making them)."""
     lst = call_i64_i64(list_new, b - a)
     if lst == 0:
         call_void(err_clear)
         return -1
-    call_i32_i64_i64_i64(list_set, out, 0, lst)  # owned by out from here: freed with it on an error
+    call_i32_i64_i64_i64(list_set, out, r, lst)  # owned by out from here: freed with it on an error
     if b > a:
         items = load_at(lst + items_at)
         for k in range(b - a):
@@ -108,3 +108,24 @@ def fill_pair_row(xs, ys, a, b, ptrs, out, items_at, list_new, tuple_new, gc_unt
             store_at(t + items_at + 8, q)
             store_at(items + 8 * k, t)
     return 0
+
+
+@njit_cached
+def fill_pair_row(xs, ys, a, b, ptrs, out, items_at, list_new, tuple_new, gc_untrack, list_set, incref, err_clear):
+    """One row of pairs (``_pair_list``) into item 0 of the list at ``out``; returns 0, or -1
+    (out of memory, the error cleared)."""
+    return _pair_list(xs, ys, a, b, ptrs, out, 0, items_at, list_new, tuple_new, gc_untrack, list_set, incref,
+                      err_clear)
+
+
+@njit_cached
+def fill_pair_lists(xs, ys, row_splits, ptrs, out, items_at, list_new, tuple_new, gc_untrack, list_set, incref,
+                    err_clear):
+    """Row ``r``'s list of pairs (``_pair_list`` over ``[row_splits[r], row_splits[r + 1])``)
+    into item ``r`` of the list at ``out``; returns -1, or the row whose list could not be
+    made (out of memory: the error cleared; as ``fill_lists``)."""
+    for r in range(row_splits.shape[0] - 1):
+        if _pair_list(xs, ys, row_splits[r], row_splits[r + 1], ptrs, out, r, items_at, list_new, tuple_new,
+                      gc_untrack, list_set, incref, err_clear) < 0:
+            return r
+    return -1
