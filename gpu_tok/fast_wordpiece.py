@@ -452,7 +452,8 @@ class CpuWordPieceEngine(PieceEngine):
         (``wp_sources``, ``wp_encode_spans``); the texts ``_status`` sends there, from the
         reference path."""
         from .cpu_ref.pipeline import check_text
-        from .fast_cpu import assemble, gathered, numba_threads, pack, plan_threads
+        from ._util import sparse_empty
+        from .fast_cpu import _REC32_MAX, assemble, gathered, numba_threads, pack, plan_threads
         from .kernels import wordpiece_cpu as W
 
         texts = texts if isinstance(texts, list) else list(texts)
@@ -468,15 +469,20 @@ class CpuWordPieceEngine(PieceEngine):
             m = max(int(noff[-1]), 1)
             src = np.zeros(m, np.int64)
             W.wp_sources(data, offsets, blocks, nw, kind, rep_idx, rep_off, status, noff, src)
-            out = np.empty(m, np.int32)
-            tb = np.empty(m, np.int64)
-            te = np.empty(m, np.int64)
-            word = np.empty(m, np.int64)
+            # a slot a normalized byte, about one in four written, the written ones dense (each
+            # block's documents back to back): arrays whose pages cost only when written
+            # (sparse_empty), the records int32 where the normalized text's positions fit
+            out = sparse_empty(m, np.int32)
+            rdt = np.int32 if m <= _REC32_MAX else np.int64
+            tb = sparse_empty(m, rdt)
+            te = sparse_empty(m, rdt)
+            word = sparse_empty(m, rdt)
             counts = np.zeros(n, np.int64)
+            at = np.empty(n, np.int64)
             W.wp_encode_spans(norm, noff, blocks, nw, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm,
-                              status, out, counts, tb, te, word)
-        # every document's tokens, gathered: positions noff[d] .. noff[d] + counts[d]
-        first, idx = gathered(noff[:-1], counts)
+                              status, out, counts, at, tb, te, word)
+        # every document's tokens, gathered: positions at[d] .. at[d] + counts[d]
+        first, idx = gathered(at, counts)
         ids_a = out[idx]
         toks = TokenStrings(self._tokens_of(), ids_a)
         starts = src[tb[idx]]

@@ -226,6 +226,21 @@ def test_expanding_rules_past_the_fused_kernels_slots():
     _same_ids_under_rules(rules, "abcdefghijklxyz\u00e9\u2460\u2461\u2581", ("t5", "metaspace", "metaspace-never"), texts)
 
 
+def test_blocks_of_documents_on_two_threads(monkeypatch):
+    """On the parallel plan (forced): documents that run again into slots of their own
+    (expanding rules), unknown characters whose token's text takes more slots than the
+    document's ids (``uni_ids``'s ``ubuf`` bytes), empty documents, in blocks of the work
+    queue; ids and every field equal the reference's."""
+    from gpu_tok import fast_cpu
+
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    rules = {"\u2460": "a b c d e f g h i j k l", "\u2461": "xy", "\u00e9": ""}
+    parts = ["\u2460", "x \u2460\u2460 y", "plain", "\u2461\u00e9\u2461", "", "ab " * 9, "\U0001f600\u6771q",
+             "z\u03a9\u03a9 \U0001f600", " ", "\u2460" * 30]
+    texts = ["".join(parts[(k * 7 + j) % len(parts)] for j in range(k % 5)) for k in range(300)]
+    _same_ids_under_rules(rules, "abcdefghijklpqxyz\u00e9\u2460\u2461\u2581", ("t5", "metaspace"), texts)
+
+
 def test_encodings_follow_the_alignment_rule():
     """``encode_batch``'s offsets through the Precompiled alignment rule (decision 0027),
     every field equal to the reference's: a removal at the very start (it removes nothing:

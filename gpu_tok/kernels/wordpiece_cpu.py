@@ -416,21 +416,27 @@ def _spans_piece(norm, s, e, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm
 
 @njit_cached(parallel=True, nogil=True)
 def wp_encode_spans(norm, noff, blocks, nw, punct, wordpiece, max_chars, unk, ftab, fterm, ntab, nterm, status,
-                    out, counts, tb, te, word):
+                    out, counts, first, tb, te, word):
     """``wp_encode`` without the word cache, each token's bytes ``norm[tb[k]:te[k]]`` and
-    piece (``word[k]``, counted from 0 in its document) recorded too."""
+    piece (``word[k]``, counted from 0 in its document) recorded too. A document makes at
+    most a token per normalized byte; the documents of a block are written back to back
+    from its first document's slot ``noff[d0]`` (``first[d]``: where document ``d``'s
+    start; never past its own slots, ``noff[d]`` on), so the slots written are dense and
+    the pages of those never written never touched (``_util.sparse_empty``)."""
     flags = np.zeros(blocks.shape[0] - 1, np.int64)
     for tw in prange(nw):
         for turn in range(blocks.shape[0] - 1):
             d0, d1 = take_range(flags, turn, np.int64(tw), nw, blocks)
+            cur = noff[d0] if d1 > d0 else 0
             for d in range(d0, d1):
                 counts[d] = 0
+                first[d] = cur
                 if status[d] != 0:
                     continue
-                a = noff[d]
+                a = cur
+                p = noff[d]
                 b = noff[d + 1]
                 o = a
-                p = a
                 w = 0
                 while p < b and o >= 0:
                     if norm[p] == 32:
@@ -458,3 +464,4 @@ def wp_encode_spans(norm, noff, blocks, nw, punct, wordpiece, max_chars, unk, ft
                     status[d] = 2
                 else:
                     counts[d] = o - a
+                    cur = o
