@@ -12,6 +12,7 @@ rounds, the garbage collector on, as in a caller's process): the call, then read
     python benchmarks/encoding_fields.py
     python benchmarks/encoding_fields.py --models gpt2,llama2 --files english_prose --threads 2
     python benchmarks/encoding_fields.py --doc-bytes 100     # documents of about 100 bytes
+    python benchmarks/encoding_fields.py --hf                # HF tokenizers' row after ours
     PYTHONPATH=<worktree of another revision> python benchmarks/encoding_fields.py   # before/after
 """
 from __future__ import annotations
@@ -36,43 +37,58 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--doc-bytes", type=int, metavar="N",
                     help="cut each file's texts into documents of about N bytes (as paired.py --doc-bytes)")
+    ap.add_argument("--hf", action="store_true",
+                    help="also the pinned HF tokenizers (its encode_batch and fields, --threads rayon threads), "
+                         "each file's row after ours")
     args = ap.parse_args(argv)
+    os.environ["RAYON_NUM_THREADS"] = str(args.threads)  # HF tokenizers' pool (read when it first starts)
     import gpu_tok
 
     print(f"gpu_tok from {os.path.dirname(gpu_tok.__file__)}")
-    print("| model | file | MB | tokens | encode_batch ms | " + " | ".join(f"{f} ms" for f in FIELDS) + " |")
-    print("|---|---|---:|---:|---:|" + "---:|" * len(FIELDS))
+    print("| engine | model | file | MB | tokens | encode_batch ms | " + " | ".join(f"{f} ms" for f in FIELDS) + " |")
+    print("|---|---|---|---:|---:|---:|" + "---:|" * len(FIELDS))
     for mname in args.models.split(","):
         model = resolve_model(mname)
         if model.error or model.kind != "hf":
             print(f"skipped {mname}: {model.error or 'not a tokenizer.json'}")
             continue
-        tok = gpu_tok.Tokenizer.from_file(str(model.path))
+        engines = [("ours", gpu_tok.Tokenizer.from_file(str(model.path)))]
+        if args.hf:
+            import tokenizers
+
+            engines.append(("hf", tokenizers.Tokenizer.from_file(str(model.path))))
         for fn in args.files.split(","):
             texts = load_texts(bench_file(fn), args.max_mb * 1e6)
             if args.doc_bytes:
                 texts = _cut_utf8("\n".join(texts).encode("utf-8")[: int(args.max_mb * 1e6)], args.doc_bytes)
                 fn = f"{fn} ({args.doc_bytes} B docs)"
             mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
-            best = [float("inf")] * (1 + len(FIELDS))
-            ntok = 0
-            for r in range(args.repeat + 1):
-                gc.collect()
-                t0 = time.perf_counter()
-                encs = tok.encode_batch(texts, add_special_tokens=False, device="cpu", num_threads=args.threads)
-                times = [time.perf_counter() - t0]
-                for f in FIELDS:
+            for name, tok in engines:
+                if name == "ours":
+                    def call():
+                        return tok.encode_batch(texts, add_special_tokens=False, device="cpu", num_threads=args.threads)
+                else:
+                    def call():
+                        return tok.encode_batch(texts, add_special_tokens=False)
+                best = [float("inf")] * (1 + len(FIELDS))
+                ntok = 0
+                for r in range(args.repeat + 1):
+                    gc.collect()
                     t0 = time.perf_counter()
-                    got = [getattr(e, f) for e in encs]
-                    times.append(time.perf_counter() - t0)
-                    if f == "ids":
-                        ntok = sum(map(len, got))
-                    del got
-                del encs
-                if r:  # the first round warms up
-                    best = [min(a, b) for a, b in zip(best, times)]
-            print(f"| {mname} | {fn} | {mb:.2f} | {ntok} | " + " | ".join(f"{t * 1e3:.1f}" for t in best) + " |",
-                  flush=True)
+                    encs = call()
+                    times = [time.perf_counter() - t0]
+                    for f in FIELDS:
+                        t0 = time.perf_counter()
+                        got = [getattr(e, f) for e in encs]
+                        times.append(time.perf_counter() - t0)
+                        if f == "ids":
+                            ntok = sum(map(len, got))
+                        del got
+                    del encs
+                    if r:  # the first round warms up
+                        best = [min(a, b) for a, b in zip(best, times)]
+                print(f"| {name} | {mname} | {fn} | {mb:.2f} | {ntok} | " + " | ".join(f"{t * 1e3:.1f}" for t in best)
+                      + " |", flush=True)
     return 0
 
 

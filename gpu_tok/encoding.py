@@ -9,6 +9,7 @@ the reference reports.
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -322,16 +323,22 @@ def _field(name: str) -> property:
     key = "_" + name
     slot = getattr(Encoding, key)  # the slot's descriptor
     get, put = slot.__get__, slot.__set__
+    # the padding's value for this field: an item of the encoding's _pad, or a constant
+    at = {"ids": 2, "type_ids": 3, "tokens": 4}.get(name)
+    const = {"offsets": (0, 0), "attention_mask": 0, "special_tokens_mask": 1, "word_ids": None}.get(name)
 
     def fget(self):
         v = get(self)
         if v is None:
             v = self._rows.field(name, self._row)
-            if self._pad is not None:
-                k, direction, pad_id, pad_type_id, pad_token = self._pad
-                fill = {"ids": pad_id, "type_ids": pad_type_id, "tokens": pad_token, "offsets": (0, 0),
-                        "attention_mask": 0, "special_tokens_mask": 1, "word_ids": None}[name]
-                v = [fill] * k + v if direction == "left" else v + [fill] * k
+            pad = self._pad
+            if pad is not None:
+                k, direction = pad[0], pad[1]
+                fill = pad[at] if at is not None else const
+                if direction == "left":  # (v: the list just made for this read, padded in place)
+                    v[0:0] = [fill] * k
+                else:
+                    v.extend(repeat(fill, k))
             put(self, v)
         return v
 
@@ -543,8 +550,10 @@ class EncodingRows:
             mid = [0] * (b - a)
         else:  # attention_mask
             mid = [1] * (b - a)
-        if self._nb or self._na:
-            return self.before[name] + mid + self.after[name]
+        if self._nb:  # (mid is this call's own list: the layout's tokens put in place, no copy of it)
+            mid[0:0] = self.before[name]
+        if self._na:
+            mid += self.after[name]
         return mid
 
 

@@ -1396,16 +1396,32 @@ def truncated_batch(engine, ref, inputs, add_special_tokens: bool,
     are finished in order, so a batch fails with its first failing input's error.
     ``offsets=False``: ``encode_batch_fast``'s (``without_offsets`` before the post-processor).
     (The caller pads the batch.)"""
+    from .cpu_ref import post_processors, truncation
     from .cpu_ref.pipeline import without_offsets
 
     firsts, seconds, pair_at = split_pairs(inputs)
     a = _stopped(engine, ref.truncation, firsts, 0, ref.truncation.strategy != "only_second", num_threads)
     b = _stopped(engine, ref.truncation, seconds, 1, True, num_threads) if seconds else []
+    # a single text whose tokens fit the truncation's budget is not cut (``truncate_encodings``
+    # returns it as it is, whatever the strategy): under a fixed layout its lazy encoding is
+    # moved onto the laid-out rows, as ``batch_of_singles`` does (the caller pads the batch,
+    # to the length ``post_process``'s own padding would reach)
+    pp = engine.cfg.post_processor
+    single = post_processors.single_layout(pp, add_special_tokens) if offsets and len(seconds) < len(firsts) else None
+    room = (truncation.budget(ref.truncation, post_processors.added_tokens(pp, False), add_special_tokens)
+            if single is not None else 0)
+    made: dict = {}
     out: List[Encoding] = []
     for d, j in enumerate(pair_at):
         x, y = a[d], (None if j < 0 else b[j])
         if x is None or (j >= 0 and y is None):
             out.append(ref.encode(firsts[d], None if j < 0 else seconds[j], add_special_tokens, offsets=offsets))
+            continue
+        if j < 0 and room > 0 and x._rows is not None and len(x) <= room:
+            laid = made.get(id(x._rows))
+            if laid is None:
+                laid = made[id(x._rows)] = x._rows.with_layout(*single)
+            out.append(x._relaid(laid))
             continue
         if not offsets:
             x, y = without_offsets(x), (None if y is None else without_offsets(y))
@@ -1422,17 +1438,21 @@ def _stopped(engine, trunc, texts: List[str], type_id: int, limited: bool,
     if not limited:  # the whole encoding, the engine's or the reference path's
         return encs
     out: List[Optional[Encoding]] = [None] * len(texts)
-    rows = next((e._rows for e in encs if e._rows is not None), None)
-    if rows is None:
-        return out
-    keep_from, keep_to, shift, ok = early_stop(rows, trunc.max_length, trunc.direction)
-    fast = [d for d, e in enumerate(encs) if e._rows is rows and ok[d]]
-    lens = (keep_to - keep_from)[fast]
-    bounds, idx = gathered(keep_from[fast], lens)
-    cut = EncodingRows(rows.ids[idx], rows.tokens[idx], rows.starts[idx], rows.ends[idx],
-                       rows.words[idx] - np.repeat(shift[fast], lens), bounds, rows.type_id)
-    for k, d in enumerate(fast):
-        out[d] = Encoding._lazy(cut, k)
+    groups: dict = {}  # the engine's rows objects (more than one: the texts NFC changes, run apart)
+    for d, e in enumerate(encs):
+        if e._rows is not None:
+            groups.setdefault(id(e._rows), (e._rows, []))[1].append(d)
+    for rows, texts_of in groups.values():  # each text by its own row of its rows (not its index)
+        keep_from, keep_to, shift, ok = early_stop(rows, trunc.max_length, trunc.direction)
+        at = np.array([encs[d]._row for d in texts_of], np.int64)
+        sel = ok[at]
+        fast = at[sel]
+        lens = (keep_to - keep_from)[fast]
+        bounds, idx = gathered(keep_from[fast], lens)
+        cut = EncodingRows(rows.ids[idx], rows.tokens[idx], rows.starts[idx], rows.ends[idx],
+                           rows.words[idx] - np.repeat(shift[fast], lens), bounds, rows.type_id)
+        for k, d in enumerate(np.asarray(texts_of)[sel].tolist()):
+            out[d] = Encoding._lazy(cut, k)
     return out
 
 

@@ -344,6 +344,41 @@ def test_minilm_applies_its_stored_settings():
     check_same(ours, ref, texts[:4], True)
 
 
+def test_minilm_short_and_long_documents_on_the_parallel_plan(monkeypatch):
+    """all-MiniLM-L6-v2's stored truncation and padding over documents that fit the 128
+    tokens (the lazy layout, padded lazily: ``truncated_batch``'s single texts within the
+    budget) and documents cut to it (the reference's ``post_process``, overflowing
+    windows), mixed, on the parallel plan (forced): every field, the windows included,
+    equals the reference's."""
+    from gpu_tok import fast_cpu
+
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    path = model_path("all-MiniLM-L6-v2")
+    ours, ref = gpu_tok.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))
+    long = corpus_texts(6)
+    texts = [t[:k] for t in long for k in (40, 300, 2000)] + ["", "short", "  "]
+    want = ref.encode_batch(texts)
+    got = ours.encode_batch(texts, device="cpu", num_threads=2)
+    assert sum(bool(w.overflowing) for w in want) >= 3 and sum(not w.overflowing for w in want) >= 6
+    for t, g, w in zip(texts, got, want):
+        assert diff(g, w) is None, (t[:60], diff(g, w))
+
+
+def test_truncation_when_the_first_text_is_normalized_apart():
+    """qwen3 (NFC): texts that NFC changes are encoded apart from the others (rows of
+    their own); with truncation, a batch whose first text is one of them and whose others
+    mix both kinds: each text cut by its own row (was: rows looked up by the text's index,
+    IndexError), every field equal to the reference's."""
+    path = model_path("qwen3")
+    ours, ref = gpu_tok.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))
+    for t in (ours, ref):
+        t.enable_truncation(8)
+    texts = ["e\u0301t\u00e9 A first", "plain B text here", "e\u0301 C second one",
+             "e\u0301 D third is longer than that", "plain E", "caf\u0065\u0301 F " * 5]
+    check_same(ours, ref, texts, True)
+    check_same(ours, ref, texts[1:] + texts[:1], False)
+
+
 # ------------------------------------------------------------- pre-tokenized input
 words = st.lists(st.sampled_from(_WORDS + ["a b", " x", "HeLLo", "<|x|>y", "\u00e9\u0301"]), max_size=6)
 word_inputs = st.lists(st.one_of(words, st.tuples(words, words)), min_size=1, max_size=3)
