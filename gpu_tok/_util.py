@@ -110,13 +110,21 @@ def id_lists(ids: np.ndarray, row_splits: np.ndarray) -> List[List[int]]:
         b = row_splits.tolist()
         obj = table.take(ids)
         return [obj[b[i]:b[i + 1]].tolist() for i in range(len(b) - 1)]
+    return object_lists(np.require(ids, np.int32, ("C", "W")), np.require(row_splits, np.int64, ("C", "W")), ptrs)
+
+
+def object_lists(ids: np.ndarray, row_splits: np.ndarray, ptrs: np.ndarray) -> List[list]:
+    """Per row ``r``, the list of the objects at ``ptrs[ids[k]]`` for ``k`` in
+    ``[row_splits[r], row_splits[r + 1])``, a reference more to each, in one compiled call
+    (``lists_cpu.fill_lists``). The caller keeps ``ids`` ``int32`` and ``row_splits``
+    ``int64``, C-contiguous, the values below ``ptrs.shape[0]``, the objects alive, and
+    ``_ITEMS_OK`` true."""
     from .kernels import lists_cpu as L
 
     out = [None] * (row_splits.shape[0] - 1)
-    r = L.fill_lists(np.require(ids, np.int32, ("C", "W")), np.require(row_splits, np.int64, ("C", "W")), ptrs,
-                     id(out), _VAR_HEADER, L.LIST_NEW, L.LIST_SET, L.INCREF, L.ERR_CLEAR)
+    r = L.fill_lists(ids, row_splits, ptrs, id(out), _VAR_HEADER, L.LIST_NEW, L.LIST_SET, L.INCREF, L.ERR_CLEAR)
     if r >= 0:
-        raise MemoryError(f"id_lists: no memory for the list of row {r}")
+        raise MemoryError(f"object_lists: no memory for the list of row {r}")
     return out
 
 

@@ -388,8 +388,8 @@ class TokenStrings:
 
     def rows(self, bounds: np.ndarray) -> List[list]:
         """``[self.row(bounds[r], bounds[r + 1]) for r ...]``, the lists made in one compiled
-        call (``_util.id_lists``' ``lists_cpu.fill_lists`` over the vocabulary's item
-        addresses), then the texts put at their positions."""
+        call (``_util.object_lists`` over the vocabulary's item addresses), then the texts
+        put at their positions."""
         ids = self.ids
         a, b = int(bounds[0]), int(bounds[-1])
         R = bounds.shape[0] - 1
@@ -399,13 +399,7 @@ class TokenStrings:
             return [self.row(bl[r], bl[r + 1]) for r in range(R)]
         if self._ptrs is None:
             self._ptrs = _util.object_addresses(self.vocab)
-        from .kernels import lists_cpu as L
-
-        out = [None] * R
-        r = L.fill_lists(ids, np.require(bounds, np.int64, ("C",)), self._ptrs, id(out), _util._VAR_HEADER, L.LIST_NEW,
-                         L.LIST_SET, L.INCREF, L.ERR_CLEAR)
-        if r >= 0:
-            raise MemoryError(f"TokenStrings.rows: no memory for the list of row {r}")
+        out = _util.object_lists(ids, np.require(bounds, np.int64, ("C",)), self._ptrs)
         i, j = np.searchsorted(self.pos, (a, b)).tolist()
         if j > i:
             at = self.pos[i:j]

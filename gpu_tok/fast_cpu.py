@@ -1418,10 +1418,7 @@ def truncated_batch(engine, ref, inputs, add_special_tokens: bool,
             out.append(ref.encode(firsts[d], None if j < 0 else seconds[j], add_special_tokens, offsets=offsets))
             continue
         if j < 0 and room > 0 and x._rows is not None and len(x) <= room:
-            laid = made.get(id(x._rows))
-            if laid is None:
-                laid = made[id(x._rows)] = x._rows.with_layout(*single)
-            out.append(x._relaid(laid))
+            out.append(_laid_out(x, single, made))
             continue
         if not offsets:
             x, y = without_offsets(x), (None if y is None else without_offsets(y))
@@ -1456,6 +1453,16 @@ def _stopped(engine, trunc, texts: List[str], type_id: int, limited: bool,
     return out
 
 
+def _laid_out(x: Encoding, single, made: dict) -> Encoding:
+    """``x`` (an engine's lazy encoding, new, read by no one yet) moved onto its rows laid out
+    as ``single`` (``post_processors.single_layout``'s), one laid-out rows object per rows
+    object, kept in ``made``."""
+    laid = made.get(id(x._rows))
+    if laid is None:
+        laid = made[id(x._rows)] = x._rows.with_layout(*single)
+    return x._relaid(laid)
+
+
 def batch_of_singles(engine, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
     """``encode_batch`` from an engine's ``encode_single_encodings`` (the first texts, then
     the pairs' second texts) and the post-processor. Where the post-processor's layout is
@@ -1476,14 +1483,10 @@ def batch_of_singles(engine, inputs, add_special_tokens: bool, num_threads: Opti
         # (new, read by no one yet) moved onto the laid-out rows, no second object each
         out = a
         for i, x in enumerate(a):
-            rows = x._rows
-            if rows is None:  # (the reference path's)
+            if x._rows is None:  # (the reference path's)
                 out[i] = post_processors.process(pp, [x], add_special_tokens)
-                continue
-            laid = made.get(id(rows))
-            if laid is None:
-                laid = made[id(rows)] = rows.with_layout(*single)
-            x._relaid(laid)
+            else:
+                _laid_out(x, single, made)
         return out
     out = []
     for i, j in enumerate(pair_at):
