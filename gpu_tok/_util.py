@@ -133,9 +133,17 @@ _ROW_MIN = 32  # rows shorter than this: tolist (a compiled call costs about a m
 
 def _row_table(arrays, a: int, b: int):
     """The int table's addresses for the values of ``arr[a:b]`` of every array, or None
-    where the rows are short, a value is outside ``[0, 2^21)``, or the list layout was not
-    confirmed (then the caller's NumPy way)."""
-    if b - a < _ROW_MIN or not _ITEMS_OK:
+    where the rows are short (``_value_table``'s otherwise)."""
+    if b - a < _ROW_MIN:
+        return None
+    return _value_table(arrays, a, b)
+
+
+def _value_table(arrays, a: int, b: int):
+    """The int table (``_int_table``'s pair) holding the values of ``arr[a:b]`` of every
+    array (``b > a``), or None where a value is outside ``[0, 2^21)`` or the list layout
+    was not confirmed (then the caller's NumPy way)."""
+    if not _ITEMS_OK:
         return None
     lo = min(int(x[a:b].min()) for x in arrays)
     hi = max(int(x[a:b].max()) for x in arrays)
@@ -200,19 +208,16 @@ def pair_lists(xs: np.ndarray, ys: np.ndarray, row_splits: np.ndarray) -> List[L
     a, b = int(row_splits[0]), int(row_splits[-1])
     if b == a:
         return [[] for _ in range(R)]
-    lo = min(int(xs[a:b].min()), int(ys[a:b].min()))
-    hi = max(int(xs[a:b].max()), int(ys[a:b].max()))
-    if lo < 0 or hi >= _INTS_MAX or not _ITEMS_OK:
+    pair = _value_table((xs, ys), a, b)  # (kept here while its addresses are used)
+    if pair is None:
         b = row_splits.tolist()
         return [list(zip(xs[b[r]:b[r + 1]].tolist(), ys[b[r]:b[r + 1]].tolist())) for r in range(R)]
     from .kernels import lists_cpu as L
 
-    table, ptrs = _int_table(hi + 1)  # (the table kept here while its addresses are used)
     out = [None] * R
     r = L.fill_pair_lists(np.require(xs, np.int64, ("C",)), np.require(ys, np.int64, ("C",)),
-                          np.require(row_splits, np.int64, ("C",)), ptrs, id(out), _VAR_HEADER, L.LIST_NEW,
+                          np.require(row_splits, np.int64, ("C",)), pair[1], id(out), _VAR_HEADER, L.LIST_NEW,
                           L.TUPLE_NEW, L.GC_UNTRACK, L.LIST_SET, L.INCREF, L.ERR_CLEAR)
-    del table
     if r >= 0:
         raise MemoryError(f"pair_lists: no memory for the list of row {r}")
     return out

@@ -480,13 +480,14 @@ class EncodingRows:
             bl = self._bl = self.bounds.tolist()
         return bl
 
-    def _chunk_row(self, name: str, d: int, a: int, b: int) -> Optional[list]:
-        """Row ``d``'s ``ids``, ``offsets`` or ``tokens`` (tokens ``[a, b)``) from the lists of its
-        chunk of ``_CHUNK`` rows, made at once where the chunk holds at most ``_CHUNK_IDS``
-        tokens (``_util.id_lists`` / ``pair_lists`` / ``TokenStrings.rows``: one compiled call, where a call per row of a
-        few tokens cost more than its items), each handed out once (a row whose list was
-        handed out already gets a new one); None for a chunk of more tokens (then a row at
-        a time: reading one row should not make many long ones)."""
+    def _chunk_row(self, name: str, d: int) -> Optional[list]:
+        """Row ``d``'s ``ids``, ``offsets`` or ``tokens`` from the lists of its chunk of
+        ``_CHUNK`` rows, made at once where the chunk holds at most ``_CHUNK_IDS`` tokens
+        (``_util.id_lists`` / ``pair_lists`` / ``TokenStrings.rows``: one compiled call, where
+        a call per row of a few tokens cost more than its items), each handed out once;
+        None for a row whose list was handed out already and for a chunk of more tokens
+        (then the caller's row at a time: a new list; reading one row should not make many
+        long ones)."""
         chunks = self._chunks
         if chunks is None:
             chunks = self._chunks = {}
@@ -508,10 +509,6 @@ class EncodingRows:
         if lists is False:
             return None
         got = lists[d - c * _CHUNK]
-        if got is None:
-            if name == "tokens":
-                return self.tokens.row(a, b)
-            return int_row(self.ids, a, b) if name == "ids" else pair_row(self.starts, self.ends, a, b)
         lists[d - c * _CHUNK] = None
         return got
 
@@ -519,19 +516,19 @@ class EncodingRows:
         bl = self._bl if self._bl is not None else self._row_bounds()
         a, b = bl[d], bl[d + 1]
         if name == "ids":
-            mid = self._chunk_row(name, d, a, b) if isinstance(self.ids, np.ndarray) else None
+            mid = self._chunk_row(name, d) if isinstance(self.ids, np.ndarray) else None
             if mid is None:
                 mid = int_row(self.ids, a, b)
         elif name == "tokens":
             if isinstance(self.tokens, TokenStrings):
-                mid = self._chunk_row(name, d, a, b)
+                mid = self._chunk_row(name, d)
                 if mid is None:
                     mid = self.tokens.row(a, b)
             else:
                 mid = self.tokens[a:b].tolist() if self.tokens is not None else [""] * (b - a)
         elif name == "offsets":
             if self.starts is not None:
-                mid = self._chunk_row(name, d, a, b) if isinstance(self.starts, np.ndarray) else None
+                mid = self._chunk_row(name, d) if isinstance(self.starts, np.ndarray) else None
                 if mid is None:
                     mid = pair_row(self.starts, self.ends, a, b)
             else:
