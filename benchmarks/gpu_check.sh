@@ -12,17 +12,20 @@
 #      serial chain of memory loads);
 #      benchmarks/gpu_overheads.py: what one launch, wait, allocation and copy cost, launches per
 #      run, MB/s as the input grows (same log);
-#   4. benchmarks/bench.py: our CPU engine and gigatoken at 4 and 8 threads on english_prose,
-#      ours on unseen text with its shared word table off and on,
-#      then our CPU engine, HF tokenizers, tiktoken and gigatoken (when installed or carried as a
+#      ncu (Nsight Compute) on the first batch's kernels of gpt2 on english_prose (ncu.log);
+#   4. benchmarks/bench.py: (step "scale" only) our CPU engine and gigatoken at 4 and 8 threads
+#      on english_prose, ours on unseen text with its shared word table off and on;
+#      our CPU engine, HF tokenizers, tiktoken and gigatoken (when installed or carried as a
 #      wheel) on all host cores, same texts;
 #   5. summary.md.
 #
 # Everything goes to $OUT (default build/gpu_check_out): at most 8 files. Each step has a time
 # limit and its exit status is recorded; the script goes on after a failing step and exits 1 if
-# any failed. About 5-6 minutes, so it can run twice in a 15-minute lease (the worst case is the
-# sum of the limits, 13 minutes; GPU_CHECK_STEPS shortens a rerun). On a fresh machine the first
-# step that runs the kernels compiles them (and the CPU engine's) first: about 2 minutes.
+# any failed. About 6 minutes, so it can run twice in a 15-minute lease (the worst case is the
+# sum of the limits, over 10 minutes: a device call's limit; GPU_CHECK_STEPS shortens a rerun).
+# On a fresh machine each process that runs the kernels compiles them (and the first, the CPU
+# engine's) first: about 2 minutes for the test step's workers; the later steps load them from
+# Numba's cache (GPU_TOK_CUDA_CACHE=1).
 #
 # Data: GPU_TOK_MODELS / GPU_TOK_CORPORA if set; else build/gpu_stage/stage.tar.xz (made by
 # benchmarks/gpu_stage.py, carried as build/gpu_stage) unpacked to /tmp; else ../shared.
@@ -32,7 +35,8 @@
 #
 # GPU_CHECK_DRY=1: a dry run without a GPU (the tests under the simulator, gpu_bench on the CPU
 # twins), to check the script itself. GPU_CHECK_STEPS=tests,gpu (say): a rerun that leaves a
-# step out (default tests,gpu,cpu). GPU_TOK_GIT: the commit to name in the results (the copy
+# step out (default tests,gpu,overheads,ncu,cpu; "scale" adds step 4's runs at 4 and 8 threads
+# and on unseen text). GPU_TOK_GIT: the commit to name in the results (the copy
 # on a lent machine may carry a stale .git).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,7 +47,7 @@ PY=${PYTHON:-python3}
 THREADS=${GPU_CHECK_THREADS:-$(nproc)}
 MODELS=${GPU_CHECK_MODELS:-gpt2,llama3,o200k_base,llama2}  # llama2: the SentencePiece host step
 MAX_MB=${GPU_CHECK_MAX_MB:-8}
-STEPS=${GPU_CHECK_STEPS:-tests,gpu,overheads,cpu}  # which steps run (a rerun may leave some out)
+STEPS=${GPU_CHECK_STEPS:-tests,gpu,overheads,ncu,cpu}  # which steps run (a rerun may leave some out)
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 unset NUMBA_ENABLE_CUDASIM
@@ -142,6 +146,11 @@ if [ "$REAL" = 1 ]; then TEST_LIMIT=${GPU_CHECK_TEST_LIMIT:-200}; else TEST_LIMI
 has_step tests && step "tests on the GPU" "$TEST_LIMIT" "$OUT/pytest.log" \
   env GPU_TOK_REAL_CUDA=$REAL $PY -m pytest -q -p no:cacheprovider -rs "${XDIST[@]}" tests/test_gpu_sim.py
 
+# the steps after the tests load the kernels from Numba's on-disk cache (GPU_TOK_CUDA_CACHE=1,
+# compiled once by the first of them) instead of each compiling them again (a minute or more
+# per process on a fresh machine); GPU_CHECK_CUDA_CACHE=0 leaves the cache off
+export GPU_TOK_CUDA_CACHE=${GPU_CHECK_CUDA_CACHE:-1}
+
 # ---------------------------------------------------------------- 3. equality and GPU timing
 has_step gpu && step "gpu_bench" 200 "$OUT/gpu_bench.log" \
   $PY benchmarks/gpu_bench.py --device $DEVICE --models "$MODELS" --files code,english_prose,multilingual \
@@ -182,6 +191,21 @@ else:
 EOF
 fi
 
+# Nsight Compute on the first batch's kernels of one case (gpt2, english_prose): throughput
+# against the card's peaks, occupancy, registers, warp stalls, memory traffic (ncu.log); the
+# card's own clocks (--clock-control none), so the kernels run as they do in gpu_bench
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
+if has_step ncu && [ "$REAL" = 1 ] && [ -n "$NCU" ]; then
+  step "ncu" "${GPU_CHECK_NCU_LIMIT:-120}" "$OUT/ncu.log" \
+    "$NCU" --clock-control none --kernel-name "regex:k_(short|long|insert|resolve|counts|scatter|chunk|fill|rows|place)" \
+      --launch-count "${GPU_CHECK_NCU_LAUNCHES:-16}" --section SpeedOfLight --section LaunchStats --section Occupancy \
+      --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
+      $PY benchmarks/gpu_bench.py --device cuda --models gpt2 --files english_prose --max-mb "$MAX_MB" --repeat 1 \
+        --threads "$THREADS" --out /tmp/gpu_tok_ncu
+elif has_step ncu; then
+  echo "ncu: left out (no GPU, or no ncu on this machine)" | tee -a "$OUT/ncu.log"
+fi
+
 # ---------------------------------------------------------------- 4. CPU engines, same texts
 ENGINES=ours,hf,tiktoken
 if ! has_step cpu; then
@@ -194,7 +218,7 @@ fi
 # our CPU engine and gigatoken at 4 and 8 threads on one file (the first H200 run had ours on
 # english_prose with llama3 and o200k_base at 16 threads no faster than at 2 here, while the
 # other files scaled): how each scales, before the full table (which stays at the log's end)
-if has_step cpu; then
+if has_step scale; then
   for th in 4 8; do
     step "cpu engines, $th threads" 40 "$OUT/cpu_bench.log" \
       $PY benchmarks/bench.py --models gpt2,llama3,o200k_base --engines "ours${ENGINES#ours,hf,tiktoken}" \
@@ -204,7 +228,7 @@ fi
 # our CPU engine on text it has not seen (bench.py --unseen: a fresh process per run, 4 MB
 # warm-up, the 4 MB before it timed), the shared word table off and on (on by default from 8
 # threads; decision 0019, addendum of 2026-12-04: measured only with 16 workers on 2 cores)
-if has_step cpu; then
+if has_step scale; then
   for sw in 0 1; do
     step "cpu unseen, shared words $sw" 45 "$OUT/cpu_bench.log" \
       env GPU_TOK_SHARED_WORDS=$sw $PY benchmarks/bench.py --unseen --models gpt2 \
@@ -245,4 +269,6 @@ has_step cpu && step "cpu engines" 110 "$OUT/cpu_bench.log" \
   echo "pytest: $(grep -E '(passed|failed|error)' "$OUT/pytest.log" 2>/dev/null | tail -n 1)"
 } > "$OUT/summary.md"
 cat "$OUT/summary.md"
+# at most 8 files come back from a lent machine: steps.txt and card.txt are in summary.md
+rm -f "$OUT/steps.txt" "$OUT/card.txt"
 exit $FAILED

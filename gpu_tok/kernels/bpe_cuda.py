@@ -46,10 +46,18 @@ if _KIND not in ("cpu", "cuda"):
     raise ImportError("gpu_tok.kernels.bpe_cuda is shared source: load it with gpu_tok.kernels.twins.load(kind)")
 
 if _KIND == "cuda":
+    import os
+
     from numba import cuda
 
     def dev(fn):
         return cuda.jit(device=True)(fn)
+
+    # the kernels' decorator (this file's and dedupe_cuda.py's): GPU_TOK_CUDA_CACHE=1 keeps
+    # their machine code in Numba's on-disk cache (__pycache__ beside the sources, one entry
+    # per compute capability), so a second process on the same machine loads them instead
+    # of compiling them again (benchmarks/gpu_check.sh: its steps after the tests)
+    kernel = cuda.jit(cache=os.environ.get("GPU_TOK_CUDA_CACHE") == "1")
 else:
     from gpu_tok.kernels.hash_table import njit_cached
 
@@ -418,7 +426,7 @@ def bucket_of(n):
 
 # ------------------------------------------------------------------ kernels
 if _KIND == "cuda":
-    @cuda.jit
+    @kernel
     def k_short(n_items, work, bounds, data, starts, ph, mode, init_ids, grid, char_id, byte_id, mtab, whole_first,
                 arena, tok_off, bkeys, bvals, out, cnt):
         i = cuda.grid(1)
@@ -428,7 +436,7 @@ if _KIND == "cuda":
             short_one(i, work, bounds, data, starts, ph, mode, init_ids, grid, char_id, byte_id, mtab, whole_first,
                       arena, tok_off, bkeys, bvals, ids, rank, out, cnt)
 
-    @cuda.jit
+    @kernel
     def k_long(n_items, work, bounds, data, starts, ph, loff, mode, init_ids, char_id, byte_id, mtab, whole_first,
                arena, tok_off, bkeys, bvals, lsym, llen, lprv, lnxt, hkey, hnew, out, cnt):
         i = cuda.grid(1)

@@ -36,7 +36,7 @@ and plain read-modify-writes in the (serial) CPU twins.
 import numpy as np
 
 _KIND = globals().get("_KIND")
-if _KIND not in ("cpu", "cuda") or "dev" not in globals():
+if _KIND not in ("cpu", "cuda") or "dev" not in globals() or (_KIND == "cuda" and "kernel" not in globals()):
     raise ImportError("gpu_tok.kernels.dedupe_cuda is shared source: load it with gpu_tok.kernels.twins.load(kind)")
 
 INT32_MAX = np.int32(0x7FFFFFFF)
@@ -272,96 +272,96 @@ def template_tok_one(t, ids, rs, n_docs, a, b, ids2):
 
 # ------------------------------------------------------------------ kernels
 if _KIND == "cuda":
-    @cuda.jit
+    @kernel
     def k_fill_u64(n, arr, v):
         i = cuda.grid(1)
         if i < n:
             arr[i] = v
 
-    @cuda.jit
+    @kernel
     def k_fill_i32(n, arr, v):
         i = cuda.grid(1)
         if i < n:
             arr[i] = v
 
-    @cuda.jit
+    @kernel
     def k_fill_i64(n, arr, v):
         i = cuda.grid(1)
         if i < n:
             arr[i] = v
 
-    @cuda.jit
+    @kernel
     def k_insert(P, data, starts, special, ph, kmask, tkeys, towner):
         p = cuda.grid(1)
         if p < P:
             insert_one(p, data, starts, special, ph, kmask, tkeys, towner)
 
-    @cuda.jit
+    @kernel
     def k_resolve(P, data, starts, special, ph, kmask, tkeys, towner, rep, bcount):
         p = cuda.grid(1)
         if p < P:
             resolve_one(p, data, starts, special, ph, kmask, tkeys, towner, rep, bcount)
 
-    @cuda.jit
+    @kernel
     def k_bounds(n, bcount, bounds, bcur):
         if cuda.grid(1) == 0:
             bounds_one(bcount, bounds, bcur)
 
-    @cuda.jit
+    @kernel
     def k_fill(P, starts, special, rep, bounds, bcur, work, loff, lcur):
         p = cuda.grid(1)
         if p < P:
             fill_one(p, starts, special, rep, bounds, bcur, work, loff, lcur)
 
-    @cuda.jit
+    @kernel
     def k_counts(P, data, starts, special, rep, mode, init_ids, char_id, byte_id, out, cnt):
         p = cuda.grid(1)
         if p < P:
             counts_one(p, data, starts, special, rep, mode, init_ids, char_id, byte_id, out, cnt)
 
-    @cuda.jit
+    @kernel
     def k_chunk_sums(nc, n, x, sums):
         c = cuda.grid(1)
         if c < nc:
             chunk_sum_one(c, n, x, sums)
 
-    @cuda.jit
+    @kernel
     def k_chunk_scan(nc, n, x, base, out):
         c = cuda.grid(1)
         if c < nc:
             chunk_scan_one(c, n, x, base, out)
 
-    @cuda.jit
+    @kernel
     def k_scatter(P, starts, special, rep, cnt, pos, out, ids):
         p = cuda.grid(1)
         if p < P:
             scatter_one(p, starts, special, rep, cnt, pos, out, ids)
 
-    @cuda.jit
+    @kernel
     def k_rows(n, first, pos, rs):
         d = cuda.grid(1)
         if d < n:
             rows_one(d, first, pos, rs)
 
-    @cuda.jit
+    @kernel
     def k_place(T, K, idx, off, ids, starts, out):
         i = cuda.grid(1)
         if i < T:
             place_one(i, K, idx, off, ids, starts, out)
 
-    @cuda.jit
+    @kernel
     def k_template_rows(n, rs, a, b, rs2):
         d = cuda.grid(1)
         if d < n:
             template_rows_one(d, rs, a, b, rs2)
 
-    @cuda.jit
+    @kernel
     def k_template_docs(n, rs, rs2, prefix, suffix, ids2):
         d = cuda.grid(1)
         if d < n:
             template_doc_one(d, rs2, prefix, suffix, rs[d + 1] - rs[d], ids2)
 
-    @cuda.jit
+    @kernel
     def k_template_toks(T, ids, rs, n_docs, a, b, ids2):
         t = cuda.grid(1)
         if t < T:
