@@ -168,8 +168,13 @@ if has_step overheads && [ "$REAL" = 1 ] && command -v nvidia-smi > /dev/null 2>
     > /tmp/gpu_tok_clocks.csv 2>/dev/null &
   CLOCKS=$!
 fi
-has_step overheads && step "overheads" 90 "$OUT/gpu_bench.log" \
-  $PY benchmarks/gpu_overheads.py --device $DEVICE --model gpt2 --threads "$THREADS" --sizes-mb "$SIZES"
+# then the phases of one 8 MB and one 240 MB run, each under cProfile too (the host thread's
+# Python), and the 240 MB run with other batch sizes
+PROFILE_MB=${GPU_CHECK_PROFILE_MB-8,240}
+[ "$REAL" = 1 ] || PROFILE_MB=${GPU_CHECK_PROFILE_MB-2}
+has_step overheads && step "overheads" "${GPU_CHECK_OVERHEADS_LIMIT:-150}" "$OUT/gpu_bench.log" \
+  $PY benchmarks/gpu_overheads.py --device $DEVICE --model gpt2 --threads "$THREADS" --sizes-mb "$SIZES" \
+    --profile-mb "$PROFILE_MB" --batch-mb "${GPU_CHECK_BATCH_MB-16,256}"
 if [ -n "$CLOCKS" ]; then
   kill "$CLOCKS" 2>/dev/null
   $PY - <<'EOF' 2>&1 | tee -a "$OUT/gpu_bench.log"

@@ -41,6 +41,49 @@ def per_call_us(fn, n: int, after=None) -> float:
     return (time.perf_counter() - t0) / n * 1e6
 
 
+def profile_run(run, tok, device: str, mb: float, batch_mb: str) -> None:
+    """One run's phases (the engine's stats: pack, host pieces, issuing copies and launches,
+    waiting and copying back), then one run under cProfile (the functions with the most time
+    of their own, and the most time inside them), then e2e with other batch sizes."""
+    import cProfile
+    import io
+    import pstats
+
+    from gpu_tok import gpu_engine as G
+
+    eng = tok.__dict__["_gpu_engines"][G.backend(device).name].engine
+    eng.stats = G._new_stats()
+    t0 = time.perf_counter()
+    run()
+    wall = time.perf_counter() - t0
+    st = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in eng.stats.items()}
+    print(json.dumps({"what": "phases", "mb": mb, "wall_s": round(wall, 4), **st}), flush=True)
+    pr = cProfile.Profile()
+    pr.enable()
+    run()
+    pr.disable()
+    for key in ("tottime", "cumulative"):
+        buf = io.StringIO()
+        pstats.Stats(pr, stream=buf).sort_stats(key).print_stats(28)
+        lines = [x for x in buf.getvalue().splitlines() if x.strip()]
+        print(f"cProfile of one {mb:g} MB run, by {key}:")
+        print("\n".join(lines[:40]), flush=True)
+    for b in [float(x) for x in batch_mb.split(",") if x]:
+        keep = eng.batch_bytes
+        eng.batch_bytes = int(b * (1 << 20))
+        try:
+            run()
+            best = float("inf")
+            for _ in range(2):
+                t0 = time.perf_counter()
+                run()
+                best = min(best, time.perf_counter() - t0)
+        finally:
+            eng.batch_bytes = keep
+        print(json.dumps({"what": "batch size", "mb": mb, "batch_mb": b, "s": round(best, 4),
+                          "mbps": round(mb / best, 1)}), flush=True)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", choices=["cuda", "twin"], default="cuda")
@@ -48,6 +91,10 @@ def main(argv=None) -> int:
     p.add_argument("--calls", type=int, default=300)
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--sizes-mb", default="2,8,24,240", help="input sizes; past the texts' 24 MB they are cycled")
+    p.add_argument("--profile-mb", default="",
+                   help="input sizes (of --sizes-mb) whose run is split into the engine's phases and profiled "
+                        "with cProfile (the host thread's Python: where its time goes)")
+    p.add_argument("--batch-mb", default="", help="at the largest --profile-mb size, e2e with these batch sizes too")
     args = p.parse_args(argv)
 
     import numpy as np
@@ -102,6 +149,7 @@ def main(argv=None) -> int:
         return plain(*x, **kw)
 
     rows = []
+    profile = {float(x) for x in args.profile_mb.split(",") if x}
     for mb in [float(x) for x in args.sizes_mb.split(",") if x]:
         part, total, i = [], 0, 0
         while texts and total < mb * 1e6:  # past the texts' end they come round again
@@ -127,6 +175,8 @@ def main(argv=None) -> int:
              "launch_share": round(launches[0] * out["launch_us"] / 1e6 / best, 3)}
         rows.append(r)
         print(json.dumps(r), flush=True)
+        if mb in profile:
+            profile_run(run, tok, args.device, mb, args.batch_mb if mb == max(profile) else "")
     print()
     print(f"fixed costs through {type(be).__name__} (microseconds each): "
           + ", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in out.items()))
