@@ -213,6 +213,11 @@ class CudaBackend(_Backend):
             numba.config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
         except Exception:  # noqa: BLE001
             pass
+        # the short launch path (FastLauncher); off on the simulator (no compiled kernels) and
+        # with GPU_TOK_CUDA_FAST_LAUNCH=0
+        self.fast = None
+        if not self.sim and os.environ.get("GPU_TOK_CUDA_FAST_LAUNCH", "1") != "0":
+            self.fast = FastLauncher.create()
 
     def stream(self):
         return self.cuda.stream()
@@ -224,7 +229,7 @@ class CudaBackend(_Backend):
         blocks = (n + self.tpb - 1) // self.tpb
         if stream is None:
             kernel[blocks, self.tpb](*args)
-        else:
+        elif self.fast is None or not self.fast.launch(kernel, blocks, self.tpb, stream, args):
             kernel[blocks, self.tpb, stream](*args)
 
     def empty(self, n, dtype):
@@ -281,6 +286,163 @@ class CudaBackend(_Backend):
                 cp.get_default_memory_pool().free_all_blocks()
             except Exception:  # noqa: BLE001
                 pass
+
+
+class FastLauncher:
+    """Kernel launches without Numba's per-argument preparation (numba-cuda 0.30: about 10 us
+    per array argument on the H200 machine, 2026-12-05; ``k_long`` takes 20 arrays).
+
+    Numba launches a compiled kernel (``_Kernel.launch``) by turning each argument into the
+    values of the kernel's parameters (``_Kernel._prepare_args``: seven for a 1-D array,
+    ``meminfo, parent, size, itemsize, data, shape[0], strides[0]``; a ``ctypes`` value of
+    the argument's Numba type for an integer; the value for a boolean) and handing them to
+    ``cuda.core``'s ``launch``. This makes the same values directly from the arrays' sizes and
+    device pointers, and calls the same ``launch`` with the same launch configuration.
+
+    Nothing is assumed about that layout unchecked: the first launch of each kernel with each
+    kind of arguments goes through Numba (which compiles and picks the overload), then Numba's
+    own ``_prepare_args`` and this class's values are compared for those arguments; only where
+    they are equal (value and kind, item by item) does that kernel take this path, else it
+    stays with Numba (``refused`` names it and why). Any error on this path (a numba-cuda
+    without these internals, a failed launch) also hands the launch back to Numba."""
+
+    def __init__(self, launch, config):
+        self._launch = launch
+        self._config = config
+        self._kernels: dict = {}  # (kernel, argument kinds) -> (cuda.core kernel, kinds) or None
+        self._configs: dict = {}
+        self.fast = 0  # launches made here
+        self.refused: dict = {}  # kernel name -> why it stays with Numba
+
+    @classmethod
+    def create(cls) -> Optional["FastLauncher"]:
+        try:
+            from numba.cuda import dispatcher as nd
+
+            launch, LaunchConfig = nd.launch, nd.LaunchConfig
+            coop = "is_cooperative" if getattr(nd, "CUDA_CORE_GE_1_0", False) else "cooperative_launch"
+        except Exception:  # noqa: BLE001 - another numba-cuda: Numba's own launches
+            return None
+
+        def config(grid, block):
+            return LaunchConfig(grid=grid, block=block, shmem_size=0, **{coop: False})
+
+        return cls(launch, config)
+
+    @staticmethod
+    def _kind(a):
+        """What picks a kernel's overload, cheaply: an array's dtype and dimensions (contiguous
+        1-D only; others stay with Numba), a scalar's type."""
+        dt = getattr(a, "dtype", None)
+        if dt is None:
+            return type(a)
+        nd = getattr(a, "ndim", 0)
+        if nd == 0:
+            return (type(a), dt.num)
+        if nd != 1 or a.strides[0] != dt.itemsize:
+            return None
+        return dt.num
+
+    @staticmethod
+    def values(kinds, args) -> list:
+        """The kernel parameters' values of ``args``: what ``_Kernel._prepare_args`` makes for
+        1-D contiguous arrays, integers and booleans (``kinds``: per argument ``"a"``, a
+        ``ctypes`` integer type, or ``"b"``)."""
+        out = []
+        for k, a in zip(kinds, args):
+            if k == "a":
+                isz = a.dtype.itemsize
+                n = a.shape[0]
+                out += [0, 0, n, isz, a.device_ctypes_pointer.value or 0, n, isz]
+            elif k == "b":
+                out.append(a)
+            else:
+                out.append(k(a))
+        return out
+
+    def launch(self, kernel, blocks: int, tpb: int, stream, args) -> bool:
+        """Launch ``kernel`` on ``stream`` here; False: the caller launches it through Numba."""
+        kinds = tuple(self._kind(a) for a in args)
+        key = (kernel, kinds)
+        entry = self._kernels.get(key, False)
+        if entry is None:
+            return False
+        if entry is False:
+            if None in kinds:
+                self._kernels[key] = None
+                return False
+            kernel[blocks, tpb, stream](*args)  # compiles and picks the overload; then checked
+            self._kernels[key] = self._learn(kernel, stream, args)
+            return True
+        cuk, pk = entry
+        cfg = self._configs.get((blocks, tpb))
+        try:
+            if cfg is None:
+                cfg = self._configs[(blocks, tpb)] = self._config((blocks, 1, 1), (tpb, 1, 1))
+            self._launch(stream, cfg, cuk, *self.values(pk, args))
+        except Exception as e:  # noqa: BLE001 - Numba launches it, and this kernel from now on
+            self._kernels[key] = None
+            self.refused[_kernel_name(kernel)] = f"launch failed: {type(e).__name__}: {e}"
+            return False
+        self.fast += 1
+        return True
+
+    def _learn(self, kernel, stream, args):
+        """``(cuda.core kernel, parameter kinds)`` of ``kernel`` for arguments like ``args``,
+        where this class's values equal Numba's own; else None (``refused`` says why)."""
+        import ctypes
+
+        name = _kernel_name(kernel)
+        try:
+            sig = tuple(kernel.typeof_pyval(a) for a in args)
+            k = kernel.overloads.get(sig)
+            if k is None:
+                self.refused[name] = f"no overload for {sig}"
+                return None
+            pk = []
+            for t in k.argument_types:  # by the Numba types' names (their module moved between versions)
+                cls = {c.__name__ for c in type(t).__mro__}
+                if "Array" in cls and getattr(t, "ndim", 0) == 1 and getattr(t, "layout", "") == "C":
+                    pk.append("a")
+                elif "Boolean" in cls:
+                    pk.append("b")
+                elif "Integer" in cls and hasattr(ctypes, f"c_{t}"):
+                    pk.append(getattr(ctypes, f"c_{t}"))
+                else:
+                    self.refused[name] = f"parameter type {t}"
+                    return None
+            theirs, retr = [], []
+            for t, v in zip(k.argument_types, args):
+                k._prepare_args(t, v, stream, retr, theirs)
+            ours = self.values(pk, args)
+            why = _same_params(theirs, ours)
+            if why:
+                self.refused[name] = why
+                return None
+            return k._codelibrary.get_cufunc().kernel, tuple(pk)
+        except Exception as e:  # noqa: BLE001
+            self.refused[name] = f"{type(e).__name__}: {e}"
+            return None
+
+
+def _same_params(theirs: list, ours: list) -> str:
+    """'' where two lists of kernel parameter values are the same (item by item: a ``ctypes``
+    value of the same type and value, or an equal plain value, a Python int and an 8-byte NumPy
+    integer being the same parameter); else what differs."""
+    import ctypes
+
+    if len(theirs) != len(ours):
+        return f"{len(theirs)} parameters, not {len(ours)}"
+    for i, (a, b) in enumerate(zip(theirs, ours)):
+        if isinstance(a, ctypes._SimpleCData) or isinstance(b, ctypes._SimpleCData):
+            if type(a) is not type(b) or a.value != b.value:
+                return f"parameter {i}: {a!r} against {b!r}"
+            continue
+        ta, tb = type(a), type(b)
+        wide = lambda t: t is int or (issubclass(t, np.integer) and np.dtype(t).itemsize == 8)  # noqa: E731
+        if not (ta is tb or (wide(ta) and wide(tb))) or a != b:
+            return f"parameter {i}: {a!r} ({ta.__name__}) against {b!r} ({tb.__name__})"
+    return ""
 
 
 # ------------------------------------------------------------------ tables

@@ -840,3 +840,152 @@ def test_oom_is_recognised():
     assert not is_oom(CudaAPIError(700, "CUDA_ERROR_ILLEGAL_ADDRESS"))
     assert is_oom(OutOfMemoryError("out of memory allocating 1 bytes"))
     assert not is_oom(MemoryError())
+
+
+def _fake_kernel(reference):
+    """A stand-in for a Numba CUDA dispatcher and its one compiled kernel, for FastLauncher:
+    ``reference(types, args)`` plays ``_Kernel._prepare_args`` (the parameter values Numba
+    would launch with); launches through it are recorded in ``.numba``."""
+    import ctypes
+
+    class Array:  # Numba's type classes, by name (FastLauncher reads the names)
+        ndim, layout = 1, "C"
+
+        def __init__(self, dt):
+            self.dt = dt
+
+        def __str__(self):
+            return f"array({self.dt})"
+
+    class Integer:
+        def __init__(self, name):
+            self.name = name
+
+        def __str__(self):
+            return self.name
+
+    class Boolean:
+        def __str__(self):
+            return "bool"
+
+    sig = (Array("int32"), Integer("int64"), Boolean(), Integer("uint64"))
+
+    class Compiled:
+        argument_types = sig
+
+        def _prepare_args(self, t, v, stream, retr, out):
+            out.extend(reference(t, v))
+
+        class _codelibrary:
+            @staticmethod
+            def get_cufunc():
+                return type("F", (), {"kernel": "compiled k_demo"})()
+
+    def k_demo():
+        pass
+
+    class Dispatcher:
+        py_func = staticmethod(k_demo)
+        numba = []
+        overloads = {("a", "i", "b", "u"): Compiled()}
+
+        def typeof_pyval(self, a):
+            if hasattr(a, "ndim") and a.ndim == 1:
+                return "a"
+            return {bool: "b", int: "i"}.get(type(a), "u")
+
+        def __getitem__(self, cfg):
+            return lambda *args: self.numba.append((cfg, args))
+
+    return Dispatcher(), ctypes
+
+
+class _FakeDeviceArray:
+    def __init__(self, n, dtype, ptr, stride=None):
+        import ctypes
+
+        self.dtype, self.ndim, self.shape = np.dtype(dtype), 1, (n,)
+        self.strides = (stride or self.dtype.itemsize,)
+        self.device_ctypes_pointer = ctypes.c_size_t(ptr)
+
+
+def test_fast_launch_only_where_its_parameters_are_numbas():
+    """``gpu_engine.FastLauncher``: a kernel's first launch goes through Numba; then its
+    parameter values are compared with Numba's own (``_Kernel._prepare_args``) for the same
+    arguments, and only where equal item by item (value and kind) do later launches skip
+    Numba; a difference, a non-contiguous array or a failed launch leaves Numba launching it
+    (and says why). The values checked here are the layout numba-cuda 0.30.4's
+    ``_prepare_args`` makes; on the GPU machine the comparison is against the real one."""
+    import ctypes
+
+    from gpu_tok.gpu_engine import FastLauncher, _same_params
+
+    def numba_0304(t, v):  # numba-cuda 0.30.4's _prepare_args for these kinds of argument
+        name = type(t).__name__
+        if name == "Array":
+            return [0, 0, v.shape[0], v.dtype.itemsize, v.device_ctypes_pointer.value, v.shape[0], v.strides[0]]
+        if name == "Boolean":
+            return [v]
+        return [getattr(ctypes, f"c_{t}")(v)]
+
+    arr = _FakeDeviceArray(10, np.int32, 0x7000)
+    args = (arr, 5, True, np.uint64(2 ** 64 - 1))
+    sent = []
+    k, _ = _fake_kernel(numba_0304)
+    fl = FastLauncher(lambda stream, cfg, kern, *vals: sent.append((stream, cfg, kern, vals)),
+                      lambda grid, block: ("cfg", grid, block))
+    assert fl.launch(k, 3, 256, "s", args) and k.numba == [((3, 256, "s"), args)] and not sent
+    assert fl.launch(k, 4, 256, "s", args) and fl.fast == 1 and len(k.numba) == 1
+    stream, cfg, kern, vals = sent[0]
+    assert (stream, cfg, kern) == ("s", ("cfg", (4, 1, 1), (256, 1, 1)), "compiled k_demo")
+    types_ = k.overloads[("a", "i", "b", "u")].argument_types
+    assert _same_params([x for t, v in zip(types_, args) for x in numba_0304(t, v)], list(vals)) == ""
+    assert vals[:7] == (0, 0, 10, 4, 0x7000, 10, 4) and vals[8] is True
+    assert type(vals[7]) is ctypes.c_int64 and vals[7].value == 5 and vals[9].value == 2 ** 64 - 1
+    assert fl.refused == {}
+    # a parameter Numba makes differently: refused, and Numba launches it from then on
+    for differ in (lambda t, v: numba_0304(t, v)[:-1] if type(t).__name__ == "Array" else numba_0304(t, v),
+                   lambda t, v: [np.int32(x) for x in numba_0304(t, v)] if type(t).__name__ == "Array"
+                   else numba_0304(t, v),
+                   lambda t, v: [ctypes.c_uint64(v)] if str(t) == "int64" else numba_0304(t, v)):
+        k2, _ = _fake_kernel(differ)
+        fl2 = FastLauncher(lambda *a: sent.append(a), lambda g, b: None)
+        assert fl2.launch(k2, 1, 256, "s", args) and not fl2.launch(k2, 1, 256, "s", args)
+        assert "k_demo" in fl2.refused and fl2.fast == 0
+    # a strided array is left to Numba at once; a launch that fails hands it back to Numba
+    k3, _ = _fake_kernel(numba_0304)
+    fl3 = FastLauncher(lambda *a: sent.append(a), lambda g, b: None)
+    assert not fl3.launch(k3, 1, 256, "s", (_FakeDeviceArray(10, np.int32, 0x7000, stride=8), 5, True, np.uint64(1)))
+    assert k3.numba == []
+
+    def broken(*a):
+        raise RuntimeError("no")
+
+    fl4 = FastLauncher(broken, lambda g, b: None)
+    assert fl4.launch(k3, 1, 256, "s", args) and not fl4.launch(k3, 1, 256, "s", args)
+    assert fl4.refused["k_demo"].startswith("launch failed")
+    # Python ints and 8-byte NumPy integers are the same parameter; narrower ones are not
+    assert _same_params([3, ctypes.c_int64(1)], [np.int64(3), ctypes.c_int64(1)]) == ""
+    assert _same_params([3], [np.int32(3)]) and _same_params([ctypes.c_int64(1)], [ctypes.c_int64(2)])
+
+
+@on_device
+def test_device_launches_skip_numbas_argument_preparation():
+    """On a real GPU every kernel of a batch takes ``FastLauncher``'s path (its parameters
+    checked equal to Numba's own), with the same ids as ``device="cpu"``; on the simulator
+    (no compiled kernels) the path is off."""
+    from gpu_tok import gpu_engine as G
+
+    texts = bench_texts(20000)[:4] + ["", "the cat é"]
+    t = tok("gpt2")
+    want = t.encode_batch_ids(texts, device="cpu")
+    g = G._engine_for(t, "cuda", lambda be: G.GpuTokenizer(t, be))
+    ids, rs = g.encode_ids(texts, False, None, True)
+    ids, rs = g.encode_ids(texts, False, None, True)  # each kernel's second launch: the short path
+    assert np.array_equal(np.asarray(rs), want.row_splits) and np.array_equal(np.asarray(ids), want.ids)
+    fast = g.engine.be.fast
+    if SIM:
+        assert fast is None
+        return
+    assert fast is not None and fast.refused == {}, fast and fast.refused
+    assert fast.fast >= 10
