@@ -181,6 +181,9 @@ class TwinBackend(_Backend):
     def read_scalar(self, dev, i, stream=None):
         return dev[i]
 
+    def to_host_into(self, dev, host, stream=None):
+        host[:] = dev[:host.shape[0]]
+
     def copy_into(self, dev, at, host, stream=None):
         dev[at:at + host.shape[0]] = host
 
@@ -257,6 +260,12 @@ class CudaBackend(_Backend):
         v = self.to_host(dev[i:i + 1], stream)
         self.sync(stream)
         return v[0]
+
+    def to_host_into(self, dev, host, stream=None):
+        """``dev`` (of ``host``'s length) copied into the host array ``host`` (a view of a
+        larger one: its place in the call's result)."""
+        if host.shape[0]:
+            dev.copy_to_host(ary=host, stream=stream if stream is not None else 0)
 
     def copy_into(self, dev, at, host, stream=None):
         if host.shape[0]:
@@ -608,6 +617,32 @@ def _stats(starts, special):
 _POOL_GROWTH = 1.25
 
 
+class HostResult:
+    """Where one call's host-bound ids go: each batch's ids copied from the device straight to
+    their place in one array, its row splits to theirs (then offset by the ids before them),
+    rather than an array per batch joined at the end (a second pass over every id, into
+    fresh memory). The array starts at ``cap`` ids (the input's bytes and the template's ids:
+    a piece has no more ids than bytes) and grows, keeping its ids, where they do not fit;
+    ``done()`` hands out the part written."""
+
+    def __init__(self, n_docs: int, cap: int):
+        self.ids = np.empty(max(int(cap), 1), np.int32)
+        self.rs = np.zeros(n_docs + 1, np.int64)
+        self.t = 0
+
+    def ids_at(self, count: int) -> np.ndarray:
+        """The place of the next ``count`` ids."""
+        need = self.t + count
+        if need > self.ids.shape[0]:
+            grown = np.empty(max(need, self.ids.shape[0] * 3 // 2), np.int32)
+            grown[:self.t] = self.ids[:self.t]
+            self.ids = grown
+        return self.ids[self.t:need]
+
+    def done(self):
+        return self.ids[:self.t], self.rs
+
+
 @dataclass
 class _Flight:
     """A batch whose kernels were launched and whose ids are not collected yet."""
@@ -794,10 +829,11 @@ class GpuEngine:
             self.stats["distinct"] += int(be.to_host(bounds, s)[-1])
         return f
 
-    def _collect(self, f: _Flight, device_out: bool, prefix, suffix):
+    def _collect(self, f: _Flight, device_out: bool, prefix, suffix, sink: Optional[HostResult] = None):
         """Wait for the batch and scatter its ids (the template's ids around each row when
         ``prefix``/``suffix`` are given); returns ``(ids, row_splits)``: CuPy arrays when
-        ``device_out``, else NumPy."""
+        ``device_out``, else NumPy; with ``sink`` (host-bound), the ids and row splits are
+        copied to their place in it instead, and None is returned."""
         be, K = self.be, self.K
         s = f.stream
         a = f.arrays
@@ -819,6 +855,18 @@ class GpuEngine:
             be.sync(s)
             cp = _cupy()
             ids, rs = cp.asarray(ids), cp.asarray(rs)
+        elif sink is not None:
+            e0 = self._ev_begin(s)
+            count = int(ids.shape[0])
+            r = sink.rs[f.d0:f.d1 + 1]  # its first item is the previous batch's last, rewritten as the same
+            be.to_host_into(ids, sink.ids_at(count), s)
+            be.to_host_into(rs, r, s)
+            self._ev_end("d2h", e0, s)
+            be.sync(s)
+            if sink.t:
+                r += sink.t
+            sink.t += count
+            ids = rs = None
         else:
             e0 = self._ev_begin(s)
             ids, rs = be.to_host(ids, s), be.to_host(rs, s)
@@ -925,6 +973,10 @@ class GpuEngine:
     def _encode_packed(self, host, data, offsets, num_threads, device_out, prefix, suffix):
         self._ev = []
         n = offsets.shape[0] - 1
+        sink = None
+        if not device_out:
+            extra = (prefix.shape[0] + suffix.shape[0]) if prefix is not None else 0
+            sink = HostResult(n, int(offsets[-1]) + n * extra + 16)
         queue = deque(self.plan(offsets))
         flights: deque = deque()
         parts = []
@@ -948,8 +1000,8 @@ class GpuEngine:
                 while flights and (len(flights) > 1 or not queue or self.profile):
                     f = flights[0]
                     current = (f.d0, f.d1)
-                    parts.append(self._collect(f, device_out, prefix, suffix))
-                    skips.append(f.skip)
+                    parts.append(self._collect(f, device_out, prefix, suffix, sink))
+                    skips.append((f.skip, f.d1 - f.d0))
                     flights.popleft()
                     self.batch_log.append(current)
                     self.stats["batches"] += 1
@@ -970,13 +1022,15 @@ class GpuEngine:
                 self.release()
                 k = 0
         self._ev_collect()
-        return self._join(parts, skips, n, device_out, prefix, suffix)
+        return self._join(parts, skips, n, device_out, prefix, suffix, sink)
 
-    def _join(self, parts, skips, n, device_out, prefix, suffix):
+    def _join(self, parts, skips, n, device_out, prefix, suffix, sink=None):
         skip = None
-        if any(s is not None for s in skips):
-            rows = [np.zeros(r.shape[0] - 1, np.uint8) if s is None else s for s, (_i, r) in zip(skips, parts)]
-            skip = np.concatenate(rows)
+        if any(s is not None for s, _n in skips):  # (skip, documents) of each batch, in order
+            skip = np.concatenate([np.zeros(k, np.uint8) if s is None else s for s, k in skips])
+        if sink is not None:
+            ids, rs = sink.done()
+            return ids, rs, skip
         if not parts:
             ids = np.zeros(0, np.int32)
             rs = np.zeros(n + 1, np.int64)

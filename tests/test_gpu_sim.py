@@ -515,6 +515,48 @@ def test_twin_bench_excerpt(family):
 
 
 @twin_only
+@pytest.mark.parametrize("family", ["roberta-base", "qwen3"])
+def test_twin_host_result_in_place_over_batches(family, monkeypatch):
+    """Host-bound ids go from each batch straight to their place in one array
+    (``gpu_engine.HostResult``), row splits offset by the ids before them: over many
+    batches, with the template's ids around each row (roberta-base), documents NFC changes
+    left to the CPU engine (qwen3), empty documents, and an array that starts too small to
+    hold them (grown, its ids kept), the same ids and row splits as ``device="cpu"``."""
+    from gpu_tok import gpu_engine as G
+
+    t = tok(family)
+    texts = [f"caf\u00e9 {i} cafe\u0301 " * (i % 4) + "the cat sat " * (i % 5) for i in range(30)] + ["", " "]
+    want = t.encode_batch_ids(texts, device="cpu")
+    g = G._engine_for(t, "twin", lambda be: G.GpuTokenizer(t, be))
+    made = []
+    real = G.HostResult
+
+    def small(n_docs, cap):
+        made.append(cap)
+        return real(n_docs, 3)
+
+    monkeypatch.setattr(G, "HostResult", small)
+    old = g.engine.batch_bytes
+    g.engine.batch_bytes = 64
+    g.engine.batch_log.clear()
+    try:
+        ids, rs = g.encode_ids(texts, True, None, True)
+    finally:
+        g.engine.batch_bytes = old
+    assert len(g.engine.batch_log) > 5 and made
+    import unicodedata
+
+    assert sum(unicodedata.normalize("NFC", x) != x for x in texts) > 10
+    assert np.array_equal(rs, want.row_splits) and np.array_equal(ids, want.ids)
+    h = real(2, 2)
+    h.ids_at(2)[:] = [7, 8]
+    h.t = 2
+    h.ids_at(5)[:] = 9
+    h.t = 7
+    assert h.done()[0].tolist() == [7, 8, 9, 9, 9, 9, 9]
+
+
+@twin_only
 def test_twin_oom_halves_the_batch(monkeypatch):
     _check_oom_halving("twin", monkeypatch)
 
