@@ -805,10 +805,7 @@ class GpuEngine:
         if huge is not None:  # ids the host computed, put at each huge piece's first byte
             n_ids, n_huge, d_idx, d_off, d_ids = huge
             L(K.k_place, n_ids, s, n_ids, n_huge, d_idx, d_off, d_ids, starts, out)
-        L(K.k_fill_u64, C, s, C, tkeys, K.EMPTY)
-        L(K.k_fill_i32, C, s, C, towner, K.INT32_MAX)
-        L(K.k_fill_i64, K.NBUCKETS, s, K.NBUCKETS, bcount, np.int64(0))
-        L(K.k_fill_i64, 1, s, 1, lcur, np.int64(0))
+        L(K.k_clear, C, s, C, tkeys, towner, bcount, lcur)
         L(K.k_insert, P, s, P, data, starts, special, ph, self.key_mask, tkeys, towner)
         L(K.k_resolve, P, s, P, data, starts, special, ph, self.key_mask, tkeys, towner, rep, bcount)
         L(K.k_bounds, 1, s, 1, bcount, bounds, bcur)

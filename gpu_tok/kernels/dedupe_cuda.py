@@ -270,25 +270,31 @@ def template_tok_one(t, ids, rs, n_docs, a, b, ids2):
     ids2[t + d * (a + b) + a] = ids[t]
 
 
+@dev
+def clear_one(i, C, tkeys, towner, bcount, lcur):
+    """A batch's tables cleared (one launch for what took four fills): the dedupe table's
+    ``C`` keys and owners, the bucket counts (``C >= NBUCKETS``) and the long pieces' cursor."""
+    tkeys[i] = EMPTY
+    towner[i] = INT32_MAX
+    if i < bcount.shape[0]:
+        bcount[i] = 0
+    if i == 0:
+        lcur[0] = 0
+
+
 # ------------------------------------------------------------------ kernels
 if _KIND == "cuda":
-    @kernel
-    def k_fill_u64(n, arr, v):
-        i = cuda.grid(1)
-        if i < n:
-            arr[i] = v
-
-    @kernel
-    def k_fill_i32(n, arr, v):
-        i = cuda.grid(1)
-        if i < n:
-            arr[i] = v
-
     @kernel
     def k_fill_i64(n, arr, v):
         i = cuda.grid(1)
         if i < n:
             arr[i] = v
+
+    @kernel
+    def k_clear(C, tkeys, towner, bcount, lcur):
+        i = cuda.grid(1)
+        if i < C:
+            clear_one(i, C, tkeys, towner, bcount, lcur)
 
     @kernel
     def k_insert(P, data, starts, special, ph, kmask, tkeys, towner):
@@ -368,19 +374,14 @@ if _KIND == "cuda":
             template_tok_one(t, ids, rs, n_docs, a, b, ids2)
 else:
     @njit_cached
-    def k_fill_u64(n, arr, v):
-        for i in range(n):
-            arr[i] = v
-
-    @njit_cached
-    def k_fill_i32(n, arr, v):
-        for i in range(n):
-            arr[i] = v
-
-    @njit_cached
     def k_fill_i64(n, arr, v):
         for i in range(n):
             arr[i] = v
+
+    @njit_cached
+    def k_clear(C, tkeys, towner, bcount, lcur):
+        for i in range(C):
+            clear_one(i, C, tkeys, towner, bcount, lcur)
 
     @njit_cached
     def k_insert(P, data, starts, special, ph, kmask, tkeys, towner):
