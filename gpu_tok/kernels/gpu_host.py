@@ -192,7 +192,8 @@ def byte_level_pieces(eng, data, doc_offsets, skip, parallel: bool, threads: int
         raise ValueError("a batch must stay below 2**31 bytes")
     if alloc is None:
         alloc = _alloc
-    seg_s, seg_e, m_s, _m_e, m_id = eng._segments(data, doc_offsets, skip)  # the added-token passes
+    # the added-token passes (the documents shared between the threads, as the CPU engine does)
+    seg_s, seg_e, m_s, _m_e, m_id = eng._segments(data, doc_offsets, skip, parallel)
     fam, end_whole, tab, fold = eng._pretok._prepare(eng.spec.family, eng.spec.dialect)
     out = scratch(max(data.shape[0], 1)) if scratch is not None else np.empty(max(data.shape[0], 1), np.int32)
     if parallel:
