@@ -12,6 +12,7 @@
 #      serial chain of memory loads);
 #      benchmarks/gpu_overheads.py: what one launch, wait, allocation and copy cost, launches per
 #      run, MB/s as the input grows (same log);
+#      "ab": gpu_bench with FastLauncher off/on and the overlapped host step off/on (ab.log);
 #      ncu (Nsight Compute) on the first batch's kernels of gpt2 on english_prose (ncu.log);
 #   4. benchmarks/bench.py: (step "scale" only) our CPU engine and gigatoken at 4 and 8 threads
 #      on english_prose, ours on unseen text with its shared word table off and on;
@@ -21,7 +22,7 @@
 #
 # Everything goes to $OUT (default build/gpu_check_out): at most 8 files. Each step has a time
 # limit and its exit status is recorded; the script goes on after a failing step and exits 1 if
-# any failed. About 6 minutes, so it can run twice in a 15-minute lease (the worst case is the
+# any failed. About 6-7 minutes, so it can run twice in a 15-minute lease (the worst case is the
 # sum of the limits, over 10 minutes: a device call's limit; GPU_CHECK_STEPS shortens a rerun).
 # On a fresh machine each process that runs the kernels compiles them (and the first, the CPU
 # engine's) first: about 2 minutes for the test step's workers; the later steps load them from
@@ -35,7 +36,7 @@
 #
 # GPU_CHECK_DRY=1: a dry run without a GPU (the tests under the simulator, gpu_bench on the CPU
 # twins), to check the script itself. GPU_CHECK_STEPS=tests,gpu (say): a rerun that leaves a
-# step out (default tests,gpu,overheads,ncu,cpu; "scale" adds step 4's runs at 4 and 8 threads
+# step out (default tests,gpu,ab,overheads,ncu,cpu; "scale" adds step 4's runs at 4 and 8 threads
 # and on unseen text). GPU_TOK_GIT: the commit to name in the results (the copy
 # on a lent machine may carry a stale .git).
 set -u
@@ -47,7 +48,7 @@ PY=${PYTHON:-python3}
 THREADS=${GPU_CHECK_THREADS:-$(nproc)}
 MODELS=${GPU_CHECK_MODELS:-gpt2,llama3,o200k_base,llama2}  # llama2: the SentencePiece host step
 MAX_MB=${GPU_CHECK_MAX_MB:-8}
-STEPS=${GPU_CHECK_STEPS:-tests,gpu,overheads,ncu,cpu}  # which steps run (a rerun may leave some out)
+STEPS=${GPU_CHECK_STEPS:-tests,gpu,ab,overheads,ncu,cpu}  # which steps run (a rerun may leave some out)
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 unset NUMBA_ENABLE_CUDASIM
@@ -194,6 +195,20 @@ if rows:
 else:
     print("clocks: no samples from nvidia-smi")
 EOF
+fi
+
+# A/B of the engine's switches on the same machine, same texts: Numba's launches against
+# FastLauncher's (GPU_TOK_CUDA_FAST_LAUNCH), the plain batch loop against the host step on a
+# worker thread (GPU_TOK_CUDA_OVERLAP); each a gpu_bench run (ids checked against
+# device="cpu"), its table into ab.log
+if has_step ab; then
+  for ab in "0 0" "1 0" "0 1" "1 1"; do
+    set -- $ab
+    step "ab: fast launch $1, overlap $2" "${GPU_CHECK_AB_LIMIT:-60}" "$OUT/ab.log" \
+      env GPU_TOK_CUDA_FAST_LAUNCH=$1 GPU_TOK_CUDA_OVERLAP=$2 $PY benchmarks/gpu_bench.py --device $DEVICE \
+        --models "${GPU_CHECK_AB_MODELS:-gpt2,llama3,llama2}" --files code,english_prose,multilingual \
+        --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" --out "/tmp/gpu_tok_ab_$1$2"
+  done
 fi
 
 # Nsight Compute on the first batch's kernels of one case (gpt2, english_prose): throughput

@@ -681,6 +681,8 @@ class GpuEngine:
         self._lock = threading.Lock()
         self._streams = [be.stream(), be.stream()]
         self._pools: List[dict] = [{}, {}]
+        # GPU_TOK_CUDA_OVERLAP=1: the host step on a worker thread (_encode_overlapped)
+        self.overlap = os.environ.get("GPU_TOK_CUDA_OVERLAP") == "1"
         self._hscratch = None
         self._text = None  # KeptArray of pinned memory: the packed text (CUDA backend)
 
@@ -757,7 +759,7 @@ class GpuEngine:
                 self.be.sync(st)
             except Exception:  # noqa: BLE001 - a failed stream has nothing left to wait for
                 pass
-        self._pools = [{}, {}]
+        self._pools = [{} for _ in self._streams]
         self.be.release()
 
     # ----------------------------------------------------------------- phases
@@ -967,7 +969,87 @@ class GpuEngine:
         with self._lock:
             return self._encode_packed(host, data, offsets, num_threads, device_out, prefix, suffix)
 
+    def _slots(self, k: int) -> None:
+        """At least ``k`` slots (a stream and a pool of device and pinned buffers each)."""
+        while len(self._streams) < k:
+            self._streams.append(self.be.stream())
+            self._pools.append({})
+
     def _encode_packed(self, host, data, offsets, num_threads, device_out, prefix, suffix):
+        if self.overlap and not self.profile and len(self.plan(offsets)) > 1:
+            log = len(self.batch_log)
+            try:
+                return self._encode_overlapped(host, data, offsets, num_threads, device_out, prefix, suffix)
+            except Exception as e:  # noqa: BLE001
+                if not is_oom(e):
+                    raise
+                # out of memory: the whole call again on the plain loop, which halves batches
+                del self.batch_log[log:]
+                self.release()
+        return self._encode_plain(host, data, offsets, num_threads, device_out, prefix, suffix)
+
+    def _encode_overlapped(self, host, data, offsets, num_threads, device_out, prefix, suffix):
+        """The batch loop with the host step on a worker thread: batch ``k + 1``'s pieces are
+        made (into slot ``(k + 1) % 3``'s pinned staging) while this thread issues batch
+        ``k``'s copies and kernels and collects batch ``k - 1``; a slot is written again only
+        after its batch was collected. Same batches, order and results as ``_encode_plain``
+        (an error on the worker is raised here; an out-of-memory error is left to the caller)."""
+        import queue
+
+        self._ev = []
+        S = 3
+        self._slots(S)
+        plan = self.plan(offsets)
+        n = offsets.shape[0] - 1
+        free = [threading.Semaphore(1) for _ in range(S)]
+        ready: queue.Queue = queue.Queue()
+        stop = threading.Event()
+
+        def produce():
+            for k, (d0, d1) in enumerate(plan):
+                free[k % S].acquire()
+                if stop.is_set():
+                    return
+                try:
+                    t0 = time.perf_counter()
+                    a, b = int(offsets[d0]), int(offsets[d1])
+                    hp = host.pieces(data[a:b], offsets[d0:d1 + 1] - a, num_threads, self._host_alloc(k % S),
+                                     self._host_scratch, self.huge_bytes)
+                    self.stats["host_s"] += time.perf_counter() - t0
+                except BaseException as e:  # noqa: BLE001 - raised by the caller's thread
+                    ready.put((None, e))
+                    return
+                ready.put((hp, None))
+
+        sink = None
+        if not device_out:
+            extra = (prefix.shape[0] + suffix.shape[0]) if prefix is not None else 0
+            sink = HostResult(n, int(offsets[-1]) + n * extra + 16)
+        parts, skips, flights = [], [], deque()
+        worker = threading.Thread(target=produce, name="gpu_tok-host-step", daemon=True)
+        worker.start()
+        try:
+            for k, (d0, d1) in enumerate(plan):
+                hp, err = ready.get()
+                if err is not None:
+                    raise err
+                flights.append(self._launch(hp, d0, d1, k % S))
+                while flights and (len(flights) > 1 or k == len(plan) - 1):
+                    f = flights.popleft()
+                    parts.append(self._collect(f, device_out, prefix, suffix, sink))
+                    skips.append((f.skip, f.d1 - f.d0))
+                    self.batch_log.append((f.d0, f.d1))
+                    self.stats["batches"] += 1
+                    free[f.slot].release()
+        finally:
+            stop.set()
+            for sem in free:  # a worker waiting for a slot wakes, sees stop and ends
+                sem.release()
+            worker.join()
+        self._ev_collect()
+        return self._join(parts, skips, n, device_out, prefix, suffix, sink)
+
+    def _encode_plain(self, host, data, offsets, num_threads, device_out, prefix, suffix):
         self._ev = []
         n = offsets.shape[0] - 1
         sink = None

@@ -556,6 +556,86 @@ def test_twin_host_result_in_place_over_batches(family, monkeypatch):
     assert h.done()[0].tolist() == [7, 8, 9, 9, 9, 9, 9]
 
 
+def _check_overlapped(device, family, monkeypatch):
+    """``GpuEngine.overlap`` (``GPU_TOK_CUDA_OVERLAP=1``): the host step of the next batches on
+    a worker thread, three slots; over many batches, with the template's ids, empty and
+    NFC-changed documents, the same ids as ``device="cpu"``, batches collected once each in
+    order; an error on the worker is raised to the caller (the worker ends); an out-of-memory
+    error mid-call runs the whole call again on the plain loop, which halves the batch."""
+    from numba.cuda.cudadrv.driver import CudaAPIError
+
+    from gpu_tok import gpu_engine as G
+
+    t = tok(family)
+    texts = [f"caf\u00e9 {i} cafe\u0301 " * (i % 3) + "the cat sat on it " * (i % 6) for i in range(40)] + ["", "x"]
+    texts += bench_texts(20000)[:3]
+    want = t.encode_batch_ids(texts, device="cpu")
+    g = G._engine_for(t, device, lambda be: G.GpuTokenizer(t, be))
+    eng = g.engine
+    monkeypatch.setattr(eng, "batch_bytes", 2000)
+    monkeypatch.setattr(eng, "overlap", True)
+    called = []
+    real_over = G.GpuEngine._encode_overlapped
+
+    def over(self, *a):
+        called.append(1)
+        return real_over(self, *a)
+
+    monkeypatch.setattr(G.GpuEngine, "_encode_overlapped", over)
+    eng.batch_log.clear()
+    ids, rs = g.encode_ids(texts, True, None, True)
+    assert called and np.array_equal(np.asarray(rs), want.row_splits) and np.array_equal(np.asarray(ids), want.ids)
+    log = eng.batch_log
+    assert len(log) > 4 and log[0][0] == 0 and log[-1][1] == len(texts)
+    assert all(a[1] == b[0] for a, b in zip(log, log[1:])) and len(eng._streams) == 3
+    # the worker's error reaches the caller, and the worker ends
+    real_pieces = type(g.host).pieces
+    seen = []
+
+    def pieces(self, *a, **k):
+        seen.append(1)
+        if len(seen) == 3:
+            raise ValueError("host step failed (injected)")
+        return real_pieces(self, *a, **k)
+
+    monkeypatch.setattr(type(g.host), "pieces", pieces)
+    with pytest.raises(ValueError, match="injected"):
+        g.encode_ids(texts, True, None, True)
+    import threading
+
+    assert not [th for th in threading.enumerate() if th.name == "gpu_tok-host-step"]
+    monkeypatch.setattr(type(g.host), "pieces", real_pieces)
+    # out of memory on the third batch: the plain loop does the whole call, halving
+    real_launch = G.GpuEngine._launch
+    launches = []
+
+    def launch(self, hp, d0, d1, slot):
+        launches.append((d0, d1))
+        if len(launches) == 3:
+            raise CudaAPIError(2, "CUDA_ERROR_OUT_OF_MEMORY (injected)")
+        return real_launch(self, hp, d0, d1, slot)
+
+    monkeypatch.setattr(G.GpuEngine, "_launch", launch)
+    eng.batch_log.clear()
+    ids, rs = g.encode_ids(texts, True, None, True)
+    assert np.array_equal(np.asarray(rs), want.row_splits) and np.array_equal(np.asarray(ids), want.ids)
+    log = eng.batch_log
+    assert log[0][0] == 0 and log[-1][1] == len(texts) and all(a[1] == b[0] for a, b in zip(log, log[1:]))
+    assert len(launches) > 3
+
+
+@twin_only
+@pytest.mark.parametrize("family", ["roberta-base", "qwen3", "llama2", "clip-vit-base-patch32"])
+def test_twin_overlapped_host_step(family, monkeypatch):
+    _check_overlapped("twin", family, monkeypatch)
+
+
+@on_device
+@pytest.mark.parametrize("family", ["roberta-base", "llama2"])
+def test_device_overlapped_host_step(family, monkeypatch):
+    _check_overlapped("cuda", family, monkeypatch)
+
+
 @twin_only
 def test_twin_oom_halves_the_batch(monkeypatch):
     _check_oom_halving("twin", monkeypatch)

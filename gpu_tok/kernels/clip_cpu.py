@@ -108,7 +108,7 @@ def _lower_gap(data, a, b, low1, multi, out, o, orig):
     return o
 
 
-@njit_cached(parallel=True)
+@njit_cached(parallel=True, nogil=True)
 def lower_gaps(data, seg_s, seg_e, blocks, nw, low1, multi, out, out_s, out_e, orig):
     """Gap ``k`` lowercased into ``out[2 * seg_s[k]:out_e[k]]`` (``out_s[k]``: its start);
     ``blocks``: bounds into the gaps, handed to the ``nw`` workers as they free up
@@ -203,7 +203,7 @@ def _scan_seg(text, a, b, cls, out, o, p_s, p_e, p_l, np_):
     return np_
 
 
-@njit_cached(parallel=True)
+@njit_cached(parallel=True, nogil=True)
 def clip_scan(text, seg_s, seg_e, blocks, nw, cls, out, p_s, p_e, p_l, counts, block_counts):
     nb = blocks.shape[0] - 1
     flags = np.zeros(nb, np.int64)

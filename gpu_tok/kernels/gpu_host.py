@@ -58,7 +58,7 @@ def _cut_range(data, start, stop, end, fam, end_whole, tab, fold, out, o):
     return o
 
 
-@njit_cached(parallel=True)
+@njit_cached(parallel=True, nogil=True)
 def cut_parallel(data, seg_s, seg_e, chunk, nw, fam, end_whole, tab, fold, out):
     """``(seg_count, ustart, ucount)``: the pieces of segment ``s`` start at
     ``out[seg_s[s]:seg_s[s] + seg_count[s]]`` (0 for a segment cut between units); those of
@@ -128,7 +128,7 @@ def _stats_one(p, starts, special, huge):
     return 1, 0, 0, 0
 
 
-@njit_cached(parallel=True)
+@njit_cached(parallel=True, nogil=True)
 def assemble_parallel(rec_start, rec_count, rec_id, pos, out, N, doc_offsets, starts, special, first, huge):
     """Fill ``starts: int32[P+1]``, ``special: int32[P]``, ``first: int64[n+1]`` from the records
     (``rec_id`` -1: pieces cut into ``out``; else one piece with that id) in text order;
@@ -258,7 +258,7 @@ def _alloc(name, n, dtype):
 # ids in. Such a piece is marked ``special = -3 - count`` (its ``count`` ids are put in the
 # device's scratch at the piece's first byte).
 
-@njit_cached(parallel=True)
+@njit_cached(parallel=True, nogil=True)
 def huge_byte_level(data, starts, special, huge, init_ids, mtab, pc0, arena, tok_off, bkeys, bvals, whole_first,
                     workers):
     """Ids of the pieces ``huge`` (indices): ``(ids, off)``, piece ``huge[k]``'s ids at
@@ -290,7 +290,7 @@ def huge_byte_level(data, starts, special, huge, init_ids, mtab, pc0, arena, tok
     return _pack_huge(starts, special, huge, buf, room, cnt)
 
 
-@njit_cached(parallel=True)
+@njit_cached(parallel=True, nogil=True)
 def huge_sentencepiece(data, starts, special, huge, char_id, byte_id, mtab, pc0, workers):
     """``huge_byte_level`` for SentencePiece-style pieces (``engine_cpu._sp_word``: initial
     symbols per character, else ``<0xXX>`` per byte; ``whole_first`` was applied on the host
@@ -349,7 +349,7 @@ def _huge_in(starts, special, threshold, lo, hi, idx, k):
     return c
 
 
-@njit_cached(parallel=True)
+@njit_cached(parallel=True, nogil=True)
 def huge_pieces(starts, special, threshold, nblocks):
     """Indices of the model pieces longer than ``threshold`` bytes, in order: ``nblocks``
     blocks of pieces in parallel, counted, then written (no temporary arrays of the

@@ -186,7 +186,7 @@ def sp_pieces(data, doc_offsets, rt, nt, cls, prepend, arena, tok_off, bkeys, bv
     return buf[:m], starts[:p + 1], special[:p], first
 
 
-@njit_cached(parallel=True)
+@njit_cached(parallel=True, nogil=True)
 def sp_blocks(data, doc_offsets, blocks, nw, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, nocut):
     """The first half of ``sp_pieces_parallel``: each block of documents (``blocks``: bounds)
     into a region of its own, in parallel. Returns ``(buf, bo, starts, so, special, first,
@@ -221,7 +221,7 @@ def sp_blocks(data, doc_offsets, blocks, nw, rt, nt, cls, prepend, arena, tok_of
     return buf, bo, starts, so, special, first, cm, cp
 
 
-@njit_cached(parallel=True)
+@njit_cached(parallel=True, nogil=True)
 def sp_gather(blocks, rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp, buf, starts, special, first, short, huge):
     """The second half of ``sp_pieces_parallel``: the blocks' regions back to back into
     ``buf`` (``uint8[M]``), ``starts`` (``int32[P+1]``), ``special`` (``int32[P]``), ``first``
