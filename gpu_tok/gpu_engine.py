@@ -362,7 +362,7 @@ class FastLauncher:
             if k == "a":
                 isz = a.dtype.itemsize
                 n = a.shape[0]
-                out += [0, 0, n, isz, a.device_ctypes_pointer.value or 0, n, isz]
+                out += [0, 0, n, isz, a.device_ctypes_pointer.value, n, isz]  # the pointer as Numba reads it
             elif k == "b":
                 out.append(a)
             else:
