@@ -3,13 +3,13 @@
 # (an H200 with 16 host cores, CuPy, Numba, PyTorch, tokenizers and tiktoken installed).
 #
 #   1. the card, the driver and the Python packages;
-#   2. tests/test_gpu_sim.py on the real GPU (GPU_TOK_REAL_CUDA=1: every golden record of every
-#      family whose model is there, tiktoken encodings, edge cases, OOM halving, twins);
-#   3. benchmarks/gpu_bench.py: device="cuda" == device="cpu" on the whole bench corpus (the first
+#   2. benchmarks/gpu_bench.py: device="cuda" == device="cpu" on the whole bench corpus (the first
 #      8 MB of each bench file), end-to-end MB/s (ids back on the host, and left on the device),
 #      and the split host / copies / kernels; then again with the pieces longer than 64, 32 and 16
 #      bytes encoded on the host (GPU_CHECK_HOST_PIECE; a GPU thread runs one piece's BPE as a
-#      serial chain of memory loads);
+#      serial chain of memory loads); first, so its process fills the kernel cache;
+#   3. tests/test_gpu_sim.py on the real GPU (GPU_TOK_REAL_CUDA=1: every golden record of every
+#      family whose model is there, tiktoken encodings, edge cases, OOM halving, twins);
 #      benchmarks/gpu_overheads.py: what one launch, wait, allocation and copy cost, launches per
 #      run, MB/s as the input grows (same log);
 #      "ab": gpu_bench with FastLauncher off/on and the overlapped host step off/on (ab.log);
@@ -24,9 +24,9 @@
 # limit and its exit status is recorded; the script goes on after a failing step and exits 1 if
 # any failed. About 6-7 minutes, so it can run twice in a 15-minute lease (the worst case is the
 # sum of the limits, over 10 minutes: a device call's limit; GPU_CHECK_STEPS shortens a rerun).
-# On a fresh machine each process that runs the kernels compiles them (and the first, the CPU
-# engine's) first: about 2 minutes for the test step's workers; the later steps load them from
-# Numba's cache (GPU_TOK_CUDA_CACHE=1).
+# On a fresh machine the first process that runs the kernels (gpu_bench, before the tests)
+# compiles them (and the CPU engine's): about 2 minutes; the later steps load them from Numba's
+# cache (GPU_TOK_CUDA_CACHE=1).
 #
 # Data: GPU_TOK_MODELS / GPU_TOK_CORPORA if set; else build/gpu_stage/stage.tar.xz (made by
 # benchmarks/gpu_stage.py, carried as build/gpu_stage) unpacked to /tmp; else ../shared.
@@ -133,10 +133,10 @@ EOF
 } > "$OUT/card.txt" 2>&1
 cat "$OUT/card.txt"
 
-# ---------------------------------------------------------------- 2. tests on the GPU
+# ---------------------------------------------------------------- 2./3. gpu_bench, then the tests on the GPU
 if [ "${GPU_CHECK_DRY:-0}" = 1 ]; then REAL=0; DEVICE=twin; else REAL=1; DEVICE=cuda; fi
 # on the GPU machine the device tests are spread over several processes (pytest-xdist, where
-# importable): each compiles the kernels once (tens of seconds); one process ran out of 150 s
+# importable): each compiles what the kernel cache does not hold; one process ran out of 150 s
 XDIST=()
 if [ "$REAL" = 1 ] && [ "${GPU_CHECK_TEST_WORKERS:-8}" -gt 1 ] && $PY -c "import xdist" > /dev/null 2>&1; then
   XDIST=(-n "${GPU_CHECK_TEST_WORKERS:-8}" --dist load)
@@ -144,19 +144,21 @@ fi
 has_step() { case ",$STEPS," in *",$1,"*) return 0;; esac; return 1; }
 # the dry run's simulator is one process and slow (a 2-core host needs several minutes)
 if [ "$REAL" = 1 ]; then TEST_LIMIT=${GPU_CHECK_TEST_LIMIT:-200}; else TEST_LIMIT=${GPU_CHECK_TEST_LIMIT:-1200}; fi
-has_step tests && step "tests on the GPU" "$TEST_LIMIT" "$OUT/pytest.log" \
-  env GPU_TOK_REAL_CUDA=$REAL $PY -m pytest -q -p no:cacheprovider -rs "${XDIST[@]}" tests/test_gpu_sim.py
-
-# the steps after the tests load the kernels from Numba's on-disk cache (GPU_TOK_CUDA_CACHE=1,
-# compiled once by the first of them) instead of each compiling them again (a minute or more
-# per process on a fresh machine); GPU_CHECK_CUDA_CACHE=0 leaves the cache off
+# every step loads the kernels from Numba's on-disk cache (GPU_TOK_CUDA_CACHE=1), compiled once
+# by the first step that runs them (gpu_bench: about 2 minutes on a fresh machine), instead of
+# each process compiling them again (the 8 test workers did, 180 s of the test step's 200 on
+# 2026-12-05); GPU_CHECK_CUDA_CACHE=0 leaves the cache off
 export GPU_TOK_CUDA_CACHE=${GPU_CHECK_CUDA_CACHE:-1}
 
-# ---------------------------------------------------------------- 3. equality and GPU timing
+# equality and GPU timing
+# (before the tests: its one process fills the kernel cache the test workers then load)
 has_step gpu && step "gpu_bench" 200 "$OUT/gpu_bench.log" \
   $PY benchmarks/gpu_bench.py --device $DEVICE --models "$MODELS" --files code,english_prose,multilingual \
     --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" --out "$OUT" --budget-s 140 \
     --host-piece "${GPU_CHECK_HOST_PIECE:-64,32,16}"
+
+has_step tests && step "tests on the GPU" "$TEST_LIMIT" "$OUT/pytest.log" \
+  env GPU_TOK_REAL_CUDA=$REAL $PY -m pytest -q -p no:cacheprovider -rs "${XDIST[@]}" tests/test_gpu_sim.py
 
 # fixed costs: one launch, wait, allocation, scalar read; launches per run; MB/s as input grows;
 # the card's SM and memory clocks and load sampled every 100 ms meanwhile (they idle low, and a
