@@ -621,9 +621,11 @@ class HostResult:
     """Where one call's host-bound ids go: each batch's ids copied from the device straight to
     their place in one array, its row splits to theirs (then offset by the ids before them),
     rather than an array per batch joined at the end (a second pass over every id, into
-    fresh memory). The array starts at ``cap`` ids (the input's bytes and the template's ids:
-    a piece has no more ids than bytes) and grows, keeping its ids, where they do not fit;
-    ``done()`` hands out the part written."""
+    fresh memory). The array starts at ``cap`` ids (a guess: ``GpuEngine`` passes a third of
+    the input's bytes and the template's ids) and grows by half where the next batch's do not
+    fit, with ``ndarray.resize`` (``realloc``: a large block is remapped, not copied); ``done()``
+    shrinks it to the ids written, so the caller gets an array of its own and of its size.
+    Between calls to ``ids_at`` no view of the array is kept (a resize may move it)."""
 
     def __init__(self, n_docs: int, cap: int):
         self.ids = np.empty(max(int(cap), 1), np.int32)
@@ -634,13 +636,12 @@ class HostResult:
         """The place of the next ``count`` ids."""
         need = self.t + count
         if need > self.ids.shape[0]:
-            grown = np.empty(max(need, self.ids.shape[0] * 3 // 2), np.int32)
-            grown[:self.t] = self.ids[:self.t]
-            self.ids = grown
+            self.ids.resize(max(need, self.ids.shape[0] * 3 // 2), refcheck=False)
         return self.ids[self.t:need]
 
     def done(self):
-        return self.ids[:self.t], self.rs
+        self.ids.resize(self.t, refcheck=False)
+        return self.ids, self.rs
 
 
 @dataclass
@@ -1024,7 +1025,7 @@ class GpuEngine:
         sink = None
         if not device_out:
             extra = (prefix.shape[0] + suffix.shape[0]) if prefix is not None else 0
-            sink = HostResult(n, int(offsets[-1]) + n * extra + 16)
+            sink = HostResult(n, int(offsets[-1]) // 3 + n * extra + 1024)
         parts, skips, flights = [], [], deque()
         worker = threading.Thread(target=produce, name="gpu_tok-host-step", daemon=True)
         worker.start()
@@ -1055,7 +1056,7 @@ class GpuEngine:
         sink = None
         if not device_out:
             extra = (prefix.shape[0] + suffix.shape[0]) if prefix is not None else 0
-            sink = HostResult(n, int(offsets[-1]) + n * extra + 16)
+            sink = HostResult(n, int(offsets[-1]) // 3 + n * extra + 1024)
         queue = deque(self.plan(offsets))
         flights: deque = deque()
         parts = []

@@ -521,7 +521,8 @@ def test_twin_host_result_in_place_over_batches(family, monkeypatch):
     (``gpu_engine.HostResult``), row splits offset by the ids before them: over many
     batches, with the template's ids around each row (roberta-base), documents NFC changes
     left to the CPU engine (qwen3), empty documents, and an array that starts too small to
-    hold them (grown, its ids kept), the same ids and row splits as ``device="cpu"``."""
+    hold them (grown, its ids kept; shrunk to its ids at the end), the same ids and row splits
+    as ``device="cpu"``."""
     from gpu_tok import gpu_engine as G
 
     t = tok(family)
@@ -553,7 +554,16 @@ def test_twin_host_result_in_place_over_batches(family, monkeypatch):
     h.t = 2
     h.ids_at(5)[:] = 9
     h.t = 7
-    assert h.done()[0].tolist() == [7, 8, 9, 9, 9, 9, 9]
+    h.ids_at(0)
+    out = h.done()[0]
+    assert out.tolist() == [7, 8, 9, 9, 9, 9, 9] and out.flags.owndata and out.shape == (7,)
+    big = real(1, 1 << 22)  # a block the allocator maps: grown and shrunk in place or remapped
+    big.ids_at(1 << 22)[:] = np.arange(1 << 22, dtype=np.int32)
+    big.t = 1 << 22
+    big.ids_at(1 << 21)[:] = -1
+    big.t += 1 << 21
+    ids = big.done()[0]
+    assert ids.shape == (3 << 21,) and np.array_equal(ids[:1 << 22], np.arange(1 << 22)) and (ids[1 << 22:] == -1).all()
 
 
 def _check_overlapped(device, family, monkeypatch):
