@@ -41,6 +41,17 @@ def per_call_us(fn, n: int, after=None) -> float:
     return (time.perf_counter() - t0) / n * 1e6
 
 
+def best_of(run, k: int) -> float:
+    """Seconds of the fastest of ``k`` calls of ``run()``, after one call not timed."""
+    run()
+    best = float("inf")
+    for _ in range(k):
+        t0 = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def profile_run(run, tok, device: str, mb: float, batch_mb: str) -> None:
     """One run's phases (the engine's stats: pack, host pieces, issuing copies and launches,
     waiting and copying back), then one run under cProfile (the functions with the most time
@@ -72,12 +83,7 @@ def profile_run(run, tok, device: str, mb: float, batch_mb: str) -> None:
         keep = eng.batch_bytes
         eng.batch_bytes = int(b * (1 << 20))
         try:
-            run()
-            best = float("inf")
-            for _ in range(2):
-                t0 = time.perf_counter()
-                run()
-                best = min(best, time.perf_counter() - t0)
+            best = best_of(run, 2)
         finally:
             eng.batch_bytes = keep
         print(json.dumps({"what": "batch size", "mb": mb, "batch_mb": b, "s": round(best, 4),
@@ -158,12 +164,7 @@ def main(argv=None) -> int:
             total += len(t.encode("utf-8"))
             i += 1
         run = lambda: G.tokenizer_batch_ids(tok, part, False, args.device, args.threads, True)  # noqa: E731
-        run()
-        best = float("inf")
-        for _ in range(3):
-            t0 = time.perf_counter()
-            run()
-            best = min(best, time.perf_counter() - t0)
+        best = best_of(run, 3)
         be.launch = counting
         launches[0] = 0
         try:
