@@ -1022,10 +1022,7 @@ class GpuEngine:
                     return
                 ready.put((hp, None))
 
-        sink = None
-        if not device_out:
-            extra = (prefix.shape[0] + suffix.shape[0]) if prefix is not None else 0
-            sink = HostResult(n, int(offsets[-1]) // 3 + n * extra + 1024)
+        sink = None if device_out else _host_result(offsets, prefix, suffix)
         parts, skips, flights = [], [], deque()
         worker = threading.Thread(target=produce, name="gpu_tok-host-step", daemon=True)
         worker.start()
@@ -1053,10 +1050,7 @@ class GpuEngine:
     def _encode_plain(self, host, data, offsets, num_threads, device_out, prefix, suffix):
         self._ev = []
         n = offsets.shape[0] - 1
-        sink = None
-        if not device_out:
-            extra = (prefix.shape[0] + suffix.shape[0]) if prefix is not None else 0
-            sink = HostResult(n, int(offsets[-1]) // 3 + n * extra + 1024)
+        sink = None if device_out else _host_result(offsets, prefix, suffix)
         queue = deque(self.plan(offsets))
         flights: deque = deque()
         parts = []
@@ -1127,6 +1121,14 @@ class GpuEngine:
         rs = xp.concatenate([r[:-1] + int(base[j]) for j, (_i, r) in enumerate(parts)]
                             + [xp.asarray(base[-1:])])
         return ids, rs, skip
+
+
+def _host_result(offsets, prefix, suffix) -> HostResult:
+    """The ``HostResult`` of one call: room for a third of its bytes as ids at first, and the
+    template's ids around every row."""
+    n = offsets.shape[0] - 1
+    extra = (prefix.shape[0] + suffix.shape[0]) if prefix is not None else 0
+    return HostResult(n, int(offsets[-1]) // 3 + n * extra + 1024)
 
 
 def _byte_mid(offsets, d0, d1) -> int:
