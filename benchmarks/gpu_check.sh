@@ -219,7 +219,7 @@ fi
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
 if has_step ncu && [ "$REAL" = 1 ] && [ -n "$NCU" ]; then
   step "ncu" "${GPU_CHECK_NCU_LIMIT:-120}" "$OUT/ncu.log" \
-    "$NCU" --clock-control none --kernel-name "regex:k_(short|long|insert|resolve|counts|scatter|chunk|fill|rows|place)" \
+    "$NCU" --clock-control none --kernel-name "regex:k_(short|long|clear|insert|resolve|counts|scatter|chunk|fill|rows|place)" \
       --launch-count "${GPU_CHECK_NCU_LAUNCHES:-16}" --section SpeedOfLight --section LaunchStats --section Occupancy \
       --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
       $PY benchmarks/gpu_bench.py --device cuda --models gpt2 --files english_prose --max-mb "$MAX_MB" --repeat 1 \
