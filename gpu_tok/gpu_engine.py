@@ -688,15 +688,18 @@ class GpuEngine:
         self._text = None  # KeptArray of pinned memory: the packed text (CUDA backend)
 
     # ----------------------------------------------------------- memory pools
-    def _scratch(self, slot: int, name: str, n: int, dtype):
-        """A device array of at least ``n`` items kept for ``slot`` (grown when too small)."""
+    def _scratch(self, slot: int, name: str, n: int, dtype, exact: bool = True):
+        """A device array of at least ``n`` items kept for ``slot`` (grown when too small):
+        its first ``n`` items, or (``exact=False``) the whole pooled array, for a kernel that
+        is told its counts and never reads an array's length (a slice of a Numba device
+        array is a new Python object each time: some 20 us)."""
         pool = self._pools[slot]
         have = pool.get(name)
         if have is None or have.shape[0] < n or have.dtype != np.dtype(dtype):
             size = max(int(n * _POOL_GROWTH), 16)
             have = self.be.empty(size, dtype)
             pool[name] = have
-        return have[:n]
+        return have[:n] if exact else have
 
     def _staging(self, slot: int, name: str, n: int, dtype):
         if not isinstance(self.be, CudaBackend):
@@ -791,12 +794,14 @@ class GpuEngine:
         C = 16
         while C < 2 * P:
             C *= 2
-        sc = lambda name, k, dt: self._scratch(slot, name, k, dt)  # noqa: E731
-        tkeys, towner = sc("tkeys", C, np.uint64), sc("towner", C, np.int32)
+        # the dedupe table's length is its hash mask and the bucket bounds are read back whole
+        # (profile): exact; every other kernel is told its counts (the pooled arrays as they are)
+        sc = lambda name, k, dt: self._scratch(slot, name, k, dt, False)  # noqa: E731
+        tkeys, towner = self._scratch(slot, "tkeys", C, np.uint64), sc("towner", C, np.int32)
         ph, rep, cnt = sc("ph", P, np.uint64), sc("rep", P, np.int32), sc("cnt", P, np.int32)
         work, loff = sc("work", P, np.int32), sc("loff", P, np.int64)
-        bcount, bounds, bcur = sc("bcount", K.NBUCKETS, np.int64), sc("bounds", K.NBUCKETS + 1, np.int64), \
-            sc("bcur", K.NBUCKETS, np.int64)
+        bcount, bounds, bcur = sc("bcount", K.NBUCKETS, np.int64), \
+            self._scratch(slot, "bounds", K.NBUCKETS + 1, np.int64), sc("bcur", K.NBUCKETS, np.int64)
         lcur = sc("lcur", 1, np.int64)
         out = sc("out", max(M, 1), np.int32)
         lsym, llen = sc("lsym", max(lb, 1), np.int32), sc("llen", max(lb, 1), np.int32)
