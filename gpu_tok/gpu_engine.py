@@ -692,7 +692,7 @@ class GpuEngine:
         """A device array of at least ``n`` items kept for ``slot`` (grown when too small):
         its first ``n`` items, or (``exact=False``) the whole pooled array, for a kernel that
         is told its counts and never reads an array's length (a slice of a Numba device
-        array is a new Python object each time: its shape arithmetic alone took 9 us here))."""
+        array is a new Python object each time: its shape arithmetic alone took 9 us here)."""
         pool = self._pools[slot]
         have = pool.get(name)
         if have is None or have.shape[0] < n or have.dtype != np.dtype(dtype):
