@@ -124,7 +124,7 @@ def main(argv=None) -> int:
     meta = {"date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": args.device,
             "card": card_name(args.device), "host": platform.platform(), "cores": os.cpu_count(),
             "threads": args.threads, "python": platform.python_version(), "versions": versions(),
-            "git": git_rev(), "max_mb": args.max_mb, "repeat": args.repeat}
+            "git": git_rev(), "max_mb": args.max_mb, "repeat": args.repeat, "engine": engine_switches(G, args.device)}
     (out_dir / "gpu_bench.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     md = render(meta, results)
     (out_dir / "gpu_bench.md").write_text(md)
@@ -225,9 +225,26 @@ def host_piece_case(eng, gpu, texts, mb, huge, c_ids, c_rs, args, np, G) -> dict
         eng.huge_bytes = old
 
 
+def engine_switches(G, device: str) -> dict:
+    """The engine's switches as this run had them (after it): the batch loop (plain or the
+    overlapped host step), and the launch path (launches FastLauncher made, and the kernels
+    it left to Numba, with why)."""
+    out = {"overlap": os.environ.get("GPU_TOK_CUDA_OVERLAP") == "1"}
+    be = G._BACKENDS.get(device) if device == "cuda" else None
+    fast = getattr(be, "fast", None)
+    out["fast_launch"] = None if fast is None else {"launches": fast.fast, "refused": dict(fast.refused)}
+    return out
+
+
 def render(meta, results) -> str:
+    eng = meta.get("engine", {})
+    fl = eng.get("fast_launch")
+    fl_text = ("off (Numba's launches)" if fl is None else
+               f"{fl['launches']} launches" + (f", left to Numba: {fl['refused']}" if fl["refused"] else ", none left to Numba"))
     lines = [f"## {meta['date_utc']}: GPU engine ({meta['device']}) on {meta['card']}", "",
              f"- host: `{meta['host']}`, {meta['cores']} cores, threads {meta['threads']}; git {meta['git']}",
+             f"- engine: batch loop {'overlapped (GPU_TOK_CUDA_OVERLAP=1)' if eng.get('overlap') else 'plain'}; "
+             f"FastLauncher: {fl_text}",
              f"- versions: {', '.join(f'{k} {v}' for k, v in meta['versions'].items())}",
              f"- first {meta['max_mb']:g} MB of each bench file; best of {meta['repeat']} after a warm-up; "
              "MB = 10^6 bytes of UTF-8 input; e2e = texts in, ids out (host: NumPy ids; device: CuPy ids); "
