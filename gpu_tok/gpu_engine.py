@@ -975,6 +975,22 @@ class GpuEngine:
         with self._lock:
             return self._encode_packed(host, data, offsets, num_threads, device_out, prefix, suffix)
 
+    def _host_step(self, host, data, offsets, d0: int, d1: int, num_threads, slot: int) -> HostPieces:
+        """Documents ``[d0, d1)``'s pieces, into ``slot``'s pinned staging."""
+        t0 = time.perf_counter()
+        a, b = int(offsets[d0]), int(offsets[d1])
+        hp = host.pieces(data[a:b], offsets[d0:d1 + 1] - a, num_threads, self._host_alloc(slot), self._host_scratch,
+                         self.huge_bytes)
+        self.stats["host_s"] += time.perf_counter() - t0
+        return hp
+
+    def _take(self, f: _Flight, parts: list, skips: list, device_out: bool, prefix, suffix, sink) -> None:
+        """Collect batch ``f`` into ``parts`` (or ``sink``) and ``skips``, and log it."""
+        parts.append(self._collect(f, device_out, prefix, suffix, sink))
+        skips.append((f.skip, f.d1 - f.d0))
+        self.batch_log.append((f.d0, f.d1))
+        self.stats["batches"] += 1
+
     def _slots(self, k: int) -> None:
         """At least ``k`` slots (a stream and a pool of device and pinned buffers each)."""
         while len(self._streams) < k:
@@ -1017,11 +1033,7 @@ class GpuEngine:
                 if stop.is_set():
                     return
                 try:
-                    t0 = time.perf_counter()
-                    a, b = int(offsets[d0]), int(offsets[d1])
-                    hp = host.pieces(data[a:b], offsets[d0:d1 + 1] - a, num_threads, self._host_alloc(k % S),
-                                     self._host_scratch, self.huge_bytes)
-                    self.stats["host_s"] += time.perf_counter() - t0
+                    hp = self._host_step(host, data, offsets, d0, d1, num_threads, k % S)
                 except BaseException as e:  # noqa: BLE001 - raised by the caller's thread
                     ready.put((None, e))
                     return
@@ -1039,10 +1051,7 @@ class GpuEngine:
                 flights.append(self._launch(hp, d0, d1, k % S))
                 while flights and (len(flights) > 1 or k == len(plan) - 1):
                     f = flights.popleft()
-                    parts.append(self._collect(f, device_out, prefix, suffix, sink))
-                    skips.append((f.skip, f.d1 - f.d0))
-                    self.batch_log.append((f.d0, f.d1))
-                    self.stats["batches"] += 1
+                    self._take(f, parts, skips, device_out, prefix, suffix, sink)
                     free[f.slot].release()
         finally:
             stop.set()
@@ -1067,11 +1076,7 @@ class GpuEngine:
                 if queue:
                     current = queue[0]
                     d0, d1 = current
-                    t0 = time.perf_counter()
-                    a, b = int(offsets[d0]), int(offsets[d1])
-                    hp = host.pieces(data[a:b], offsets[d0:d1 + 1] - a, num_threads, self._host_alloc(k % 2),
-                                     self._host_scratch, self.huge_bytes)
-                    self.stats["host_s"] += time.perf_counter() - t0
+                    hp = self._host_step(host, data, offsets, d0, d1, num_threads, k % 2)
                     flights.append(self._launch(hp, d0, d1, k % 2))
                     queue.popleft()
                     k += 1
@@ -1079,11 +1084,8 @@ class GpuEngine:
                 while flights and (len(flights) > 1 or not queue or self.profile):
                     f = flights[0]
                     current = (f.d0, f.d1)
-                    parts.append(self._collect(f, device_out, prefix, suffix, sink))
-                    skips.append((f.skip, f.d1 - f.d0))
+                    self._take(f, parts, skips, device_out, prefix, suffix, sink)
                     flights.popleft()
-                    self.batch_log.append(current)
-                    self.stats["batches"] += 1
                 current = None
             except Exception as e:  # noqa: BLE001
                 if current is None or not is_oom(e) or current[1] - current[0] <= 1:
