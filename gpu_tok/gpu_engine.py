@@ -834,11 +834,11 @@ class GpuEngine:
             self.stats["distinct"] += int(be.to_host(bounds, s)[-1])
         return f
 
-    def _collect(self, f: _Flight, device_out: bool, prefix, suffix, sink: Optional[HostResult] = None):
+    def _collect(self, f: _Flight, prefix, suffix, sink: Optional[HostResult]):
         """Wait for the batch and scatter its ids (the template's ids around each row when
-        ``prefix``/``suffix`` are given); returns ``(ids, row_splits)``: CuPy arrays when
-        ``device_out``, else NumPy; with ``sink`` (host-bound), the ids and row splits are
-        copied to their place in it instead, and None is returned."""
+        ``prefix``/``suffix`` are given): host-bound, copied to their place in ``sink`` (then
+        ``(None, None)`` is returned); device-bound (``sink`` None), returned as CuPy arrays
+        ``(ids, row_splits)`` of their own."""
         be, K = self.be, self.K
         s = f.stream
         a = f.arrays
@@ -846,7 +846,7 @@ class GpuEngine:
         total = int(be.read_scalar(a["pos"], f.P, s))
         self._tick("d2h_s", t0, s)
         t0 = time.perf_counter()
-        if device_out:  # handed to the caller: arrays of their own
+        if sink is None:  # handed to the caller: arrays of their own
             ids, rs = be.empty(total, np.int32), be.empty(f.n + 1, np.int64)
         else:  # copied to the host below: the slot's pooled arrays (no device allocation)
             ids, rs = self._scratch(f.slot, "ids", total, np.int32), self._scratch(f.slot, "rs", f.n + 1, np.int64)
@@ -856,11 +856,11 @@ class GpuEngine:
             ids, rs = self._template(ids, rs, total, f.n, prefix, suffix, s)
         self._tick("kernel_s", t0, s)
         t0 = time.perf_counter()
-        if device_out:
+        if sink is None:
             be.sync(s)
             cp = _cupy()
             ids, rs = cp.asarray(ids), cp.asarray(rs)
-        elif sink is not None:
+        else:
             e0 = self._ev_begin(s)
             count = int(ids.shape[0])
             r = sink.rs[f.d0:f.d1 + 1]  # its first item is the previous batch's last, rewritten as the same
@@ -872,11 +872,6 @@ class GpuEngine:
                 r += sink.t
             sink.t += count
             ids = rs = None
-        else:
-            e0 = self._ev_begin(s)
-            ids, rs = be.to_host(ids, s), be.to_host(rs, s)
-            self._ev_end("d2h", e0, s)
-            be.sync(s)
         self._tick("d2h_s", t0, s)
         return ids, rs
 
@@ -984,9 +979,9 @@ class GpuEngine:
         self.stats["host_s"] += time.perf_counter() - t0
         return hp
 
-    def _take(self, f: _Flight, parts: list, skips: list, device_out: bool, prefix, suffix, sink) -> None:
-        """Collect batch ``f`` into ``parts`` (or ``sink``) and ``skips``, and log it."""
-        parts.append(self._collect(f, device_out, prefix, suffix, sink))
+    def _take(self, f: _Flight, parts: list, skips: list, prefix, suffix, sink) -> None:
+        """Collect batch ``f`` into ``sink`` (host-bound) or ``parts``, ``skips``, and log it."""
+        parts.append(self._collect(f, prefix, suffix, sink))
         skips.append((f.skip, f.d1 - f.d0))
         self.batch_log.append((f.d0, f.d1))
         self.stats["batches"] += 1
@@ -998,19 +993,20 @@ class GpuEngine:
             self._pools.append({})
 
     def _encode_packed(self, host, data, offsets, num_threads, device_out, prefix, suffix):
-        if self.overlap and not self.profile and len(self.plan(offsets)) > 1:
+        plan = self.plan(offsets)
+        if self.overlap and not self.profile and len(plan) > 1:
             log = len(self.batch_log)
             try:
-                return self._encode_overlapped(host, data, offsets, num_threads, device_out, prefix, suffix)
+                return self._encode_overlapped(plan, host, data, offsets, num_threads, device_out, prefix, suffix)
             except Exception as e:  # noqa: BLE001
                 if not is_oom(e):
                     raise
                 # out of memory: the whole call again on the plain loop, which halves batches
                 del self.batch_log[log:]
                 self.release()
-        return self._encode_plain(host, data, offsets, num_threads, device_out, prefix, suffix)
+        return self._encode_plain(plan, host, data, offsets, num_threads, device_out, prefix, suffix)
 
-    def _encode_overlapped(self, host, data, offsets, num_threads, device_out, prefix, suffix):
+    def _encode_overlapped(self, plan, host, data, offsets, num_threads, device_out, prefix, suffix):
         """The batch loop with the host step on a worker thread: batch ``k + 1``'s pieces are
         made (into slot ``(k + 1) % 3``'s pinned staging) while this thread issues batch
         ``k``'s copies and kernels and collects batch ``k - 1``; a slot is written again only
@@ -1021,7 +1017,6 @@ class GpuEngine:
         self._ev = []
         S = 3
         self._slots(S)
-        plan = self.plan(offsets)
         n = offsets.shape[0] - 1
         free = [threading.Semaphore(1) for _ in range(S)]
         ready: queue.Queue = queue.Queue()
@@ -1051,7 +1046,7 @@ class GpuEngine:
                 flights.append(self._launch(hp, d0, d1, k % S))
                 while flights and (len(flights) > 1 or k == len(plan) - 1):
                     f = flights.popleft()
-                    self._take(f, parts, skips, device_out, prefix, suffix, sink)
+                    self._take(f, parts, skips, prefix, suffix, sink)
                     free[f.slot].release()
         finally:
             stop.set()
@@ -1059,13 +1054,13 @@ class GpuEngine:
                 sem.release()
             worker.join()
         self._ev_collect()
-        return self._join(parts, skips, n, device_out, prefix, suffix, sink)
+        return self._join(parts, skips, n, sink)
 
-    def _encode_plain(self, host, data, offsets, num_threads, device_out, prefix, suffix):
+    def _encode_plain(self, plan, host, data, offsets, num_threads, device_out, prefix, suffix):
         self._ev = []
         n = offsets.shape[0] - 1
         sink = None if device_out else _host_result(offsets, prefix, suffix)
-        queue = deque(self.plan(offsets))
+        queue = deque(plan)
         flights: deque = deque()
         parts = []
         skips = []
@@ -1084,7 +1079,7 @@ class GpuEngine:
                 while flights and (len(flights) > 1 or not queue or self.profile):
                     f = flights[0]
                     current = (f.d0, f.d1)
-                    self._take(f, parts, skips, device_out, prefix, suffix, sink)
+                    self._take(f, parts, skips, prefix, suffix, sink)
                     flights.popleft()
                 current = None
             except Exception as e:  # noqa: BLE001
@@ -1103,30 +1098,26 @@ class GpuEngine:
                 self.release()
                 k = 0
         self._ev_collect()
-        return self._join(parts, skips, n, device_out, prefix, suffix, sink)
+        return self._join(parts, skips, n, sink)
 
-    def _join(self, parts, skips, n, device_out, prefix, suffix, sink=None):
+    def _join(self, parts, skips, n, sink):
+        """``(ids, row_splits, skip)`` of the call: ``sink``'s (host-bound), or the batches'
+        CuPy ``parts`` joined (device-bound, ``sink`` None)."""
         skip = None
         if any(s is not None for s, _n in skips):  # (skip, documents) of each batch, in order
             skip = np.concatenate([np.zeros(k, np.uint8) if s is None else s for s, k in skips])
         if sink is not None:
             ids, rs = sink.done()
             return ids, rs, skip
+        cp = _cupy()
         if not parts:
-            ids = np.zeros(0, np.int32)
-            rs = np.zeros(n + 1, np.int64)
-            if device_out:
-                cp = _cupy()
-                ids, rs = cp.asarray(ids), cp.asarray(rs)
-            return ids, rs, skip
+            return cp.zeros(0, np.int32), cp.zeros(n + 1, np.int64), skip
         if len(parts) == 1:
             return parts[0][0], parts[0][1], skip
-        xp = _cupy() if device_out else np
         totals = [int(r[-1]) for _i, r in parts]
         base = np.concatenate([[0], np.cumsum(totals)]).astype(np.int64)
-        ids = xp.concatenate([i for i, _r in parts])
-        rs = xp.concatenate([r[:-1] + int(base[j]) for j, (_i, r) in enumerate(parts)]
-                            + [xp.asarray(base[-1:])])
+        ids = cp.concatenate([i for i, _r in parts])
+        rs = cp.concatenate([r[:-1] + int(base[j]) for j, (_i, r) in enumerate(parts)] + [cp.asarray(base[-1:])])
         return ids, rs, skip
 
 

@@ -56,7 +56,7 @@ if _KIND == "cuda":
     # the kernels' decorator (this file's and dedupe_cuda.py's): GPU_TOK_CUDA_CACHE=1 keeps
     # their machine code in Numba's on-disk cache (__pycache__ beside the sources, one entry
     # per compute capability), so a second process on the same machine loads them instead
-    # of compiling them again (benchmarks/gpu_check.sh: its steps after the tests)
+    # of compiling them again (benchmarks/gpu_check.sh sets it for all its steps)
     kernel = cuda.jit(cache=os.environ.get("GPU_TOK_CUDA_CACHE") == "1")
 else:
     from gpu_tok.kernels.hash_table import njit_cached

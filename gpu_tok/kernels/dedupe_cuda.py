@@ -271,9 +271,10 @@ def template_tok_one(t, ids, rs, n_docs, a, b, ids2):
 
 
 @dev
-def clear_one(i, C, tkeys, towner, bcount, lcur):
-    """A batch's tables cleared (one launch for what took four fills): the dedupe table's
-    ``C`` keys and owners, the bucket counts (``C >= NBUCKETS``) and the long pieces' cursor."""
+def clear_one(i, tkeys, towner, bcount, lcur):
+    """A batch's tables cleared (one launch for what took four fills, one item per slot of
+    the dedupe table): its keys and owners, the bucket counts (the pooled array, never longer
+    than the table: 16 items, the table at least 16 slots) and the long pieces' cursor."""
     tkeys[i] = EMPTY
     towner[i] = INT32_MAX
     if i < bcount.shape[0]:
@@ -294,7 +295,7 @@ if _KIND == "cuda":
     def k_clear(C, tkeys, towner, bcount, lcur):
         i = cuda.grid(1)
         if i < C:
-            clear_one(i, C, tkeys, towner, bcount, lcur)
+            clear_one(i, tkeys, towner, bcount, lcur)
 
     @kernel
     def k_insert(P, data, starts, special, ph, kmask, tkeys, towner):
@@ -381,7 +382,7 @@ else:
     @njit_cached
     def k_clear(C, tkeys, towner, bcount, lcur):
         for i in range(C):
-            clear_one(i, C, tkeys, towner, bcount, lcur)
+            clear_one(i, tkeys, towner, bcount, lcur)
 
     @njit_cached
     def k_insert(P, data, starts, special, ph, kmask, tkeys, towner):
