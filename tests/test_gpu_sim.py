@@ -978,7 +978,6 @@ def _fake_kernel(reference):
     """A stand-in for a Numba CUDA dispatcher and its one compiled kernel, for FastLauncher:
     ``reference(types, args)`` plays ``_Kernel._prepare_args`` (the parameter values Numba
     would launch with); launches through it are recorded in ``.numba``."""
-    import ctypes
 
     class Array:  # Numba's type classes, by name (FastLauncher reads the names)
         ndim, layout = 1, "C"
@@ -1029,7 +1028,7 @@ def _fake_kernel(reference):
         def __getitem__(self, cfg):
             return lambda *args: self.numba.append((cfg, args))
 
-    return Dispatcher(), ctypes
+    return Dispatcher()
 
 
 class _FakeDeviceArray:
@@ -1063,7 +1062,7 @@ def test_fast_launch_only_where_its_parameters_are_numbas():
     arr = _FakeDeviceArray(10, np.int32, 0x7000)
     args = (arr, 5, True, np.uint64(2 ** 64 - 1))
     sent = []
-    k, _ = _fake_kernel(numba_0304)
+    k = _fake_kernel(numba_0304)
     fl = FastLauncher(lambda stream, cfg, kern, *vals: sent.append((stream, cfg, kern, vals)),
                       lambda grid, block: ("cfg", grid, block))
     assert fl.launch(k, 3, 256, "s", args) and k.numba == [((3, 256, "s"), args)] and not sent
@@ -1080,12 +1079,12 @@ def test_fast_launch_only_where_its_parameters_are_numbas():
                    lambda t, v: [np.int32(x) for x in numba_0304(t, v)] if type(t).__name__ == "Array"
                    else numba_0304(t, v),
                    lambda t, v: [ctypes.c_uint64(v)] if str(t) == "int64" else numba_0304(t, v)):
-        k2, _ = _fake_kernel(differ)
+        k2 = _fake_kernel(differ)
         fl2 = FastLauncher(lambda *a: sent.append(a), lambda g, b: None)
         assert fl2.launch(k2, 1, 256, "s", args) and not fl2.launch(k2, 1, 256, "s", args)
         assert "k_demo" in fl2.refused and fl2.fast == 0
     # a strided array is left to Numba at once; a launch that fails hands it back to Numba
-    k3, _ = _fake_kernel(numba_0304)
+    k3 = _fake_kernel(numba_0304)
     fl3 = FastLauncher(lambda *a: sent.append(a), lambda g, b: None)
     assert not fl3.launch(k3, 1, 256, "s", (_FakeDeviceArray(10, np.int32, 0x7000, stride=8), 5, True, np.uint64(1)))
     assert k3.numba == []
