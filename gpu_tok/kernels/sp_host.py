@@ -18,8 +18,10 @@ document (``P`` at the end). The device encodes each ``-1`` piece with SentenceP
 symbols (``bpe_cuda.sp_symbols``) and BPE; the ids equal ``CpuSentencePieceEngine``'s.
 ``sp_pieces_parallel`` makes the same in blocks of documents on the host's threads, each
 block into a region of its own (``sp_blocks``), then the regions back to back into the
-caller's arrays (``sp_gather``: ``int32`` starts, and the model pieces' counts); one thread
-walked 4 MB in about 36 ms here (llama2), the GPU path's ceiling for these files.
+caller's arrays (``sp_gather``: ``int32`` starts, and the model pieces' counts). The walk is
+compiled without reference counting and with unsigned indices (``_sp_docs``, ``_emit_piece``);
+counted and signed, one thread took 30 ms for 4 MB of llama2's code here, 10 ms without
+(``benchmarks/host_pieces.py``; RESULTS 2026-12-05).
 """
 
 from __future__ import annotations
@@ -28,13 +30,32 @@ import numba
 import numpy as np
 from numba import prange
 
-from .engine_cpu import _sp_next_place, _sp_spaces, _split_added, bytes_lookup
+from ._intrinsics import ctz64 as _ctz64
+from ._intrinsics import range_mask64 as _range_mask64
+from .engine_cpu import _sp_spaces, _split_added, bytes_lookup
 from .gpu_host import _alloc
-from .hash_table import njit_cached
+from .hash_table import njit_cached, njit_noalloc
+from .hash_table import uidx as _U
 from .workqueue import take
 
 
-@njit_cached
+@njit_noalloc(inline="always")
+def _sp_cut(src, i, x, m, starts, special, p, nocut):
+    """The "▁" at ``src[i]`` (``i > x``) of the piece from ``x`` copied to ``m``: a new piece
+    starts there unless ``nocut`` holds the character before it; returns the pieces' new count."""
+    pv = src[_U(i - 1)]  # the character before: ASCII, "▁", or another (cut)
+    if pv < 0x80:
+        keep = nocut[_U(pv)] != 0
+    else:
+        keep = i - 3 >= x and pv == 0x81 and src[_U(i - 2)] == 0x96 and src[_U(i - 3)] == 0xE2 and nocut[128] != 0
+    if not keep:
+        starts[_U(p)] = m + i - x
+        special[_U(p)] = -1
+        p += 1
+    return p
+
+
+@njit_noalloc(inline="always")
 def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, nocut, arena, tok_off, bkeys, bvals):
     """Append the piece ``src[x:y]`` (``engine_cpu._sp_piece``); returns ``(m, p)``.
 
@@ -49,33 +70,27 @@ def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, nocut, arena
             special[p] = t
             return m, p + 1
     for k in range(x, y):  # the words tile the piece: its bytes copied once
-        buf[m + k - x] = src[k]
-    starts[p] = m
-    special[p] = -1
+        buf[_U(m + k - x)] = src[_U(k)]
+    starts[_U(p)] = m
+    special[_U(p)] = -1
     p += 1
     if nocut.shape[0] > 0:
         N = src.shape[0]
-        wbase = np.int64(0)  # the window of places looked at, 64 at a time: [wbase, wend), bits wm
-        wend = np.int64(-1)
-        wm = np.uint64(0)
         i = x + 1
         while i + 2 < y:
-            if i + 66 <= N:
-                i, wbase, wend, wm = _sp_next_place(src, i, wbase, wend, wm)
-                if i == wend:  # none in the window
-                    continue
-                if i + 2 >= y:
-                    break
-            if src[i] == 0xE2 and src[i + 1] == 0x96 and src[i + 2] == 0x81:
-                pv = src[i - 1]  # the character before: ASCII, "▁", or another (cut)
-                if pv < 0x80:
-                    keep = nocut[pv] != 0
-                else:
-                    keep = i - 3 >= x and pv == 0x81 and src[i - 2] == 0x96 and src[i - 3] == 0xE2 and nocut[128] != 0
-                if not keep:
-                    starts[p] = m + i - x
-                    special[p] = -1
-                    p += 1
+            if i + 66 <= N:  # 64 places at a time: where a "▁" may start (its first and last byte)
+                wm = _range_mask64(src, i, 0xE2, 0xE2) & _range_mask64(src, i + 2, 0x81, 0x81)
+                while wm != 0:
+                    j = i + np.int64(_ctz64(wm))
+                    wm &= wm - np.uint64(1)
+                    if j + 2 >= y:
+                        break
+                    if src[_U(j + 1)] == 0x96:
+                        p = _sp_cut(src, j, x, m, starts, special, p, nocut)
+                i += 64
+                continue
+            if src[_U(i)] == 0xE2 and src[_U(i + 1)] == 0x96 and src[_U(i + 2)] == 0x81:
+                p = _sp_cut(src, i, x, m, starts, special, p, nocut)
                 i += 3
             else:
                 i += 1
@@ -109,22 +124,32 @@ def _sp_block(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, b
     ms2 = np.empty(ncap, np.int64)
     me2 = np.empty(ncap, np.int64)
     mi2 = np.empty(ncap, np.int32)
+    return _sp_docs(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first,
+                    nocut, buf, m, starts, p, special, first, gs, ge, ms, me, mi, nbuf, pbuf, s2, e2, ms2, me2, mi2)
+
+
+@njit_noalloc
+def _sp_docs(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, nocut,
+             buf, m, starts, p, special, first, gs, ge, ms, me, mi, nbuf, pbuf, s2, e2, ms2, me2, mi2):
+    """``_sp_block``'s loop over its documents, with the scratch it made, compiled without
+    reference counting (``engine_cpu._sp_docs``): counted, the piece walk took and dropped
+    references to its arrays in its loops (llama2 code: 28 ms of 4 MB in one thread, 17 without)."""
     for d in range(d0, d1):
-        first[d] = p
-        a = doc_offsets[d]
-        b = doc_offsets[d + 1]
+        first[_U(d)] = p
+        a = doc_offsets[_U(d)]
+        b = doc_offsets[_U(d + 1)]
         ng, nm = _split_added(data, a, b, rt, cls, gs, ge, ms, me, mi)
         gi = 0
         mk = 0
         while gi < ng or mk < nm:
-            if mk < nm and (gi >= ng or ms[mk] < gs[gi]):
-                starts[p] = m
-                special[p] = mi[mk]
+            if mk < nm and (gi >= ng or ms[_U(mk)] < gs[_U(gi)]):
+                starts[_U(p)] = m
+                special[_U(p)] = mi[_U(mk)]
                 p += 1
                 mk += 1
                 continue
-            x = gs[gi]
-            y = ge[gi]
+            x = gs[_U(gi)]
+            y = ge[_U(gi)]
             gi += 1
             ln = 0
             if prepend == 1 and y > x:
@@ -136,28 +161,28 @@ def _sp_block(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, b
                 ln = _sp_spaces(data, x, y, nbuf, ln)
             else:
                 for k in range(x, y):
-                    nbuf[ln] = data[k]
+                    nbuf[_U(ln)] = data[_U(k)]
                     ln += 1
             n2, nm2 = _split_added(nbuf, 0, ln, nt, cls, s2, e2, ms2, me2, mi2)
             g2 = 0
             k2 = 0
             while g2 < n2 or k2 < nm2:
-                if k2 < nm2 and (g2 >= n2 or ms2[k2] < s2[g2]):
-                    starts[p] = m
-                    special[p] = mi2[k2]
+                if k2 < nm2 and (g2 >= n2 or ms2[_U(k2)] < s2[_U(g2)]):
+                    starts[_U(p)] = m
+                    special[_U(p)] = mi2[_U(k2)]
                     p += 1
                     k2 += 1
                     continue
-                p0 = s2[g2]
-                p1 = e2[g2]
+                p0 = s2[_U(g2)]
+                p1 = e2[_U(g2)]
                 g2 += 1
                 if prepend < 2:
                     m, p = _emit_piece(nbuf, p0, p1, buf, m, starts, special, p, whole_first, nocut, arena,
                                        tok_off, bkeys, bvals)
                     continue
                 q = 0
-                starts_sp = nbuf[p0] == 32 or (p1 - p0 >= 3 and nbuf[p0] == 0xE2 and nbuf[p0 + 1] == 0x96
-                                               and nbuf[p0 + 2] == 0x81)
+                starts_sp = nbuf[_U(p0)] == 32 or (p1 - p0 >= 3 and nbuf[_U(p0)] == 0xE2 and nbuf[_U(p0 + 1)] == 0x96
+                                               and nbuf[_U(p0 + 2)] == 0x81)
                 if not starts_sp and (prepend == 3 or x + p0 == a):
                     pbuf[0] = 0xE2
                     pbuf[1] = 0x96
@@ -242,12 +267,13 @@ def sp_gather(blocks, rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp, buf, star
     for k in prange(nb):
         buf[mo[k]:mo[k + 1]] = rbuf[bo[k]:bo[k] + cm[k]]
         shift = mo[k] - bo[k]
-        for j in range(cp[k]):
-            a = rstarts[so[k] + j]
-            e = rstarts[so[k] + j + 1] if j + 1 < cp[k] else bo[k] + cm[k]
-            starts[po[k] + j] = np.int32(a + shift)
-            sp = rspecial[so[k] + j]
-            special[po[k] + j] = sp
+        s0, p0, c = so[k], po[k], cp[k]
+        for j in range(c):
+            a = rstarts[_U(s0 + j)]
+            e = rstarts[_U(s0 + j + 1)] if j + 1 < c else bo[k] + cm[k]
+            starts[_U(p0 + j)] = np.int32(a + shift)
+            sp = rspecial[_U(s0 + j)]
+            special[_U(p0 + j)] = sp
             if sp == -1 and e - a > huge:
                 nh[k] += 1
             elif sp == -1 and e - a >= 2:
