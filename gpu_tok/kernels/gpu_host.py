@@ -35,7 +35,7 @@ from .workqueue import take
 SHORT = 64  # bpe_cuda.SHORT
 
 
-@njit_cached
+@njit_noalloc
 def _cut_range(data, start, stop, end, fam, end_whole, tab, fold, out, o):
     """Starts of the pieces that start in ``[start, stop)`` of the segment ending at ``end``
     into ``out[o:]`` (``pretok_cpu._scan_range``); returns the new ``o``."""
@@ -47,12 +47,12 @@ def _cut_range(data, start, stop, end, fam, end_whole, tab, fold, out, o):
             if m != 0:
                 base = i + 1
                 while m != 0:
-                    out[o] = i
+                    out[_U(o)] = i
                     o += 1
                     i = base + np.int64(ctz64(m))
                     m &= m - np.uint64(1)
                 continue
-        out[o] = i
+        out[_U(o)] = i
         o += 1
         i = _next_piece(data, i, end, fam, end_whole, tab, fold)
     return o
@@ -103,23 +103,23 @@ def cut_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, out):
     return seg_count
 
 
-@njit_cached
+@njit_noalloc(inline="always")
 def _gather_one(r, rec_start, rec_count, rec_id, pos, out, starts, special):
-    o = pos[r]
-    if rec_id[r] == -1:
-        a = rec_start[r]
-        for k in range(rec_count[r]):
-            starts[o + k] = out[a + k]
-            special[o + k] = -1
+    o = pos[_U(r)]
+    if rec_id[_U(r)] == -1:
+        a = rec_start[_U(r)]
+        for k in range(rec_count[_U(r)]):
+            starts[_U(o + k)] = out[_U(a + k)]
+            special[_U(o + k)] = -1
     else:
-        starts[o] = np.int32(rec_start[r])
-        special[o] = rec_id[r]
+        starts[_U(o)] = np.int32(rec_start[_U(r)])
+        special[_U(o)] = rec_id[_U(r)]
 
 
-@njit_cached
+@njit_noalloc(inline="always")
 def _stats_one(p, starts, special, huge):
-    n = starts[p + 1] - starts[p]
-    if special[p] != -1 or n < 2:
+    n = starts[_U(p + 1)] - starts[_U(p)]
+    if special[_U(p)] != -1 or n < 2:
         return 0, 0, 0, 0
     if n > huge:
         return 0, 0, 0, 1
