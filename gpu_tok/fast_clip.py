@@ -189,7 +189,7 @@ class CpuClipEngine:
 
     # ------------------------------------------------------------------ ids
     def _pieces(self, data: np.ndarray, offsets: np.ndarray, skip: np.ndarray, hint, threads: int,
-                parallel: bool, record: bool = False, kept: bool = False):
+                parallel: bool, record: bool = False, kept: bool = False, runs: bool = True):
         """``(buf, starts, ends, special, doc)``: every item of the active documents in text
         order (``special``: an added token's id, -1 a piece of ``buf``, -2 nothing: it parts
         two pieces that are not back to back in ``buf``), ``doc`` its document; ``skip``
@@ -202,7 +202,8 @@ class CpuClipEngine:
         for a raw one), where an added token is in ``data`` (``sp_s:sp_e``), and for each
         byte of ``low`` the ``data`` position of its character. ``kept``: ``low``, ``buf`` and
         the piece scratch from ``self._kept`` (the caller holds ``self._lock`` until it is
-        done with ``buf``)."""
+        done with ``buf``). ``runs=False``: no -2 items (for a caller that copies each piece
+        out, ``gpu_engine.ClipHost``; ``encode_pieces`` needs them)."""
         from .kernels import clip_cpu
 
         K = self.K
@@ -274,7 +275,8 @@ class CpuClipEngine:
         # encode_pieces takes a run of pieces as back to back (each ends where the next
         # starts): a -2 item (nothing) wherever two pieces in a row are not (between two
         # blocks of clip_scan, or where a skipped document's pieces were taken out)
-        at = np.flatnonzero((special[1:] == -1) & (special[:-1] == -1) & (starts[1:] != ends[:-1])) + 1
+        at = (np.flatnonzero((special[1:] == -1) & (special[:-1] == -1) & (starts[1:] != ends[:-1])) + 1 if runs
+              else np.zeros(0, np.int64))
         if at.shape[0]:
             starts, ends, doc = np.insert(starts, at, starts[at]), np.insert(ends, at, starts[at]), np.insert(doc, at, doc[at])
             special = np.insert(special, at, -2)

@@ -578,39 +578,39 @@ class ClipHost:
         self.clip = clip
 
     def pieces(self, data, offsets, num_threads, alloc=None, scratch=None, huge_bytes=_HUGE_BYTES) -> HostPieces:
+        from .fast_cpu import _UNITS_PER_THREAD
+        from .kernels import gpu_host as H
+
         c = self.clip
         eng = c.engine
         n = offsets.shape[0] - 1
         threads, parallel = plan_threads(num_threads, data.shape[0])
         skip = eng._nfc_changed(data, offsets, None).astype(np.uint8)
-        buf, starts, ends, special, doc = c._pieces(data, offsets, skip, None, threads, parallel)
-        real = special != -2
-        starts, ends, special, doc = starts[real], ends[real], special[real], doc[real]
-        lens = np.where(special == -1, ends - starts, 1)
-        st = np.zeros(lens.shape[0] + 1, np.int64)
-        np.cumsum(lens, out=st[1:])
-        if st[-1] >= 2 ** 31:
-            raise ValueError("a batch's pieces must stay below 2**31 bytes: lower GPU_TOK_CUDA_BATCH_MB")
-        packed = np.empty(max(int(st[-1]), 1), np.uint8)
-        c.K.copy_ranges(buf, starts, packed, st[:-1], lens)
-        first = np.zeros(n + 1, np.int64)
-        np.cumsum(np.bincount(doc, minlength=n), out=first[1:])
-        special = np.ascontiguousarray(special, np.int32)
-        starts32 = st.astype(np.int32)
+        if alloc is None:
+            alloc = H._alloc
+        # the engine's kept scratch (fresh arrays: page faults that two threads took longer
+        # over than one), held until the items are copied out
+        locked = c._lock.acquire(blocking=False)
+        try:
+            with numba_threads(threads if parallel else 1):
+                buf, starts, ends, special, doc = c._pieces(data, offsets, skip, None, threads, parallel, kept=locked,
+                                                                    runs=False)
+                nb = np.int64(_UNITS_PER_THREAD * threads if parallel else 1)
+                cnt, nbytes, last = H.clip_counts(starts, ends, special, doc, nb)
+                P, M = int(cnt.sum()), int(nbytes.sum())
+                if M >= 2 ** 31:
+                    raise ValueError("a batch's pieces must stay below 2**31 bytes: lower GPU_TOK_CUDA_BATCH_MB")
+                packed, starts32 = alloc("data", max(M, 1), np.uint8), alloc("starts", P + 1, np.int32)
+                special32, first = alloc("special", P, np.int32), alloc("first", n + 1, np.int64)
+                stats = H.clip_fill(buf, starts, ends, special, doc, cnt, nbytes, last, packed, starts32, special32,
+                                    first, np.int64(huge_bytes))
+        finally:
+            if locked:
+                c._lock.release()
         with numba_threads(threads if parallel else None):
-            huge = _byte_level_huge(eng, packed, starts32, special, huge_bytes, threads, parallel)
-        return HostPieces(packed, starts32, special, first, skip if skip.any() else None,
-                          _stats(starts32, special), huge)
-
-
-def _stats(starts, special):
-    """``(model pieces of >= 2 bytes, long ones, their bytes)`` (pieces the host encoded excluded)."""
-    from .kernels.gpu_host import SHORT
-
-    lens = np.diff(starts)
-    model = (special == -1) & (lens >= 2)
-    long_ = model & (lens > SHORT)
-    return int(np.count_nonzero(model)), int(np.count_nonzero(long_)), int(lens[long_].sum())
+            huge = _byte_level_huge(eng, packed, starts32, special32, huge_bytes, threads, parallel) if stats[3] else None
+        return HostPieces(packed, starts32, special32, first, skip if skip.any() else None,
+                          tuple(int(x) for x in stats[:3]), huge)
 
 
 # ------------------------------------------------------------------ the engine

@@ -738,6 +738,51 @@ def test_host_pieces_equal_cpu_engine(family, monkeypatch):
 
 
 @twin_only
+def test_clip_host_pieces_equal_the_engines_items(monkeypatch):
+    """``ClipHost.pieces`` (``gpu_host.clip_counts``/``clip_fill`` over the engine's items,
+    in chunks, in parallel) gives what the engine's items say, written out plainly here: the
+    pieces' bytes back to back (an added token one byte), their starts, ids, each
+    document's first piece, the model-piece counts; on one and on two threads (several
+    chunks), with added tokens, documents left to the reference path (not NFC), empty and
+    white-space-only documents (no pieces), and pieces over a small ``huge`` threshold."""
+    from gpu_tok import fast_cpu
+    from gpu_tok import gpu_engine as G
+    from gpu_tok.kernels.gpu_host import SHORT
+
+    clip = tok("clip-vit-base-patch32")._cpu_engine()
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 1)
+    texts = bench_texts(200_000) + ["", "   ", "<|startoftext|>hi<|endoftext|> x", "e\u0301 not NFC", "",
+                                     "A" * 3000, "\t\n", "tail words"]
+    data, off = fast_cpu.pack(texts, None)
+    n = len(texts)
+    skip = clip.engine._nfc_changed(data, off, None).astype(np.uint8)
+    buf, starts, ends, special, doc = clip._pieces(data, off, skip, None, 1, False)
+    real = special != -2
+    starts, ends, special, doc = starts[real], ends[real], special[real], doc[real]
+    lens = np.where(special == -1, ends - starts, 1)
+    want_buf = b"".join(bytes(buf[a:a + k]) for a, k in zip(starts.tolist(), lens.tolist()))
+    want_st = np.concatenate(([0], np.cumsum(lens)))
+    want_first = np.searchsorted(doc, np.arange(n + 1))
+    assert skip.any() and (np.diff(want_first) == 0).sum() >= 3 and (special >= 0).sum() >= 2
+    for threads in (1, 2):
+        for huge in (1 << 62, 40):
+            hp = G.ClipHost(clip).pieces(data, off, threads, None, None, huge)
+            assert bytes(hp.buf[:want_st[-1]]) == want_buf and np.array_equal(hp.starts, want_st), (threads, huge)
+            assert np.array_equal(hp.first, want_first), (threads, huge)
+            model = (special == -1) & (lens >= 2)
+            big = model & (lens > huge)
+            ok = model & ~big
+            assert hp.stats == (ok.sum(), (ok & (lens > SHORT)).sum(), lens[ok & (lens > SHORT)].sum()), (threads, huge)
+            assert np.array_equal(hp.special[~big], special[~big]), (threads, huge)
+            if big.any():  # encoded on the host: marked, in order
+                assert np.array_equal(hp.huge[0], np.flatnonzero(big)) and (hp.special[big] != -1).all()
+            else:
+                assert hp.huge is None and np.array_equal(hp.special, special)
+            assert np.array_equal(hp.skip, skip)
+    assert huge == 40 and big.sum() > 10
+
+
+@twin_only
 @pytest.mark.parametrize("family", ["llama2", "gemma3", "mistral-v0.3-metaspace"])
 def test_sentencepiece_host_blocks_equal_one_thread(family):
     """``sp_host.sp_pieces_parallel`` (blocks of documents in parallel, then gathered) gives

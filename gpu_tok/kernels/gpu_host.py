@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .engine_cpu import _SHORT, _bpe_long, _heap_scratch, _sp_word, bytes_lookup
+from .engine_cpu import _SHORT, _bpe_long, _copy_bytes, _heap_scratch, _sp_word, bytes_lookup
 from .hash_table import njit_cached, njit_noalloc
 from .hash_table import uidx as _U
 from ._intrinsics import ctz64
@@ -248,6 +248,88 @@ def byte_level_pieces(eng, data, doc_offsets, skip, parallel: bool, threads: int
 
 def _alloc(name, n, dtype):
     return np.empty(n, dtype)
+
+
+@njit_cached(parallel=True, nogil=True)
+def clip_counts(starts, ends, special, doc, nb):
+    """The first pass of ``clip_fill`` over ``fast_clip.CpuClipEngine._pieces``' items
+    (``special`` -2: nothing, -1: the piece ``buf[starts:ends]``, else an added token, one
+    byte) in ``nb`` chunks of items, in parallel: ``(cnt, nbytes, last)`` per chunk, its
+    items that are not -2, their bytes, the last one's document (-1 when none)."""
+    R = special.shape[0]
+    cnt = np.zeros(nb, np.int64)
+    nbytes = np.zeros(nb, np.int64)
+    last = np.full(nb, -1, np.int64)
+    for c in prange(nb):
+        k = 0
+        m = 0
+        d = -1
+        for r in range(c * R // nb, (c + 1) * R // nb):
+            sp = special[_U(r)]
+            if sp != -2:
+                k += 1
+                m += ends[_U(r)] - starts[_U(r)] if sp == -1 else 1
+                d = doc[_U(r)]
+        cnt[c] = k
+        nbytes[c] = m
+        last[c] = d
+    return cnt, nbytes, last
+
+
+@njit_cached(parallel=True, nogil=True)
+def clip_fill(buf, starts, ends, special, doc, cnt, nbytes, last, packed, ostarts, ospecial, first, huge):
+    """The items of ``clip_counts`` (same chunks) as the device takes them: their bytes back
+    to back in ``packed: uint8[M]`` (an added token: one byte), ``ostarts: int32[P+1]``,
+    ``ospecial: int32[P]``, ``first: int64[n+1]`` (the first item of each document, ``P`` at
+    the end); returns ``_stats_one``'s sums ``(n_model, n_long, long_bytes, n_huge)``."""
+    nb = cnt.shape[0]
+    R = special.shape[0]
+    po = np.zeros(nb + 1, np.int64)
+    mo = np.zeros(nb + 1, np.int64)
+    prev = np.full(nb, -1, np.int64)  # the document of the last item before each chunk
+    d = -1
+    for c in range(nb):
+        po[c + 1] = po[c] + cnt[c]
+        mo[c + 1] = mo[c] + nbytes[c]
+        prev[c] = d
+        if last[c] >= 0:
+            d = last[c]
+    n_model = np.zeros(nb, np.int64)
+    n_long = np.zeros(nb, np.int64)
+    lb = np.zeros(nb, np.int64)
+    nh = np.zeros(nb, np.int64)
+    for c in prange(nb):
+        q = po[c]
+        m = mo[c]
+        pd = prev[c]
+        for r in range(c * R // nb, (c + 1) * R // nb):
+            sp = special[_U(r)]
+            if sp == -2:
+                continue
+            dr = doc[_U(r)]
+            while pd < dr:  # the documents up to this item's start here
+                pd += 1
+                first[_U(pd)] = q
+            a = starts[_U(r)]
+            ln = ends[_U(r)] - a if sp == -1 else 1
+            _copy_bytes(packed, m, buf, a, ln)
+            ostarts[_U(q)] = np.int32(m)
+            ospecial[_U(q)] = sp
+            if sp == -1 and ln >= 2:
+                if ln > huge:
+                    nh[c] += 1
+                else:
+                    n_model[c] += 1
+                    if ln > SHORT:
+                        n_long[c] += 1
+                        lb[c] += ln
+            m += ln
+            q += 1
+    P = po[nb]
+    ostarts[P] = np.int32(mo[nb])
+    for e in range(d + 1, first.shape[0]):
+        first[e] = P
+    return n_model.sum(), n_long.sum(), lb.sum(), nh.sum()
 
 
 # ------------------------------------------------------------ huge pieces
