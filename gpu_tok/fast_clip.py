@@ -123,6 +123,29 @@ def lower_tables(cls: np.ndarray):
     return low1, multi
 
 
+def _items(p_s, p_e, ls, blocks, counts, seg_doc, skip, runs: bool):
+    """``CpuClipEngine._pieces``' ``(starts, ends, special, doc)`` when every item is a piece
+    of ``clip_scan`` (no added tokens, nothing recorded): ``clip_cpu.item_counts`` and
+    ``item_fill``, which give what its NumPy steps give (the gathers, the documents left out,
+    the -2 items) in two passes over the blocks."""
+    from .kernels import clip_cpu
+
+    kept, seps, first_s, last_e = clip_cpu.item_counts(p_s, p_e, ls, blocks, counts, seg_doc, skip)
+    before = np.zeros(kept.shape[0], np.int64)
+    if runs:
+        has = np.flatnonzero(kept)
+        before[has[1:]] = first_s[has[1:]] != last_e[has[:-1]]
+    else:
+        seps = np.zeros_like(seps)
+    off = np.zeros(kept.shape[0] + 1, np.int64)
+    np.cumsum(kept + seps + before, out=off[1:])
+    total = int(off[-1])
+    starts, ends = np.empty(total, np.int64), np.empty(total, np.int64)
+    special, doc = np.empty(total, np.int32), np.empty(total, np.int64)
+    clip_cpu.item_fill(p_s, p_e, ls, blocks, counts, seg_doc, skip, off, before, runs, starts, ends, special, doc)
+    return starts, ends, special, doc
+
+
 class CpuClipEngine:
     """``device="cpu"`` for CLIP-style files (module docstring): ids, and ``encode_batch``."""
 
@@ -240,6 +263,8 @@ class CpuClipEngine:
         bcounts = np.zeros(blocks.shape[0] - 1, np.int64)
         with numba_threads(threads if parallel else 1):
             clip_cpu.clip_scan(low, ls, le, blocks, nw, self.cls, buf, p_s, p_e, p_l, counts, bcounts)
+            if not n_sp and not record:  # the pieces alone: items in two parallel passes, not NumPy's gathers
+                return (buf,) + _items(p_s, p_e, ls, blocks, counts, seg_doc, skip, runs)
         _f, idx = gathered(ls[blocks[:-1]], bcounts)
         starts, ends = p_s[idx], p_e[idx]
         if record:

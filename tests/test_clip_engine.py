@@ -268,3 +268,34 @@ def test_truncation_and_padding(setup):
             bad = [i for i in range(len(inp)) if [getattr(o[i], f) for f in _FIELDS] != [getattr(h[i], f) for f in _FIELDS]
                    or [x.ids for x in o[i].overflowing] != [x.ids for x in h[i].overflowing]]
             assert not bad, f"fast={fast}: {len(bad)} differ, first {inp[bad[0]]!r}"
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_items_in_two_passes_equal_numpys(threads, monkeypatch):
+    """``_pieces`` without added tokens takes its items from ``clip_cpu.item_counts`` /
+    ``item_fill``; with ``record`` it takes the NumPy steps (gathers, documents left out, the
+    -2 items where two pieces in a row are not back to back): the same items, with and
+    without ``runs``; with documents NFC or step 5 sends to the reference path (a lowercased
+    literal: its pieces taken out between others) and empty ones."""
+    c = tok()._cpu_engine()
+    texts = bench_texts(300_000)
+    texts[5:5] = ["a <|ENDOFTEXT|> b", "", "   ", "e\u0301 x"]
+    texts[40:40] = ["x <|ENDOFTEXT|>y z"]
+    data, off = fast_cpu.pack(texts, None)
+    from gpu_tok import fast_clip
+
+    calls = []
+    real = fast_clip._items
+    monkeypatch.setattr(fast_clip, "_items", lambda *a: calls.append(1) or real(*a))
+    skip0 = c.engine._nfc_changed(data, off, None).astype(np.uint8)
+    seps = 0
+    for runs in (True, False):
+        got_skip, want_skip = skip0.copy(), skip0.copy()
+        got = c._pieces(data, off, got_skip, None, threads, threads > 1, runs=runs)
+        want = c._pieces(data, off, want_skip, None, threads, threads > 1, record=True, runs=runs)[:5]
+        assert np.array_equal(got_skip, want_skip) and got_skip[[5, 8, 40]].all() and not skip0[[5, 40]].any()
+        for g, w in zip(got[1:], want[1:]):
+            assert g.dtype == w.dtype and np.array_equal(g, w), runs
+        seps += int((got[3] == -2).sum())
+        assert runs or (got[3] == -1).all()
+    assert seps >= 2 and len(calls) == 2  # where step 5's documents were taken out (and between blocks)

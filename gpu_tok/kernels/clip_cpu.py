@@ -223,3 +223,76 @@ def clip_scan(text, seg_s, seg_e, blocks, nw, cls, out, p_s, p_e, p_l, counts, b
                     o = p_e[m - 1]
                 np_ = m
             block_counts[r] = np_ - a
+
+
+@njit_cached(parallel=True, nogil=True)
+def item_counts(p_s, p_e, ls, blocks, counts, seg_doc, skip):
+    """The first pass of ``item_fill``, per block of ``clip_scan`` (in parallel): ``(kept,
+    seps, first_s, last_e)``, the pieces of documents not in ``skip``, the places between
+    two of them in a row that are not back to back, the first one's start and the last
+    one's end (-1 when none)."""
+    nb = blocks.shape[0] - 1
+    S = ls.shape[0]
+    kept = np.zeros(nb, np.int64)
+    seps = np.zeros(nb, np.int64)
+    first_s = np.full(nb, -1, np.int64)
+    last_e = np.full(nb, -1, np.int64)
+    for r in prange(nb):
+        k0 = blocks[r]
+        q = ls[k0] if k0 < S else 0
+        c = 0
+        sp = 0
+        prev = np.int64(-1)
+        for k in range(k0, blocks[r + 1]):
+            cnt = counts[_U(k)]
+            if skip[_U(seg_doc[_U(k)])] == 0:
+                for j in range(q, q + cnt):
+                    s0 = p_s[_U(j)]
+                    if c == 0:
+                        first_s[r] = s0
+                    elif s0 != prev:
+                        sp += 1
+                    prev = p_e[_U(j)]
+                    c += 1
+            q += cnt
+        kept[r] = c
+        seps[r] = sp
+        last_e[r] = prev
+    return kept, seps, first_s, last_e
+
+
+@njit_cached(parallel=True, nogil=True)
+def item_fill(p_s, p_e, ls, blocks, counts, seg_doc, skip, off, before, runs, starts, ends, special, doc):
+    """``clip_scan``'s pieces of the documents not in ``skip`` as items in text order, block
+    ``r``'s from ``off[r]`` (in parallel): ``starts``/``ends`` in its ``out``, ``special``
+    -1, ``doc`` the document; with ``runs``, a -2 item (start and end the next piece's
+    start) before each piece that does not start where the previous one ended (``before[r]``:
+    before block ``r``'s first one, against the blocks before it)."""
+    nb = blocks.shape[0] - 1
+    S = ls.shape[0]
+    for r in prange(nb):
+        k0 = blocks[r]
+        q = ls[k0] if k0 < S else 0
+        o = off[r]
+        c = 0
+        prev = np.int64(-1)
+        for k in range(k0, blocks[r + 1]):
+            cnt = counts[_U(k)]
+            d = seg_doc[_U(k)]
+            if skip[_U(d)] == 0:
+                for j in range(q, q + cnt):
+                    s0 = p_s[_U(j)]
+                    if runs and ((c == 0 and before[r] != 0) or (c > 0 and s0 != prev)):
+                        starts[_U(o)] = s0
+                        ends[_U(o)] = s0
+                        special[_U(o)] = -2
+                        doc[_U(o)] = d
+                        o += 1
+                    prev = p_e[_U(j)]
+                    starts[_U(o)] = s0
+                    ends[_U(o)] = prev
+                    special[_U(o)] = -1
+                    doc[_U(o)] = d
+                    o += 1
+                    c += 1
+            q += cnt
