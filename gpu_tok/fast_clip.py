@@ -329,8 +329,7 @@ class CpuClipEngine:
         finally:
             if locked:
                 self._lock.release()
-        item_rs = np.zeros(n + 1, np.int64)
-        np.cumsum(np.bincount(doc, minlength=n), out=item_rs[1:])
+        item_rs = np.searchsorted(doc, np.arange(n + 1))  # (items in text order: ``doc`` sorted)
         return ids, pts[item_rs], skip
 
     def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
@@ -407,8 +406,7 @@ class CpuClipEngine:
         base = cidx[offsets[:-1]][doc[item]] if P else np.zeros(0, np.int64)
         c_start = cidx[a_raw + 1] - 1 - base  # the character of byte b: cidx[b + 1] - 1
         c_end = cidx[e_raw] - base  # (e_raw - 1: a byte of the last character)
-        first_item = np.zeros(n + 1, np.int64)
-        np.cumsum(np.bincount(doc, minlength=n), out=first_item[1:])
+        first_item = np.searchsorted(doc, np.arange(n + 1))  # (items in text order: ``doc`` sorted)
         before = np.cumsum(special != -2) - (special != -2)  # items before, the -2 ones not counted
         word = before[item] - before[first_item[doc[item]]] if P else np.zeros(0, np.int64)
         rs = pts[first_item]
