@@ -741,7 +741,7 @@ def test_host_pieces_equal_cpu_engine(family, monkeypatch):
 def test_clip_host_pieces_equal_the_engines_items(monkeypatch):
     """``ClipHost.pieces`` (``gpu_host.clip_counts``/``clip_fill`` over the engine's items,
     in chunks, in parallel) gives what the engine's items say, written out plainly here: the
-    pieces' bytes back to back (an added token one byte), their starts, ids, each
+    pieces' bytes back to back (an added token one byte, 0), their starts, ids, each
     document's first piece, the model-piece counts; on one and on two threads (several
     chunks), with added tokens, documents left to the reference path (not NFC), empty and
     white-space-only documents (no pieces), and pieces over a small ``huge`` threshold."""
@@ -760,7 +760,8 @@ def test_clip_host_pieces_equal_the_engines_items(monkeypatch):
     real = special != -2
     starts, ends, special, doc = starts[real], ends[real], special[real], doc[real]
     lens = np.where(special == -1, ends - starts, 1)
-    want_buf = b"".join(bytes(buf[a:a + k]) for a, k in zip(starts.tolist(), lens.tolist()))
+    want_buf = b"".join(bytes(buf[a:a + k]) if sp == -1 else b"\0"
+                        for a, k, sp in zip(starts.tolist(), lens.tolist(), special.tolist()))
     want_st = np.concatenate(([0], np.cumsum(lens)))
     want_first = np.searchsorted(doc, np.arange(n + 1))
     assert skip.any() and (np.diff(want_first) == 0).sum() >= 3 and (special >= 0).sum() >= 2

@@ -279,7 +279,8 @@ def clip_counts(starts, ends, special, doc, nb):
 @njit_cached(parallel=True, nogil=True)
 def clip_fill(buf, starts, ends, special, doc, cnt, nbytes, last, packed, ostarts, ospecial, first, huge):
     """The items of ``clip_counts`` (same chunks) as the device takes them: their bytes back
-    to back in ``packed: uint8[M]`` (an added token: one byte), ``ostarts: int32[P+1]``,
+    to back in ``packed: uint8[M]`` (an added token: one byte, 0, which no kernel reads),
+    ``ostarts: int32[P+1]``,
     ``ospecial: int32[P]``, ``first: int64[n+1]`` (the first item of each document, ``P`` at
     the end); returns ``_stats_one``'s sums ``(n_model, n_long, long_bytes, n_huge)``."""
     nb = cnt.shape[0]
@@ -312,7 +313,10 @@ def clip_fill(buf, starts, ends, special, doc, cnt, nbytes, last, packed, ostart
                 first[_U(pd)] = q
             a = starts[_U(r)]
             ln = ends[_U(r)] - a if sp == -1 else 1
-            _copy_bytes(packed, m, buf, a, ln)
+            if sp == -1:
+                _copy_bytes(packed, m, buf, a, ln)
+            else:  # (its slot in buf is where the CPU engine would write its id: not text)
+                packed[_U(m)] = 0
             ostarts[_U(q)] = np.int32(m)
             ospecial[_U(q)] = sp
             if sp == -1 and ln >= 2:
