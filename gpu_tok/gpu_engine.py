@@ -570,9 +570,10 @@ class SentencePieceHost:
 
 class ClipHost:
     """Pieces of a ``fast_clip.CpuClipEngine``: its ``_pieces`` (lowercased text, CLIP's
-    split, each piece followed by byte 0xFF) put back to back (an added token: one byte, its
-    id in ``special``); the device tables are its byte-level engine's, whose vocabulary
-    reads 0xFF as the suffix (decision 0033)."""
+    split, each piece followed by byte 0xFF) put back to back by ``gpu_host.clip_counts`` /
+    ``clip_fill`` in the staging buffers (an added token: one byte, 0, its id in
+    ``special``); the device tables are its byte-level engine's, whose vocabulary reads 0xFF
+    as the suffix (decision 0033)."""
 
     def __init__(self, clip):
         self.clip = clip
@@ -593,8 +594,8 @@ class ClipHost:
         locked = c._lock.acquire(blocking=False)
         try:
             with numba_threads(threads if parallel else 1):
-                buf, starts, ends, special, doc = c._pieces(data, offsets, skip, None, threads, parallel, kept=locked,
-                                                                    runs=False)
+                buf, starts, ends, special, doc = c._pieces(data, offsets, skip, None, threads, parallel,
+                                                            kept=locked, runs=False)
                 nb = np.int64(_UNITS_PER_THREAD * threads if parallel else 1)
                 cnt, nbytes, last = H.clip_counts(starts, ends, special, doc, nb)
                 P, M = int(cnt.sum()), int(nbytes.sum())
