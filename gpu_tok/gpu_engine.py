@@ -597,14 +597,14 @@ class ClipHost:
                 buf, starts, ends, special, doc = c._pieces(data, offsets, skip, None, threads, parallel,
                                                             kept=locked, runs=False)
                 nb = np.int64(_UNITS_PER_THREAD * threads if parallel else 1)
-                cnt, nbytes, last = H.clip_counts(starts, ends, special, doc, nb)
-                P, M = int(cnt.sum()), int(nbytes.sum())
+                nbytes, last = H.clip_counts(starts, ends, special, doc, nb)
+                P, M = int(special.shape[0]), int(nbytes.sum())
                 if M >= 2 ** 31:
                     raise ValueError("a batch's pieces must stay below 2**31 bytes: lower GPU_TOK_CUDA_BATCH_MB")
                 packed, starts32 = alloc("data", max(M, 1), np.uint8), alloc("starts", P + 1, np.int32)
                 special32, first = alloc("special", P, np.int32), alloc("first", n + 1, np.int64)
-                stats = H.clip_fill(buf, starts, ends, special, doc, cnt, nbytes, last, packed, starts32, special32,
-                                    first, np.int64(huge_bytes))
+                stats = H.clip_fill(buf, starts, ends, special, doc, nbytes, last, packed, starts32, special32, first,
+                                    np.int64(huge_bytes))
         finally:
             if locked:
                 c._lock.release()

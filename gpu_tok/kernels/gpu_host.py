@@ -252,45 +252,37 @@ def _alloc(name, n, dtype):
 
 @njit_cached(parallel=True, nogil=True)
 def clip_counts(starts, ends, special, doc, nb):
-    """The first pass of ``clip_fill`` over ``fast_clip.CpuClipEngine._pieces``' items
-    (``special`` -2: nothing, -1: the piece ``buf[starts:ends]``, else an added token, one
-    byte) in ``nb`` chunks of items, in parallel: ``(cnt, nbytes, last)`` per chunk, its
-    items that are not -2, their bytes, the last one's document (-1 when none)."""
+    """The first pass of ``clip_fill`` over ``fast_clip.CpuClipEngine._pieces(runs=False)``'
+    items (``special`` -1: the piece ``buf[starts:ends]``, else an added token, one byte; no
+    -2 items) in ``nb`` chunks of items, in parallel: ``(nbytes, last)`` per chunk, its
+    items' bytes and the last one's document (-1 when none)."""
     R = special.shape[0]
-    cnt = np.zeros(nb, np.int64)
     nbytes = np.zeros(nb, np.int64)
     last = np.full(nb, -1, np.int64)
     for c in prange(nb):
-        k = 0
         m = 0
-        d = -1
-        for r in range(c * R // nb, (c + 1) * R // nb):
-            sp = special[_U(r)]
-            if sp != -2:
-                k += 1
-                m += ends[_U(r)] - starts[_U(r)] if sp == -1 else 1
-                d = doc[_U(r)]
-        cnt[c] = k
+        r0, r1 = c * R // nb, (c + 1) * R // nb
+        for r in range(r0, r1):
+            m += ends[_U(r)] - starts[_U(r)] if special[_U(r)] == -1 else 1
         nbytes[c] = m
-        last[c] = d
-    return cnt, nbytes, last
+        if r1 > r0:
+            last[c] = doc[_U(r1 - 1)]
+    return nbytes, last
 
 
 @njit_cached(parallel=True, nogil=True)
-def clip_fill(buf, starts, ends, special, doc, cnt, nbytes, last, packed, ostarts, ospecial, first, huge):
+def clip_fill(buf, starts, ends, special, doc, nbytes, last, packed, ostarts, ospecial, first, huge):
     """The items of ``clip_counts`` (same chunks) as the device takes them: their bytes back
     to back in ``packed: uint8[M]`` (an added token: one byte, 0, which no kernel reads),
-    ``ostarts: int32[P+1]``,
-    ``ospecial: int32[P]``, ``first: int64[n+1]`` (the first item of each document, ``P`` at
-    the end); returns ``_stats_one``'s sums ``(n_model, n_long, long_bytes, n_huge)``."""
-    nb = cnt.shape[0]
+    ``ostarts: int32[P+1]``, ``ospecial: int32[P]``, ``first: int64[n+1]`` (the first item of
+    each document, ``P`` at the end); returns ``_stats_one``'s sums ``(n_model, n_long,
+    long_bytes, n_huge)``."""
+    nb = nbytes.shape[0]
     R = special.shape[0]
-    po = np.zeros(nb + 1, np.int64)
     mo = np.zeros(nb + 1, np.int64)
     prev = np.full(nb, -1, np.int64)  # the document of the last item before each chunk
     d = -1
     for c in range(nb):
-        po[c + 1] = po[c] + cnt[c]
         mo[c + 1] = mo[c] + nbytes[c]
         prev[c] = d
         if last[c] >= 0:
@@ -300,25 +292,22 @@ def clip_fill(buf, starts, ends, special, doc, cnt, nbytes, last, packed, ostart
     lb = np.zeros(nb, np.int64)
     nh = np.zeros(nb, np.int64)
     for c in prange(nb):
-        q = po[c]
         m = mo[c]
         pd = prev[c]
         for r in range(c * R // nb, (c + 1) * R // nb):
             sp = special[_U(r)]
-            if sp == -2:
-                continue
             dr = doc[_U(r)]
             while pd < dr:  # the documents up to this item's start here
                 pd += 1
-                first[_U(pd)] = q
+                first[_U(pd)] = r
             a = starts[_U(r)]
             ln = ends[_U(r)] - a if sp == -1 else 1
             if sp == -1:
                 _copy_bytes(packed, m, buf, a, ln)
             else:  # (its slot in buf is where the CPU engine would write its id: not text)
                 packed[_U(m)] = 0
-            ostarts[_U(q)] = np.int32(m)
-            ospecial[_U(q)] = sp
+            ostarts[_U(r)] = np.int32(m)
+            ospecial[_U(r)] = sp
             if sp == -1 and ln >= 2:
                 if ln > huge:
                     nh[c] += 1
@@ -328,11 +317,9 @@ def clip_fill(buf, starts, ends, special, doc, cnt, nbytes, last, packed, ostart
                         n_long[c] += 1
                         lb[c] += ln
             m += ln
-            q += 1
-    P = po[nb]
-    ostarts[P] = np.int32(mo[nb])
+    ostarts[R] = np.int32(mo[nb])
     for e in range(d + 1, first.shape[0]):
-        first[e] = P
+        first[e] = R
     return n_model.sum(), n_long.sum(), lb.sum(), nh.sum()
 
 
