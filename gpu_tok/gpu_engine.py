@@ -1303,10 +1303,12 @@ def tiktoken_batch_ids(enc, texts: List[str], allowed_special, disallowed_specia
     from .fast_cpu import pack
     from .tiktoken_encoding import _valid_text
 
-    t0 = time.perf_counter()
-    data, offsets = pack(texts, _valid_text, num_threads)
-    g.engine.stats["pack_s"] += time.perf_counter() - t0
-    if disallowed_special and g.cpu.contains_any(data, offsets, frozenset(disallowed_special)).any():
-        return None
-    allowed = frozenset(allowed_special) & frozenset(enc._special_tokens) if allowed_special else frozenset()
-    return g.encode_ids(data, offsets, allowed, num_threads, return_numpy)
+    text = g.engine.text_buffer()  # the texts packed into pinned memory, as GpuTokenizer's are
+    with (text.hold() if text is not None else contextlib.nullcontext()) as kept:
+        t0 = time.perf_counter()
+        data, offsets = pack(texts, _valid_text, num_threads, kept=kept)
+        g.engine.stats["pack_s"] += time.perf_counter() - t0
+        if disallowed_special and g.cpu.contains_any(data, offsets, frozenset(disallowed_special)).any():
+            return None
+        allowed = frozenset(allowed_special) & frozenset(enc._special_tokens) if allowed_special else frozenset()
+        return g.encode_ids(data, offsets, allowed, num_threads, return_numpy)

@@ -368,6 +368,15 @@ def test_device_text_packed_in_pinned_memory(monkeypatch):
     ids, rs = g.encode_ids(texts, False, None, True)
     assert np.array_equal(np.asarray(rs), want.row_splits) and np.array_equal(np.asarray(ids), want.ids)
     assert "data" in staged
+    # a tiktoken encoding's texts too (GpuTiktoken's engine keeps its own buffer)
+    enc = tiktoken_enc("cl100k_base")
+    want = enc.encode_batch_ids(texts, device="cpu")
+    staged.clear()
+    got = enc.encode_batch_ids(texts, device="cuda", return_numpy=True)
+    assert np.array_equal(got.row_splits, want.row_splits) and np.array_equal(got.ids, want.ids)
+    ge = G._engine_for(enc, "cuda", lambda be: G.GpuTiktoken(enc, be)).engine
+    assert ge is not g.engine and ge.text_buffer()._buf is not None
+    assert "data" not in staged and "starts" in staged
 
 
 @on_device
