@@ -814,10 +814,20 @@ def test_sentencepiece_host_blocks_equal_one_thread(family):
     model = (special == -1) & (lens >= 2)
     want_stats = (int(model.sum()), int((model & (lens > SHORT)).sum()), int(lens[model & (lens > SHORT)].sum()))
     n = len(texts)
-    for blocks in ([0, n], [0, 1, 2, 3, n], [0, n - 7, n - 6, n - 1, n], list(range(n + 1))):
-        b, st, spc, fi, stats = sp_host.sp_pieces_parallel(data, off, np.array(blocks, np.int64), *args, SHORT)
-        assert st.dtype == np.int32 and np.array_equal(b, buf) and np.array_equal(st, starts), blocks[:5]
-        assert np.array_equal(spc, special) and np.array_equal(fi, first) and stats == want_stats + (0,), blocks[:5]
+    # the regions fresh, then kept (``KeptArray``s, as ``SentencePieceHost`` holds them), reused
+    # by later calls of other layouts and over the bytes an earlier call left there
+    kept = tuple(fast_cpu.KeptArray(dt, 1 << 30) for dt in (np.uint8, np.int64, np.int32))
+    small = fast_cpu.pack(texts[-12:], None)
+    for regions in (None, kept):
+        for blocks in ([0, n], [0, 1, 2, 3, n], [0, n - 7, n - 6, n - 1, n], list(range(n + 1))):
+            b, st, spc, fi, stats = sp_host.sp_pieces_parallel(data, off, np.array(blocks, np.int64), *args, SHORT,
+                                                               regions=regions)
+            assert st.dtype == np.int32 and np.array_equal(b, buf) and np.array_equal(st, starts), blocks[:5]
+            assert np.array_equal(spc, special) and np.array_equal(fi, first) and stats == want_stats + (0,), blocks[:5]
+            got = sp_host.sp_pieces_parallel(*small, np.array([0, 12], np.int64), *args, SHORT, regions=regions)
+            for x, y in zip(got[:4], sp_host.sp_pieces(*small, *args)):
+                assert np.array_equal(x, y), blocks[:5]
+    assert kept[0]._buf is not None and kept[0]._buf.shape[0] >= 6 * data.shape[0]
     big = model & (lens > 100)  # with pieces over 100 bytes left to the host: counted apart
     *_a, stats = sp_host.sp_pieces_parallel(data, off, np.array([0, 5, n], np.int64), *args, SHORT, None, 100)
     assert big.sum() > 0 and stats == (want_stats[0] - big.sum(), want_stats[1] - big.sum(),

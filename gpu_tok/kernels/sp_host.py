@@ -211,25 +211,30 @@ def sp_pieces(data, doc_offsets, rt, nt, cls, prepend, arena, tok_off, bkeys, bv
     return buf[:m], starts[:p + 1], special[:p], first
 
 
+def sp_regions(doc_offsets, blocks):
+    """``(bo, so)``: where each block of documents (``blocks``: bounds) has its region in
+    ``sp_blocks``' arrays, bytes ``bo[k]:bo[k + 1]`` and pieces ``so[k]:so[k + 1]``, sized by
+    ``_sp_block``'s room (``6 b + 8 k + 8`` bytes, ``2 b + 2 k + 2`` pieces and one more)."""
+    nd = np.diff(blocks)
+    nbytes = doc_offsets[blocks[1:]] - doc_offsets[blocks[:-1]]
+    bo = np.zeros(blocks.shape[0], np.int64)
+    so = np.zeros(blocks.shape[0], np.int64)
+    np.cumsum(6 * nbytes + 8 * nd + 8, out=bo[1:])
+    np.cumsum(2 * nbytes + 2 * nd + 3, out=so[1:])
+    return bo, so
+
+
 @njit_cached(parallel=True, nogil=True)
-def sp_blocks(data, doc_offsets, blocks, nw, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, nocut):
+def sp_blocks(data, doc_offsets, blocks, nw, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, nocut,
+              bo, so, buf, starts, special):
     """The first half of ``sp_pieces_parallel``: each block of documents (``blocks``: bounds)
-    into a region of its own, in parallel. Returns ``(buf, bo, starts, so, special, first,
-    cm, cp)``: block ``k``'s bytes at ``buf[bo[k]:bo[k] + cm[k]]``, its pieces at
-    ``so[k]:so[k] + cp[k]`` of ``starts`` (positions in ``buf``) and ``special``; ``first``
-    the first piece of each document (an index into those arrays). The blocks go to the
-    ``nw`` workers as they free up (``workqueue``)."""
+    into its region (``sp_regions``' ``bo``, ``so``) of ``buf`` (``uint8[bo[-1]]`` at
+    least), ``starts`` (``int64[so[-1]]``, positions in ``buf``) and ``special``
+    (``int32[so[-1]]``), in parallel. Returns ``(first, cm, cp)``: block ``k``'s bytes at
+    ``buf[bo[k]:bo[k] + cm[k]]``, its pieces at ``so[k]:so[k] + cp[k]``; ``first`` the first
+    piece of each document (an index into those arrays). The blocks go to the ``nw`` workers
+    as they free up (``workqueue``). What lies past each region's part is never read."""
     nb = blocks.shape[0] - 1
-    bo = np.zeros(nb + 1, np.int64)
-    so = np.zeros(nb + 1, np.int64)
-    for k in range(nb):
-        nd = blocks[k + 1] - blocks[k]
-        nbytes = doc_offsets[blocks[k + 1]] - doc_offsets[blocks[k]]
-        bo[k + 1] = bo[k] + 6 * nbytes + 8 * nd + 8
-        so[k + 1] = so[k] + 2 * nbytes + 2 * nd + 3
-    buf = np.empty(bo[nb], np.uint8)
-    starts = np.empty(so[nb], np.int64)
-    special = np.empty(so[nb], np.int32)
     first = np.empty(doc_offsets.shape[0], np.int64)
     cm = np.zeros(nb, np.int64)
     cp = np.zeros(nb, np.int64)
@@ -243,7 +248,7 @@ def sp_blocks(data, doc_offsets, blocks, nw, rt, nt, cls, prepend, arena, tok_of
                              bvals, whole_first, nocut, buf, bo[k], starts, so[k], special, first)
             cm[k] = m - bo[k]
             cp[k] = p - so[k]
-    return buf, bo, starts, so, special, first, cm, cp
+    return first, cm, cp
 
 
 @njit_cached(parallel=True, nogil=True)
@@ -290,14 +295,21 @@ def sp_gather(blocks, rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp, buf, star
 
 
 def sp_pieces_parallel(data, doc_offsets, blocks, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first,
-                       nocut, short, alloc=None, huge: int = 2 ** 62):
+                       nocut, short, alloc=None, huge: int = 2 ** 62, regions=None):
     """``sp_pieces`` in blocks of documents (``blocks``), in parallel: ``(buf, starts: int32,
     special, first, stats)`` (``stats`` as ``sp_gather``'s, ``huge`` its threshold);
     ``alloc(name, n, dtype)`` gives the output arrays (the GPU engine's pinned staging
-    buffers)."""
+    buffers); ``regions``: ``(bytes, starts, special)``, ``fast_cpu.KeptArray``s the caller
+    holds, where the blocks' regions go (fresh arrays by default: about 30 bytes per byte of
+    text, mostly never written, whose written pages were faulted in on every call)."""
     nw = np.int64(numba.get_num_threads())  # the workers of sp_blocks' queue: the caller's thread count
-    rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp = sp_blocks(data, doc_offsets, blocks, nw, rt, nt, cls, prepend,
-                                                                 arena, tok_off, bkeys, bvals, whole_first, nocut)
+    bo, so = sp_regions(doc_offsets, blocks)
+    if regions is None:
+        rbuf, rstarts, rspecial = np.empty(bo[-1], np.uint8), np.empty(so[-1], np.int64), np.empty(so[-1], np.int32)
+    else:
+        rbuf, rstarts, rspecial = (k.take(int(n)) for k, n in zip(regions, (bo[-1], so[-1], so[-1])))
+    rfirst, cm, cp = sp_blocks(data, doc_offsets, blocks, nw, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals,
+                               whole_first, nocut, bo, so, rbuf, rstarts, rspecial)
     M, P = int(cm.sum()), int(cp.sum())
     if M >= 2 ** 31:
         raise ValueError("a batch's normalized text must stay below 2**31 bytes: lower GPU_TOK_CUDA_BATCH_MB")
