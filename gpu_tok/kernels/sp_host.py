@@ -56,8 +56,9 @@ def _sp_cut(src, i, x, m, starts, special, p, nocut):
 
 
 @njit_noalloc(inline="always")
-def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, nocut, arena, tok_off, bkeys, bvals):
+def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, nocut, arena, tok_off, bkeys, bvals, copy=True):
     """Append the piece ``src[x:y]`` (``engine_cpu._sp_piece``); returns ``(m, p)``.
+    ``copy`` False: the piece is in place already (``src`` is ``buf`` and ``x`` is ``m``).
 
     ``nocut``: empty, or ``uint8[129]`` (``nocut[x]`` for an ASCII byte, ``nocut[128]`` for
     "▁"): the piece is then cut before every "▁" whose previous character is not in it."""
@@ -69,8 +70,9 @@ def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, nocut, arena
             starts[p] = m
             special[p] = t
             return m, p + 1
-    for k in range(x, y):  # the words tile the piece: its bytes copied once
-        buf[_U(m + k - x)] = src[_U(k)]
+    if copy:
+        for k in range(x, y):  # the words tile the piece: its bytes copied once
+            buf[_U(m + k - x)] = src[_U(k)]
     starts[_U(p)] = m
     special[_U(p)] = -1
     p += 1
@@ -151,18 +153,38 @@ def _sp_docs(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, bk
             x = gs[_U(gi)]
             y = ge[_U(gi)]
             gi += 1
-            ln = 0
-            if prepend == 1 and y > x:
-                nbuf[0] = 0xE2
-                nbuf[1] = 0x96
-                nbuf[2] = 0x81
-                ln = 3
-            if prepend < 2:
-                ln = _sp_spaces(data, x, y, nbuf, ln)
+            if prepend < 2 and not whole_first:
+                # the gap normalized straight into buf; where the normalized added-token pass
+                # finds nothing in it (nearly always), it is one piece, in place (not normalized
+                # into nbuf, then copied); else it goes to nbuf and the general path below
+                q = m
+                if prepend == 1 and y > x:
+                    buf[_U(m)] = 0xE2
+                    buf[_U(m + 1)] = 0x96
+                    buf[_U(m + 2)] = 0x81
+                    q = m + 3
+                q = _sp_spaces(data, x, y, buf, q)
+                n2, nm2 = _split_added(buf, m, q, nt, cls, s2, e2, ms2, me2, mi2)
+                if nm2 == 0 and (n2 == 0 or (s2[0] == m and e2[0] == q)):
+                    m, p = _emit_piece(buf, m, q, buf, m, starts, special, p, whole_first, nocut, arena, tok_off,
+                                       bkeys, bvals, False)
+                    continue
+                ln = q - m
+                for k in range(ln):
+                    nbuf[_U(k)] = buf[_U(m + k)]
             else:
-                for k in range(x, y):
-                    nbuf[_U(ln)] = data[_U(k)]
-                    ln += 1
+                ln = 0
+                if prepend == 1 and y > x:
+                    nbuf[0] = 0xE2
+                    nbuf[1] = 0x96
+                    nbuf[2] = 0x81
+                    ln = 3
+                if prepend < 2:
+                    ln = _sp_spaces(data, x, y, nbuf, ln)
+                else:
+                    for k in range(x, y):
+                        nbuf[_U(ln)] = data[_U(k)]
+                        ln += 1
             n2, nm2 = _split_added(nbuf, 0, ln, nt, cls, s2, e2, ms2, me2, mi2)
             g2 = 0
             k2 = 0
