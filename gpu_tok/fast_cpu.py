@@ -1560,20 +1560,19 @@ def _added_token_lists(ref):
 
 
 def _held_pairs(vocab, model):
-    """``(held, nocut)`` of a SentencePiece-style vocabulary (``kernels.engine_cpu._sp_piece``,
+    """``held`` of a SentencePiece-style vocabulary (``kernels.engine_cpu._sp_piece``,
     ``_sp_word_parts``). ``held: uint8[130 * 130 + 0x110000 // 8]``: first a pair table,
     ``held[x * 130 + y]`` = 1 when some token holds character ``x`` right before ``y`` (the
     ASCII bytes, "▁" as 128, 129 for a lone character: all zeros), then one bit per code
     point (``held[130 * 130 + c // 8] >> (c % 8) & 1``) set for a lone character: one no
     token of two or more characters holds (a character of no token is one too: its
     ``<0xXX>`` bytes join nothing). No token spans a place between two characters the table
-    does not hold together, so no merge crosses it and words are cut there. ``nocut``: the
-    table's column for "▁" over the ASCII bytes and "▁" (``uint8[129]``, the GPU host
-    path's cuts). Both empty (no cuts) when a merge has a ``<0xXX>`` byte token on a side (a
-    token's text then no longer shows which characters it joins) or some token holds a
-    character other than ASCII and "▁" right before a "▁" (the cut before a "▁" tells only
-    those apart)."""
-    none = np.zeros(0, np.uint8), np.zeros(0, np.uint8)
+    does not hold together, so no merge crosses it and words are cut there (the GPU host
+    path's cuts read the same table: ``kernels.sp_host``). Empty (no cuts) when a merge has
+    a ``<0xXX>`` byte token on a side (a token's text then no longer shows which characters
+    it joins) or some token holds a character other than ASCII and "▁" right before a "▁"
+    (the cut before a "▁" tells only those apart)."""
+    none = np.zeros(0, np.uint8)
     if any(_is_byte_token(x) or _is_byte_token(y) for x, y in model.merges):
         return none
     pairs = np.zeros((130, 130), np.uint8)
@@ -1592,8 +1591,7 @@ def _held_pairs(vocab, model):
             lone[ord(c)] = 0
     lone[:0x80] = 0  # ASCII and "▁" have rows of their own
     lone[ord(_SP)] = 0
-    held = np.concatenate((pairs.reshape(-1), np.packbits(lone, bitorder="little")))
-    return held, np.ascontiguousarray(pairs[:129, 128])
+    return np.concatenate((pairs.reshape(-1), np.packbits(lone, bitorder="little")))
 
 
 def _is_byte_token(t: str) -> bool:
@@ -1648,7 +1646,7 @@ class CpuSentencePieceEngine:
         self.cfg = cfg
         self.ref = ref
         self.whole_first = bool(m.ignore_merges)
-        self.held, self.nocut = _held_pairs(vocab, m)
+        self.held = _held_pairs(vocab, m)
         self.bt = K.build_bytes_table(token_bytes)
         self.mtab = interleave(*merge_table_from_model(ref.model))
         self.pfilt = pair_filter(self.mtab)

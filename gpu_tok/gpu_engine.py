@@ -567,7 +567,7 @@ class SentencePieceHost:
         try:
             with numba_threads(threads if parallel else 1):
                 buf, starts, special, first, stats = sp_pieces_parallel(
-                    data, offsets, blocks, sp.rt, sp.nt, sp.cls, sp.prepend, *sp.bt, sp.whole_first, sp.nocut,
+                    data, offsets, blocks, sp.rt, sp.nt, sp.cls, sp.prepend, *sp.bt, sp.whole_first, sp.held,
                     H.SHORT, alloc, huge_bytes, self._regions if locked else None)
         finally:
             if locked:

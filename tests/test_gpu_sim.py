@@ -807,8 +807,9 @@ def test_sentencepiece_host_blocks_equal_one_thread(family):
     sp = tok(family)._cpu_engine()
     added = [t.content for t in sp.ref.added.map_r.values()][:3]
     texts = bench_texts(300_000) + ["", "x", " lead", "  two"] + [f"{a}w{a} {a}" for a in added] + ["q" * 200, ""]
+    texts += ["\u2581\u2581x \u2581 \u2581\u2581\u2581", "x  \u2581y>\u2581\u2581z", "\u00e9\u2581\u2581 \u4e2d\u2581"]
     data, off = fast_cpu.pack(texts, None)
-    args = (sp.rt, sp.nt, sp.cls, sp.prepend, *sp.bt, sp.whole_first, sp.nocut)
+    args = (sp.rt, sp.nt, sp.cls, sp.prepend, *sp.bt, sp.whole_first, sp.held)
     buf, starts, special, first = sp_host.sp_pieces(data, off, *args)
     lens = np.diff(starts)
     model = (special == -1) & (lens >= 2)
@@ -836,21 +837,22 @@ def test_sentencepiece_host_blocks_equal_one_thread(family):
     assert np.array_equal(hp.buf, buf) and np.array_equal(hp.starts, starts) and hp.stats == want_stats
     assert np.array_equal(hp.special, special) and np.array_equal(hp.first, first)
     # each model piece is a word: no "▁" inside it is a place to cut (one whose previous
-    # character no token holds right before a "▁": ``nocut``), and those places start pieces
+    # character no token holds right before a "▁": ``held``'s column for "▁"), and those places
+    # start pieces
     sp_ = b"\xe2\x96\x81"
-    nocut = sp.nocut
+    col = sp.held[:130 * 130].reshape(130, 130)[:129, 128] if sp.held.shape[0] else sp.held
     cuts = 0
     for k in np.flatnonzero(special == -1):
         piece = bytes(buf[starts[k]:starts[k + 1]])
         i = piece.find(sp_, 1)
-        while i > 0 and nocut.shape[0] > 0:
+        while i > 0 and col.shape[0] > 0:
             pv = piece[i - 1]
-            held = nocut[pv] if pv < 0x80 else (nocut[128] if i >= 3 and piece[i - 3:i] == sp_ else 0)
+            held = col[pv] if pv < 0x80 else (col[128] if i >= 3 and piece[i - 3:i] == sp_ else 0)
             assert held, (family, piece[:80])
             i = piece.find(sp_, i + 3)
         if k > 0 and special[k - 1] == -1 and piece.startswith(sp_):
             cuts += 1
-    assert nocut.shape[0] == 0 or cuts > 1000, cuts
+    assert col.shape[0] == 0 or cuts > 1000, cuts
 
 
 @twin_only

@@ -7,7 +7,7 @@ Per document (``engine_cpu._sp_doc``): the raw added-token pass; each gap normal
 added-token pass on it; each remaining piece (2/3, ``Metaspace``: spaces replaced and "▁"
 in front unless it starts with one, "first" only at the start of the text) is one piece,
 cut into words before every "▁" whose previous character no vocabulary token holds right
-before a "▁" (the engine's ``nocut``: no merge can cross such a place; ``_sp_piece``).
+before a "▁" (the engine's ``held``: no merge can cross such a place; ``_sp_piece``).
 ``whole_first`` (``ignore_merges``) looks the whole piece up first: a hit becomes a fixed
 id, as an added token.
 
@@ -32,7 +32,7 @@ from numba import prange
 
 from ._intrinsics import ctz64 as _ctz64
 from ._intrinsics import range_mask64 as _range_mask64
-from .engine_cpu import _sp_spaces, _split_added, bytes_lookup
+from .engine_cpu import _sp_nocut_before, _sp_spaces, _split_added, bytes_lookup
 from .gpu_host import _alloc
 from .hash_table import njit_cached, njit_noalloc
 from .hash_table import uidx as _U
@@ -40,15 +40,11 @@ from .workqueue import take
 
 
 @njit_noalloc(inline="always")
-def _sp_cut(src, i, x, m, starts, special, p, nocut):
+def _sp_cut(src, i, x, m, starts, special, p, held):
     """The "▁" at ``src[i]`` (``i > x``) of the piece from ``x`` copied to ``m``: a new piece
-    starts there unless ``nocut`` holds the character before it; returns the pieces' new count."""
-    pv = src[_U(i - 1)]  # the character before: ASCII, "▁", or another (cut)
-    if pv < 0x80:
-        keep = nocut[_U(pv)] != 0
-    else:
-        keep = i - 3 >= x and pv == 0x81 and src[_U(i - 2)] == 0x96 and src[_U(i - 3)] == 0xE2 and nocut[128] != 0
-    if not keep:
+    starts there unless ``held`` holds the character before it right before a "▁" (the CPU
+    engine's test, ``engine_cpu._sp_nocut_before``); returns the pieces' new count."""
+    if not _sp_nocut_before(src, i, held):
         starts[_U(p)] = m + i - x
         special[_U(p)] = -1
         p += 1
@@ -56,12 +52,12 @@ def _sp_cut(src, i, x, m, starts, special, p, nocut):
 
 
 @njit_noalloc(inline="always")
-def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, nocut, arena, tok_off, bkeys, bvals, copy=True):
+def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, held, arena, tok_off, bkeys, bvals, copy=True):
     """Append the piece ``src[x:y]`` (``engine_cpu._sp_piece``); returns ``(m, p)``.
     ``copy`` False: the piece is in place already (``src`` is ``buf`` and ``x`` is ``m``).
 
-    ``nocut``: empty, or ``uint8[129]`` (``nocut[x]`` for an ASCII byte, ``nocut[128]`` for
-    "▁"): the piece is then cut before every "▁" whose previous character is not in it."""
+    ``held``: empty, or the CPU engine's table (``fast_cpu._held_pairs``): the piece is then
+    cut before every "▁" whose previous character no token holds right before a "▁"."""
     if y <= x:
         return m, p
     if whole_first:
@@ -76,7 +72,7 @@ def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, nocut, arena
     starts[_U(p)] = m
     special[_U(p)] = -1
     p += 1
-    if nocut.shape[0] > 0:
+    if held.shape[0] > 0:
         N = src.shape[0]
         i = x + 1
         while i + 2 < y:
@@ -88,11 +84,11 @@ def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, nocut, arena
                     if j + 2 >= y:
                         break
                     if src[_U(j + 1)] == 0x96:
-                        p = _sp_cut(src, j, x, m, starts, special, p, nocut)
+                        p = _sp_cut(src, j, x, m, starts, special, p, held)
                 i += 64
                 continue
             if src[_U(i)] == 0xE2 and src[_U(i + 1)] == 0x96 and src[_U(i + 2)] == 0x81:
-                p = _sp_cut(src, i, x, m, starts, special, p, nocut)
+                p = _sp_cut(src, i, x, m, starts, special, p, held)
                 i += 3
             else:
                 i += 1
@@ -101,7 +97,7 @@ def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, nocut, arena
 
 
 @njit_cached
-def _sp_block(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, nocut,
+def _sp_block(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, held,
               buf, m, starts, p, special, first):
     """The pieces of documents ``d0..d1`` (module docstring) into ``buf[m:]``, ``starts[p:]``,
     ``special[p:]`` (``starts`` and ``first`` count from the start of these arrays);
@@ -127,11 +123,11 @@ def _sp_block(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, b
     me2 = np.empty(ncap, np.int64)
     mi2 = np.empty(ncap, np.int32)
     return _sp_docs(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first,
-                    nocut, buf, m, starts, p, special, first, gs, ge, ms, me, mi, nbuf, pbuf, s2, e2, ms2, me2, mi2)
+                    held, buf, m, starts, p, special, first, gs, ge, ms, me, mi, nbuf, pbuf, s2, e2, ms2, me2, mi2)
 
 
 @njit_noalloc
-def _sp_docs(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, nocut,
+def _sp_docs(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, held,
              buf, m, starts, p, special, first, gs, ge, ms, me, mi, nbuf, pbuf, s2, e2, ms2, me2, mi2):
     """``_sp_block``'s loop over its documents, with the scratch it made, compiled without
     reference counting (``engine_cpu._sp_docs``): counted, the piece walk took and dropped
@@ -166,7 +162,7 @@ def _sp_docs(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, bk
                 q = _sp_spaces(data, x, y, buf, q)
                 n2, nm2 = _split_added(buf, m, q, nt, cls, s2, e2, ms2, me2, mi2)
                 if nm2 == 0 and (n2 == 0 or (s2[0] == m and e2[0] == q)):
-                    m, p = _emit_piece(buf, m, q, buf, m, starts, special, p, whole_first, nocut, arena, tok_off,
+                    m, p = _emit_piece(buf, m, q, buf, m, starts, special, p, whole_first, held, arena, tok_off,
                                        bkeys, bvals, False)
                     continue
                 ln = q - m
@@ -199,7 +195,7 @@ def _sp_docs(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, bk
                 p1 = e2[_U(g2)]
                 g2 += 1
                 if prepend < 2:
-                    m, p = _emit_piece(nbuf, p0, p1, buf, m, starts, special, p, whole_first, nocut, arena,
+                    m, p = _emit_piece(nbuf, p0, p1, buf, m, starts, special, p, whole_first, held, arena,
                                        tok_off, bkeys, bvals)
                     continue
                 q = 0
@@ -211,13 +207,13 @@ def _sp_docs(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, bk
                     pbuf[2] = 0x81
                     q = 3
                 q = _sp_spaces(nbuf, p0, p1, pbuf, q)
-                m, p = _emit_piece(pbuf, 0, q, buf, m, starts, special, p, whole_first, nocut, arena,
+                m, p = _emit_piece(pbuf, 0, q, buf, m, starts, special, p, whole_first, held, arena,
                                    tok_off, bkeys, bvals)
     return m, p
 
 
 @njit_cached
-def sp_pieces(data, doc_offsets, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, nocut):
+def sp_pieces(data, doc_offsets, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, held):
     """``(buf, starts, special, first)`` for the packed documents (module docstring), in one
     thread (``sp_pieces_parallel``: in blocks of documents)."""
     n = doc_offsets.shape[0] - 1
@@ -227,7 +223,7 @@ def sp_pieces(data, doc_offsets, rt, nt, cls, prepend, arena, tok_off, bkeys, bv
     special = np.empty(2 * N + 2 * n + 2, np.int32)
     first = np.empty(n + 1, np.int64)
     m, p = _sp_block(data, doc_offsets, 0, n, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first,
-                     nocut, buf, 0, starts, 0, special, first)
+                     held, buf, 0, starts, 0, special, first)
     first[n] = p
     starts[p] = m
     return buf[:m], starts[:p + 1], special[:p], first
@@ -247,7 +243,7 @@ def sp_regions(doc_offsets, blocks):
 
 
 @njit_cached(parallel=True, nogil=True)
-def sp_blocks(data, doc_offsets, blocks, nw, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, nocut,
+def sp_blocks(data, doc_offsets, blocks, nw, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, held,
               bo, so, buf, starts, special):
     """The first half of ``sp_pieces_parallel``: each block of documents (``blocks``: bounds)
     into its region (``sp_regions``' ``bo``, ``so``) of ``buf`` (``uint8[bo[-1]]`` at
@@ -267,7 +263,7 @@ def sp_blocks(data, doc_offsets, blocks, nw, rt, nt, cls, prepend, arena, tok_of
             if k < 0:
                 continue
             m, p = _sp_block(data, doc_offsets, blocks[k], blocks[k + 1], rt, nt, cls, prepend, arena, tok_off, bkeys,
-                             bvals, whole_first, nocut, buf, bo[k], starts, so[k], special, first)
+                             bvals, whole_first, held, buf, bo[k], starts, so[k], special, first)
             cm[k] = m - bo[k]
             cp[k] = p - so[k]
     return first, cm, cp
@@ -317,7 +313,7 @@ def sp_gather(blocks, rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp, buf, star
 
 
 def sp_pieces_parallel(data, doc_offsets, blocks, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first,
-                       nocut, short, alloc=None, huge: int = 2 ** 62, regions=None):
+                       held, short, alloc=None, huge: int = 2 ** 62, regions=None):
     """``sp_pieces`` in blocks of documents (``blocks``), in parallel: ``(buf, starts: int32,
     special, first, stats)`` (``stats`` as ``sp_gather``'s, ``huge`` its threshold);
     ``alloc(name, n, dtype)`` gives the output arrays (the GPU engine's pinned staging
@@ -331,7 +327,7 @@ def sp_pieces_parallel(data, doc_offsets, blocks, rt, nt, cls, prepend, arena, t
     else:
         rbuf, rstarts, rspecial = (k.take(int(n)) for k, n in zip(regions, (bo[-1], so[-1], so[-1])))
     rfirst, cm, cp = sp_blocks(data, doc_offsets, blocks, nw, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals,
-                               whole_first, nocut, bo, so, rbuf, rstarts, rspecial)
+                               whole_first, held, bo, so, rbuf, rstarts, rspecial)
     M, P = int(cm.sum()), int(cp.sum())
     if M >= 2 ** 31:
         raise ValueError("a batch's normalized text must stay below 2**31 bytes: lower GPU_TOK_CUDA_BATCH_MB")
