@@ -278,6 +278,9 @@ def render(meta, results) -> str:
                                           f"{c['host_pieces']} on the host, pieces {c['host_s']} s"
                                           + (f", {device_line(c['device_time'])}" if c.get("device_time") else "")
                                           for n, c in hp.items()))
+    lines += section(results, lambda r: r["profile"].get("host_parts"),
+                     "The host step's parts in the profiled run (seconds, all batches; ``gpu_host.lap``):",
+                     lambda hp: ", ".join(f"{k} {v:.4f}" for k, v in hp.items()))
     lines += section(results, lambda r: r["profile"].get("kernels"),
                      "Kernel split of the profiled run (seconds, each kernel waited for alone; the scan's "
                      "kernels together), largest first:",

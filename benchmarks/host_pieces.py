@@ -10,6 +10,7 @@ also encodes the pieces longer than it on the host (``huge_bytes``), as
 
 Output buffers and scratch are kept between calls, as the engine keeps them (pinned staging
 there, ordinary memory here); best of ``--repeat`` calls per line; MB = 10^6 bytes of input.
+The last column: the step's parts (``gpu_host.lap``) in one more call, in milliseconds.
 """
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ def main(argv=None) -> int:
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     p.add_argument("--host-piece", default="8192", help="comma-separated huge_bytes thresholds")
     p.add_argument("--repeat", type=int, default=15)
+    p.add_argument("--no-hint", action="store_true",
+                   help="pack without the byte-level engine's probe (no flags for the host step)")
     args = p.parse_args(argv)
 
     import numpy as np
@@ -38,7 +41,7 @@ def main(argv=None) -> int:
     import gpu_tok
     from gpu_tok import gpu_engine as G
     from gpu_tok.bench import bench_file, load_texts, resolve_model, utf8_len
-    from gpu_tok.fast_cpu import pack
+    from gpu_tok.fast_cpu import pack_probed
 
     pool: dict = {}
 
@@ -51,8 +54,8 @@ def main(argv=None) -> int:
     def scratch(n):
         return alloc("scratch", n, np.int32)
 
-    print("| model | file | MB | threads | host piece | ms | MB/s | pieces | on the host |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| model | file | MB | threads | host piece | ms | MB/s | pieces | on the host | parts ms (one more call) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for name in [m for m in args.models.split(",") if m]:
         model = resolve_model(name)
         if model.error or model.kind != "hf":
@@ -63,17 +66,25 @@ def main(argv=None) -> int:
         for fname in [f for f in args.files.split(",") if f]:
             texts = load_texts(bench_file(fname), args.max_mb * 1e6)
             mb = utf8_len(texts) / 1e6
-            data, offsets = pack(texts, None)
+            # the flags GpuTokenizer packs with (byte-level: the engine's probe), unless --no-hint
+            eng = g.host.eng if isinstance(g.host, G.ByteLevelHost) and not args.no_hint else None
+            if eng is None:
+                data, offsets, hint = pack_probed(texts, None, None, None)
+            else:
+                data, offsets, hint = pack_probed(texts, None, None, eng.probe, eng.probe_pairs)
             for th in [int(t) for t in args.threads.split(",") if t]:
                 for huge in [int(h) for h in args.host_piece.split(",") if h]:
                     best, hp = float("inf"), None
                     for _ in range(max(1, args.repeat)):
                         t0 = time.perf_counter()
-                        hp = g.host.pieces(data, offsets, th, alloc, scratch, huge)
+                        hp = g.host.pieces(data, offsets, th, alloc, scratch, huge, None, hint)
                         best = min(best, time.perf_counter() - t0)
                     on_host = 0 if hp.huge is None else int(hp.huge[0].shape[0])
+                    times: dict = {}
+                    g.host.pieces(data, offsets, th, alloc, scratch, huge, times, hint)
+                    parts = ", ".join(f"{k} {v * 1e3:.2f}" for k, v in times.items())
                     print(f"| {name} | {fname} | {mb:.2f} | {th} | {huge} | {best * 1e3:.1f} | {mb / best:.0f} | "
-                          f"{hp.special.shape[0]} | {on_host} |", flush=True)
+                          f"{hp.special.shape[0]} | {on_host} | {parts} |", flush=True)
     return 0
 
 

@@ -450,11 +450,12 @@ class ByteBPEEngine:
         self._nfc_prepass(text.copy(), offs, None, True)  # written back in place
         K.nfc_spans_parallel(text.copy(), offs[:-1].copy(), offs[1:].copy(), *self.nfc)
 
-    def _nfc_skip(self, data, doc_offsets, skip):
-        """``skip`` plus the documents the reference's NFC would change (files with NFC)."""
+    def _nfc_skip(self, data, doc_offsets, skip, hint: Optional[np.ndarray] = None):
+        """``skip`` plus the documents the reference's NFC would change (files with NFC;
+        ``hint``: ``pack_probed``'s, as ``_nfc_changed`` takes it)."""
         if self.nfc is None:
             return skip
-        bad = self._nfc_changed(data, doc_offsets, skip).astype(np.uint8)
+        bad = self._nfc_changed(data, doc_offsets, skip, hint).astype(np.uint8)
         return bad if skip is None else (skip | bad)
 
     def _nfc_prepass(self, data, doc_offsets, skip, in_place: bool = False, hint: Optional[np.ndarray] = None):

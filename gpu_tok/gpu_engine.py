@@ -512,16 +512,24 @@ class ByteLevelHost:
     def __init__(self, eng):
         self.eng = eng
 
-    def pieces(self, data, offsets, num_threads, alloc=None, scratch=None, huge_bytes=_HUGE_BYTES) -> HostPieces:
+    def pieces(self, data, offsets, num_threads, alloc=None, scratch=None, huge_bytes=_HUGE_BYTES,
+               times=None, hint=None) -> HostPieces:
+        """The batch's pieces; ``times``: a dict the parts' seconds are added to (``nfc``,
+        ``added``, ``cut``, ``assemble``, ``huge``), or None; ``hint``: ``pack_probed``'s flags
+        of these documents for the engine's ``probe`` (``run_ids``' ``hint``), or None."""
         from .kernels import gpu_host as H
 
         eng = self.eng
         threads, parallel = plan_threads(num_threads, data.shape[0])
         with numba_threads(threads if parallel else None):
-            skip = eng._nfc_skip(data, offsets, None)
+            t0 = time.perf_counter()
+            skip = eng._nfc_skip(data, offsets, None, hint)
+            H.lap(times, "nfc", t0)
             starts, special, first, stats = H.byte_level_pieces(eng, data, offsets, skip, parallel, threads, alloc,
-                                                                scratch, huge_bytes)
+                                                                scratch, huge_bytes, times, hint)
+            t0 = time.perf_counter()
             huge = _byte_level_huge(eng, data, starts, special, huge_bytes, threads, parallel) if stats[3] else None
+            H.lap(times, "huge", t0)
         return HostPieces(data, starts, special, first, skip, stats[:3], huge)
 
 
@@ -553,7 +561,10 @@ class SentencePieceHost:
         self._lock = threading.Lock()
         self._regions = tuple(KeptArray(dt, _KEEP_OUT_MAX, self._lock) for dt in (np.uint8, np.int64, np.int32))
 
-    def pieces(self, data, offsets, num_threads, alloc=None, scratch=None, huge_bytes=_HUGE_BYTES) -> HostPieces:
+    def pieces(self, data, offsets, num_threads, alloc=None, scratch=None, huge_bytes=_HUGE_BYTES,
+               times=None, hint=None) -> HostPieces:
+        """The batch's pieces; ``times``: a dict the parts' seconds are added to (``walk``,
+        ``gather``, ``huge``), or None; ``hint``: not used (its callers pass None)."""
         from .fast_cpu import _UNITS_PER_THREAD, byte_blocks
         from .kernels import gpu_host as H
         from .kernels.sp_host import sp_pieces_parallel
@@ -568,16 +579,18 @@ class SentencePieceHost:
             with numba_threads(threads if parallel else 1):
                 buf, starts, special, first, stats = sp_pieces_parallel(
                     data, offsets, blocks, sp.rt, sp.nt, sp.cls, sp.prepend, *sp.bt, sp.whole_first, sp.held,
-                    H.SHORT, alloc, huge_bytes, self._regions if locked else None)
+                    H.SHORT, alloc, huge_bytes, self._regions if locked else None, times)
         finally:
             if locked:
                 self._lock.release()
+        t0 = time.perf_counter()
         with numba_threads(threads if parallel else 1):
             huge = None
             if stats[3]:
                 idx = H.huge_pieces(starts, special, huge_bytes, 4 * threads if parallel else 1)
                 huge = (idx,) + H.huge_sentencepiece(buf, starts, special, idx, sp.char_id, sp.byte_id, sp.mtab,
                                                      new_pair_cache(sp.pfilt), threads if parallel else 1)
+        H.lap(times, "huge", t0)
         return HostPieces(buf, starts, special, first, None, stats[:3], huge)
 
 
@@ -591,7 +604,11 @@ class ClipHost:
     def __init__(self, clip):
         self.clip = clip
 
-    def pieces(self, data, offsets, num_threads, alloc=None, scratch=None, huge_bytes=_HUGE_BYTES) -> HostPieces:
+    def pieces(self, data, offsets, num_threads, alloc=None, scratch=None, huge_bytes=_HUGE_BYTES,
+               times=None, hint=None) -> HostPieces:
+        """The batch's pieces; ``times``: a dict the parts' seconds are added to (``nfc``,
+        ``items``: the engine's ``_pieces``, ``fill``, ``huge``), or None; ``hint``: not used
+        (its callers pass None)."""
         from .fast_cpu import _UNITS_PER_THREAD
         from .kernels import gpu_host as H
 
@@ -599,7 +616,9 @@ class ClipHost:
         eng = c.engine
         n = offsets.shape[0] - 1
         threads, parallel = plan_threads(num_threads, data.shape[0])
+        t0 = time.perf_counter()
         skip = eng._nfc_changed(data, offsets, None).astype(np.uint8)
+        t0 = H.lap(times, "nfc", t0)
         if alloc is None:
             alloc = H._alloc
         # the engine's kept scratch (fresh arrays: page faults that two threads took longer
@@ -609,6 +628,7 @@ class ClipHost:
             with numba_threads(threads if parallel else 1):
                 buf, starts, ends, special, doc = c._pieces(data, offsets, skip, None, threads, parallel,
                                                             kept=locked, runs=False)
+                t0 = H.lap(times, "items", t0)
                 nb = np.int64(_UNITS_PER_THREAD * threads if parallel else 1)
                 nbytes, last = H.clip_counts(starts, ends, special, doc, nb)
                 P, M = int(special.shape[0]), int(nbytes.sum())
@@ -621,8 +641,10 @@ class ClipHost:
         finally:
             if locked:
                 c._lock.release()
+        t0 = H.lap(times, "fill", t0)
         with numba_threads(threads if parallel else None):
             huge = _byte_level_huge(eng, packed, starts32, special32, huge_bytes, threads, parallel) if stats[3] else None
+        H.lap(times, "huge", t0)
         return HostPieces(packed, starts32, special32, first, skip if skip.any() else None,
                           tuple(int(x) for x in stats[:3]), huge)
 
@@ -976,20 +998,24 @@ class GpuEngine:
 
     def encode_packed(self, host, data: np.ndarray, offsets: np.ndarray, num_threads: Optional[int] = None,
                       device_out: bool = False, prefix: Optional[np.ndarray] = None,
-                      suffix: Optional[np.ndarray] = None):
+                      suffix: Optional[np.ndarray] = None, hint: Optional[np.ndarray] = None):
         """``(ids, row_splits, skip)`` of packed documents; ``host`` makes the pieces
         (``ByteLevelHost``/``SentencePieceHost``); ``prefix``/``suffix``: the template's ids
         around every row. ``skip``: documents whose rows hold only the template, left for
-        the reference path (None when there are none). CuPy arrays when ``device_out``."""
+        the reference path (None when there are none). CuPy arrays when ``device_out``.
+        ``hint``: ``fast_cpu.pack_probed``'s flags per document (the host step then skips the
+        added-token and NFC passes over documents that cannot hold what they look for)."""
         with self._lock:
-            return self._encode_packed(host, data, offsets, num_threads, device_out, prefix, suffix)
+            return self._encode_packed(host, data, offsets, num_threads, device_out, prefix, suffix, hint)
 
-    def _host_step(self, host, data, offsets, d0: int, d1: int, num_threads, slot: int) -> HostPieces:
-        """Documents ``[d0, d1)``'s pieces, into ``slot``'s pinned staging."""
+    def _host_step(self, host, data, offsets, d0: int, d1: int, num_threads, slot: int, hint=None) -> HostPieces:
+        """Documents ``[d0, d1)``'s pieces, into ``slot``'s pinned staging (``hint``: the call's
+        ``fast_cpu.pack_probed`` flags, per document, or None)."""
         t0 = time.perf_counter()
         a, b = int(offsets[d0]), int(offsets[d1])
+        times = self.stats.setdefault("host_parts", {}) if self.profile else None  # the host step's parts
         hp = host.pieces(data[a:b], offsets[d0:d1 + 1] - a, num_threads, self._host_alloc(slot), self._host_scratch,
-                         self.huge_bytes)
+                         self.huge_bytes, times, None if hint is None else hint[d0:d1])
         self.stats["host_s"] += time.perf_counter() - t0
         return hp
 
@@ -1006,21 +1032,22 @@ class GpuEngine:
             self._streams.append(self.be.stream())
             self._pools.append({})
 
-    def _encode_packed(self, host, data, offsets, num_threads, device_out, prefix, suffix):
+    def _encode_packed(self, host, data, offsets, num_threads, device_out, prefix, suffix, hint):
         plan = self.plan(offsets)
         if self.overlap and not self.profile and len(plan) > 1:
             log = len(self.batch_log)
             try:
-                return self._encode_overlapped(plan, host, data, offsets, num_threads, device_out, prefix, suffix)
+                return self._encode_overlapped(plan, host, data, offsets, num_threads, device_out, prefix, suffix,
+                                               hint)
             except Exception as e:  # noqa: BLE001
                 if not is_oom(e):
                     raise
                 # out of memory: the whole call again on the plain loop, which halves batches
                 del self.batch_log[log:]
                 self.release()
-        return self._encode_plain(plan, host, data, offsets, num_threads, device_out, prefix, suffix)
+        return self._encode_plain(plan, host, data, offsets, num_threads, device_out, prefix, suffix, hint)
 
-    def _encode_overlapped(self, plan, host, data, offsets, num_threads, device_out, prefix, suffix):
+    def _encode_overlapped(self, plan, host, data, offsets, num_threads, device_out, prefix, suffix, hint=None):
         """The batch loop with the host step on a worker thread: batch ``k + 1``'s pieces are
         made (into slot ``(k + 1) % 3``'s pinned staging) while this thread issues batch
         ``k``'s copies and kernels and collects batch ``k - 1``; a slot is written again only
@@ -1042,7 +1069,7 @@ class GpuEngine:
                 if stop.is_set():
                     return
                 try:
-                    hp = self._host_step(host, data, offsets, d0, d1, num_threads, k % S)
+                    hp = self._host_step(host, data, offsets, d0, d1, num_threads, k % S, hint)
                 except BaseException as e:  # noqa: BLE001 - raised by the caller's thread
                     ready.put((None, e))
                     return
@@ -1070,7 +1097,7 @@ class GpuEngine:
         self._ev_collect()
         return self._join(parts, skips, n, sink)
 
-    def _encode_plain(self, plan, host, data, offsets, num_threads, device_out, prefix, suffix):
+    def _encode_plain(self, plan, host, data, offsets, num_threads, device_out, prefix, suffix, hint=None):
         self._ev = []
         n = offsets.shape[0] - 1
         sink = None if device_out else _host_result(offsets, prefix, suffix)
@@ -1085,7 +1112,7 @@ class GpuEngine:
                 if queue:
                     current = queue[0]
                     d0, d1 = current
-                    hp = self._host_step(host, data, offsets, d0, d1, num_threads, k % 2)
+                    hp = self._host_step(host, data, offsets, d0, d1, num_threads, k % 2, hint)
                     flights.append(self._launch(hp, d0, d1, k % 2))
                     queue.popleft()
                     k += 1
@@ -1218,16 +1245,20 @@ class GpuTokenizer:
 
     def _encode_ids(self, texts, add_special_tokens, num_threads, return_numpy, kept):
         from .cpu_ref.pipeline import check_text
-        from .fast_cpu import pack, splice_rows
+        from .fast_cpu import _NO_PAIRS, pack_probed, splice_rows
 
         t0 = time.perf_counter()
-        data, offsets = pack(texts, check_text, num_threads, kept=kept)
+        # the byte-level host step takes pack_probed's flags as the CPU engine does (documents
+        # without an added token's first bytes are not searched for them)
+        eng = self.host.eng if isinstance(self.host, ByteLevelHost) else None
+        probe, pairs = (None, _NO_PAIRS) if eng is None else (eng.probe, eng.probe_pairs)
+        data, offsets, hint = pack_probed(texts, check_text, num_threads, probe, pairs, kept=kept)
         self.engine.stats["pack_s"] += time.perf_counter() - t0
         device_out = not return_numpy and self.engine.be.name == "cuda" and _cupy() is not None
         pre = suf = None
         if add_special_tokens:
             pre, suf = self.cpu.prefix, self.cpu.suffix
-        ids, rs, skip = self.engine.encode_packed(self.host, data, offsets, num_threads, device_out, pre, suf)
+        ids, rs, skip = self.engine.encode_packed(self.host, data, offsets, num_threads, device_out, pre, suf, hint)
         if skip is not None and skip.any():  # documents NFC changes (fast_cpu)
             if device_out:
                 ids, rs = ids.get(), rs.get()

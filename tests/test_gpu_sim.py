@@ -903,6 +903,56 @@ def _check_profile(device):
         assert want_k <= set(ks), (family, sorted(ks))
         assert all(v >= 0 for v in ks.values())
         assert sum(ks.values()) <= st["kernel_s"] + 1e-9, family  # each timed inside its phase
+        # the host step's parts (gpu_host.lap), inside its time
+        parts = st["host_parts"]
+        assert set(parts) == {"nfc", "added", "cut", "assemble", "huge"}, (family, parts)
+        assert all(v >= 0 for v in parts.values()) and sum(parts.values()) <= st["host_s"] + 1e-9, family
+    g.engine.stats = G._new_stats()
+    g.encode_ids(texts, flag, None, True)
+    assert "host_parts" not in g.engine.stats  # only profiled runs time them
+
+
+@twin_only
+def test_twin_host_step_takes_the_pack_hint(monkeypatch):
+    """``GpuTokenizer`` packs with the byte-level engine's probe (``pack_probed``) and its host
+    step passes each batch's part of the flags to the added-token and NFC passes, as the CPU
+    engine does: documents without an added token's first bytes (or a byte NFC may change)
+    are not searched; the ids equal ``device="cpu"``'s with and without the flags."""
+    from gpu_tok import fast_cpu
+    from gpu_tok import gpu_engine as G
+
+    texts = ["plain words here", "x <|endoftext|> y", "", "caf\u00e9 cafe\u0301", "<| not a token", "a" * 50] * 7
+    for family in ("gpt2", "qwen3"):
+        t = tok(family)
+        want = t.encode_batch_ids(texts, device="cpu")
+        g = G._engine_for(t, "twin", lambda be: G.GpuTokenizer(t, be))
+        g.engine.batch_bytes = 150  # several batches: each takes its documents' flags
+        seen = []
+        real = fast_cpu.ByteBPEEngine._segments
+
+        def segments(self, data, doc_offsets, skip, parallel=False, hint=None, doc_ends=None):
+            seen.append((doc_offsets.shape[0] - 1, None if hint is None else hint.copy()))
+            return real(self, data, doc_offsets, skip, parallel, hint, doc_ends)
+
+        monkeypatch.setattr(fast_cpu.ByteBPEEngine, "_segments", segments)
+        try:
+            ids, rs = g.encode_ids(texts, True, None, True)
+        finally:
+            monkeypatch.setattr(fast_cpu.ByteBPEEngine, "_segments", real)
+            g.engine.batch_bytes = G._BATCH_BYTES
+        assert np.array_equal(np.asarray(rs), want.row_splits) and np.array_equal(np.asarray(ids), want.ids), family
+        # every batch's documents (qwen3's NFC-changed ones once more, by the CPU engine: skipped_rows)
+        assert len(seen) > 3 and sum(n for n, _h in seen) >= len(texts), family
+        _n, h0 = seen[0]
+        assert h0 is not None and (h0 & fast_cpu._PROBE_ADDED)[[0, 2, 5]].sum() == 0, (family, h0)
+        assert (h0 & fast_cpu._PROBE_ADDED)[1] != 0, (family, h0)
+        # the same without the flags (pack, no probe): the same ids
+        real_pp = fast_cpu.pack_probed
+        monkeypatch.setattr(fast_cpu, "pack_probed", lambda texts, check, n, probe, pairs=None, kept=None:
+                            real_pp(texts, check, n, None, kept=kept))
+        ids, rs = g.encode_ids(texts, True, None, True)
+        monkeypatch.undo()
+        assert np.array_equal(np.asarray(rs), want.row_splits) and np.array_equal(np.asarray(ids), want.ids), family
 
 
 def _check_oom_halving(device, monkeypatch):

@@ -22,6 +22,8 @@ The same pieces as ``ByteBPEEngine.pieces`` (the tests compare them).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from numba import prange
 
@@ -180,20 +182,34 @@ def assemble_serial(rec_start, rec_count, rec_id, pos, out, N, doc_offsets, star
     return n_model, n_long, lb, nh
 
 
+def lap(times, key: str, t0: float) -> float:
+    """Add the seconds since ``t0`` to ``times[key]`` (a dict, or None: nothing is timed) and
+    return now: the host step's parts, timed in the GPU engine's profiled runs."""
+    if times is None:
+        return t0
+    t = time.perf_counter()
+    times[key] = times.get(key, 0.0) + t - t0
+    return t
+
+
 def byte_level_pieces(eng, data, doc_offsets, skip, parallel: bool, threads: int, alloc=None, scratch=None,
-                      huge: int = 2 ** 62):
+                      huge: int = 2 ** 62, times=None, hint=None):
     """``(starts, special, first, (n_model, n_long, long_bytes, n_huge))`` for a
     ``ByteBPEEngine`` (module docstring; ``huge``: see ``huge_byte_level``); ``skip``:
     documents left to the reference path, or None.
     ``alloc(name, n, dtype)`` gives the output arrays (the GPU engine's pinned staging
     buffers, so nothing is copied again before the transfer); ``scratch(n)`` an ``int32``
-    work array of at least ``n`` items kept between calls (fresh arrays by default)."""
+    work array of at least ``n`` items kept between calls (fresh arrays by default).
+    ``times``: a dict its parts' seconds are added to (``lap``), or None; ``hint``:
+    ``fast_cpu.pack_probed``'s flags of these documents (``ByteBPEEngine._segments``), or None."""
     if data.shape[0] >= 2 ** 31:
         raise ValueError("a batch must stay below 2**31 bytes")
     if alloc is None:
         alloc = _alloc
+    t0 = time.perf_counter() if times is not None else 0.0
     # the added-token passes (the documents shared between the threads, as the CPU engine does)
-    seg_s, seg_e, m_s, _m_e, m_id = eng._segments(data, doc_offsets, skip, parallel)
+    seg_s, seg_e, m_s, _m_e, m_id = eng._segments(data, doc_offsets, skip, parallel, hint)
+    t0 = lap(times, "added", t0)
     fam, end_whole, tab, fold = eng._pretok._prepare(eng.spec.family, eng.spec.dialect)
     out = scratch(max(data.shape[0], 1)) if scratch is not None else np.empty(max(data.shape[0], 1), np.int32)
     if parallel:
@@ -209,6 +225,7 @@ def byte_level_pieces(eng, data, doc_offsets, skip, parallel: bool, threads: int
         seg_count = cut_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, out)
         ustart = np.zeros(0, np.int64)
         ucount = ustart
+    t0 = lap(times, "cut", t0)
     keep = seg_count > 0
     rec_start = [seg_s[keep]]
     rec_count = [seg_count[keep]]
@@ -243,6 +260,7 @@ def byte_level_pieces(eng, data, doc_offsets, skip, parallel: bool, threads: int
     fn = assemble_parallel if parallel else assemble_serial
     stats = fn(rec_start, rec_count, rec_id, pos, out, data.shape[0], doc_offsets, starts, special, first,
                np.int64(huge))
+    lap(times, "assemble", t0)
     return starts, special, first, tuple(int(x) for x in stats)
 
 

@@ -26,6 +26,8 @@ counted and signed, one thread took 30 ms for 4 MB of llama2's code here, 10 ms 
 
 from __future__ import annotations
 
+import time
+
 import numba
 import numpy as np
 from numba import prange
@@ -33,7 +35,7 @@ from numba import prange
 from ._intrinsics import ctz64 as _ctz64
 from ._intrinsics import range_mask64 as _range_mask64
 from .engine_cpu import _sp_nocut_before, _sp_spaces, _split_added, bytes_lookup
-from .gpu_host import _alloc
+from .gpu_host import _alloc, lap
 from .hash_table import njit_cached, njit_noalloc
 from .hash_table import uidx as _U
 from .workqueue import take
@@ -313,13 +315,15 @@ def sp_gather(blocks, rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp, buf, star
 
 
 def sp_pieces_parallel(data, doc_offsets, blocks, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first,
-                       held, short, alloc=None, huge: int = 2 ** 62, regions=None):
+                       held, short, alloc=None, huge: int = 2 ** 62, regions=None, times=None):
     """``sp_pieces`` in blocks of documents (``blocks``), in parallel: ``(buf, starts: int32,
     special, first, stats)`` (``stats`` as ``sp_gather``'s, ``huge`` its threshold);
     ``alloc(name, n, dtype)`` gives the output arrays (the GPU engine's pinned staging
     buffers); ``regions``: ``(bytes, starts, special)``, ``fast_cpu.KeptArray``s the caller
     holds, where the blocks' regions go (fresh arrays by default: about 30 bytes per byte of
-    text, mostly never written, whose written pages were faulted in on every call)."""
+    text, mostly never written, whose written pages were faulted in on every call).
+    ``times``: a dict the two halves' seconds are added to (``gpu_host.lap``), or None."""
+    t0 = time.perf_counter() if times is not None else 0.0
     nw = np.int64(numba.get_num_threads())  # the workers of sp_blocks' queue: the caller's thread count
     bo, so = sp_regions(doc_offsets, blocks)
     if regions is None:
@@ -328,6 +332,7 @@ def sp_pieces_parallel(data, doc_offsets, blocks, rt, nt, cls, prepend, arena, t
         rbuf, rstarts, rspecial = (k.take(int(n)) for k, n in zip(regions, (bo[-1], so[-1], so[-1])))
     rfirst, cm, cp = sp_blocks(data, doc_offsets, blocks, nw, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals,
                                whole_first, held, bo, so, rbuf, rstarts, rspecial)
+    t0 = lap(times, "walk", t0)
     M, P = int(cm.sum()), int(cp.sum())
     if M >= 2 ** 31:
         raise ValueError("a batch's normalized text must stay below 2**31 bytes: lower GPU_TOK_CUDA_BATCH_MB")
@@ -338,4 +343,5 @@ def sp_pieces_parallel(data, doc_offsets, blocks, rt, nt, cls, prepend, arena, t
     special, first = alloc("special", P, np.int32), alloc("first", n + 1, np.int64)
     stats = sp_gather(blocks, rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp, buf, starts, special, first,
                       np.int64(short), np.int64(huge))
+    lap(times, "gather", t0)
     return buf, starts, special, first, tuple(int(x) for x in stats)
