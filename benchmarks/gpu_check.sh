@@ -14,6 +14,8 @@
 #      run, MB/s as the input grows (same log);
 #      "ab": gpu_bench with FastLauncher off/on and the overlapped host step off/on (ab.log);
 #      ncu (Nsight Compute) on the first batch's kernels of gpt2 on english_prose (ncu.log);
+#      "hostsplit": benchmarks/host_pieces.py, the host step alone at 1, 4 and all threads with its
+#      parts (how it scales on this machine's cores; gpu_bench.log);
 #   4. benchmarks/bench.py: (step "scale" only) our CPU engine and gigatoken at 4 and 8 threads
 #      on english_prose, ours on unseen text with its shared word table off and on;
 #      our CPU engine, HF tokenizers, tiktoken and gigatoken (when installed or carried as a
@@ -36,7 +38,7 @@
 #
 # GPU_CHECK_DRY=1: a dry run without a GPU (the tests under the simulator, gpu_bench on the CPU
 # twins), to check the script itself. GPU_CHECK_STEPS=tests,gpu (say): a rerun that leaves a
-# step out (default tests,gpu,ab,overheads,ncu,cpu; "scale" adds step 4's runs at 4 and 8 threads
+# step out (default tests,gpu,ab,overheads,hostsplit,ncu,cpu; "scale" adds step 4's runs at 4 and 8 threads
 # and on unseen text). GPU_TOK_GIT: the commit to name in the results (the copy
 # on a lent machine may carry a stale .git).
 set -u
@@ -48,7 +50,7 @@ PY=${PYTHON:-python3}
 THREADS=${GPU_CHECK_THREADS:-$(nproc)}
 MODELS=${GPU_CHECK_MODELS:-gpt2,llama3,o200k_base,llama2}  # llama2: the SentencePiece host step
 MAX_MB=${GPU_CHECK_MAX_MB:-8}
-STEPS=${GPU_CHECK_STEPS:-tests,gpu,ab,overheads,ncu,cpu}  # which steps run (a rerun may leave some out)
+STEPS=${GPU_CHECK_STEPS:-tests,gpu,ab,overheads,hostsplit,ncu,cpu}  # which steps run (a rerun may leave some out)
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 unset NUMBA_ENABLE_CUDASIM
@@ -198,6 +200,13 @@ else:
     print("clocks: no samples from nvidia-smi")
 EOF
 fi
+
+# the host step alone (no device work) at 1, 4 and all threads, with its parts (gpu_host.lap):
+# on 2026-12-05 it took 3.5 ms per 8 MB of gpt2 english_prose on 16 cores, where this 2-core
+# host's two threads and per-call cost predicted about 1 ms
+has_step hostsplit && step "host step alone" "${GPU_CHECK_HOSTSPLIT_LIMIT:-60}" "$OUT/gpu_bench.log" \
+  $PY benchmarks/host_pieces.py --models "${GPU_CHECK_HOSTSPLIT_MODELS:-gpt2,llama2}" \
+    --files code,english_prose,multilingual --threads "1,4,$THREADS" --max-mb "$MAX_MB" --repeat 5
 
 # A/B of the engine's switches on the same machine, same texts: Numba's launches against
 # FastLauncher's (GPU_TOK_CUDA_FAST_LAUNCH), the plain batch loop against the host step on a

@@ -271,6 +271,35 @@ def sp_blocks(data, doc_offsets, blocks, nw, rt, nt, cls, prepend, arena, tok_of
     return first, cm, cp
 
 
+@njit_noalloc
+def _gather_pieces(rstarts, rspecial, s0, c, end, shift, starts, special, p0, short, huge):
+    """One block's ``c`` pieces from its region (``rstarts[s0:]``, ``rspecial[s0:]``; the last
+    ends at ``end``) to ``starts[p0:]`` (``int32``, moved by ``shift``) and ``special[p0:]``;
+    returns its ``sp_gather`` counts. The counts are sums of 0/1 terms, not branches: whether
+    a piece is a model piece, long or huge is data no predictor follows (the branches took
+    most of the loop: llama2, 8 MB of English prose, one thread, 4.8 of the step's 15.8 ms)."""
+    nm = np.int64(0)
+    nl = np.int64(0)
+    lbs = np.int64(0)
+    nhh = np.int64(0)
+    for j in range(c):
+        a = rstarts[_U(s0 + j)]
+        e = rstarts[_U(s0 + j + 1)] if j + 1 < c else end
+        starts[_U(p0 + j)] = np.int32(a + shift)
+        sp = rspecial[_U(s0 + j)]
+        special[_U(p0 + j)] = sp
+        ln = e - a
+        model = np.int64(sp == -1)
+        h = model & np.int64(ln > huge)
+        mm = model & np.int64(ln >= 2) & (1 - h)
+        lg = mm & np.int64(ln > short)
+        nhh += h
+        nm += mm
+        nl += lg
+        lbs += lg * ln
+    return nm, nl, lbs, nhh
+
+
 @njit_cached(parallel=True, nogil=True)
 def sp_gather(blocks, rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp, buf, starts, special, first, short, huge):
     """The second half of ``sp_pieces_parallel``: the blocks' regions back to back into
@@ -291,21 +320,8 @@ def sp_gather(blocks, rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp, buf, star
     nh = np.zeros(nb, np.int64)
     for k in prange(nb):
         buf[mo[k]:mo[k + 1]] = rbuf[bo[k]:bo[k] + cm[k]]
-        shift = mo[k] - bo[k]
-        s0, p0, c = so[k], po[k], cp[k]
-        for j in range(c):
-            a = rstarts[_U(s0 + j)]
-            e = rstarts[_U(s0 + j + 1)] if j + 1 < c else bo[k] + cm[k]
-            starts[_U(p0 + j)] = np.int32(a + shift)
-            sp = rspecial[_U(s0 + j)]
-            special[_U(p0 + j)] = sp
-            if sp == -1 and e - a > huge:
-                nh[k] += 1
-            elif sp == -1 and e - a >= 2:
-                n_model[k] += 1
-                if e - a > short:
-                    n_long[k] += 1
-                    lb[k] += e - a
+        n_model[k], n_long[k], lb[k], nh[k] = _gather_pieces(rstarts, rspecial, so[k], cp[k], bo[k] + cm[k],
+                                                             mo[k] - bo[k], starts, special, po[k], short, huge)
         for d in range(blocks[k], blocks[k + 1]):
             first[d] = rfirst[d] - so[k] + po[k]
     n = first.shape[0] - 1
