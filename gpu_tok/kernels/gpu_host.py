@@ -120,14 +120,14 @@ def _gather_one(r, rec_start, rec_count, rec_id, pos, out, starts, special):
 
 @njit_noalloc(inline="always")
 def _stats_one(p, starts, special, huge):
-    n = starts[_U(p + 1)] - starts[_U(p)]
-    if special[_U(p)] != -1 or n < 2:
-        return 0, 0, 0, 0
-    if n > huge:
-        return 0, 0, 0, 1
-    if n > SHORT:
-        return 1, 1, n, 0
-    return 1, 0, 0, 0
+    """Piece ``p``'s terms of ``assemble_parallel``'s counts, as 0/1 (no branch: whether a
+    piece is a model piece of two bytes or more is data no predictor follows)."""
+    n = np.int64(starts[_U(p + 1)]) - np.int64(starts[_U(p)])
+    model = np.int64(special[_U(p)] == -1) & np.int64(n >= 2)
+    h = model & np.int64(n > huge)
+    mm = model & (1 - h)
+    lg = mm & np.int64(n > SHORT)
+    return mm, lg, lg * n, h
 
 
 @njit_cached(parallel=True, nogil=True)
