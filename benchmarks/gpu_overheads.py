@@ -125,6 +125,29 @@ def main(argv=None) -> int:
     out["alloc_512KiB_us"] = per_call_us(lambda: be.empty(1 << 16, np.int64), n, sync)
     out["read_scalar_us"] = per_call_us(lambda: be.read_scalar(a, 0, s), n)
     out["h2d_512KiB_pageable_us"] = per_call_us(lambda: be.copy_into(a, 0, h, s), n, sync)
+    # the ids' way back (GpuEngine._collect): 8 MiB of int32 into pageable memory (kept, as a
+    # reused result; fresh, as a new one), and into pinned memory then copied on all threads
+    ids = be.empty(1 << 21, np.int32)
+    kept = np.empty(1 << 21, np.int32)
+    m = max(1, n // 10)
+    out["d2h_8MiB_pageable_kept_us"] = per_call_us(lambda: be.to_host_into(ids, kept, s), m, sync)
+    out["d2h_8MiB_pageable_fresh_us"] = per_call_us(lambda: be.to_host_into(ids, np.empty(1 << 21, np.int32), s), m,
+                                                    sync)
+    if hasattr(be, "pinned"):
+        from gpu_tok.fast_cpu import numba_threads
+        from gpu_tok.kernels.gpu_host import copy_parallel
+
+        pin = be.pinned(1 << 21, np.int32)
+
+        def pinned_then_copy(dst):
+            be.to_host_into(ids, pin, s)
+            sync()
+            with numba_threads(args.threads):
+                copy_parallel(pin, dst, np.int64(4 * args.threads))
+
+        out["d2h_8MiB_pinned_us"] = per_call_us(lambda: (be.to_host_into(ids, pin, s), sync()), m)
+        out["d2h_8MiB_pinned_copy_kept_us"] = per_call_us(lambda: pinned_then_copy(kept), m)
+        out["d2h_8MiB_pinned_copy_fresh_us"] = per_call_us(lambda: pinned_then_copy(np.empty(1 << 21, np.int32)), m)
     out["chunk_scan_5_args_us"] = per_call_us(
         lambda: be.launch(K.k_chunk_scan, 1, s, 1, 1, a, a, a), n, sync)
     if args.device == "cuda":

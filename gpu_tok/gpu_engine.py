@@ -663,10 +663,11 @@ class HostResult:
     shrinks it to the ids written, so the caller gets an array of its own and of its size.
     Between calls to ``ids_at`` no view of the array is kept (a resize may move it)."""
 
-    def __init__(self, n_docs: int, cap: int):
+    def __init__(self, n_docs: int, cap: int, threads: Optional[int] = None):
         self.ids = np.empty(max(int(cap), 1), np.int32)
         self.rs = np.zeros(n_docs + 1, np.int64)
         self.t = 0
+        self.threads = threads  # the call's num_threads (the copy from pinned memory)
 
     def ids_at(self, count: int) -> np.ndarray:
         """The place of the next ``count`` ids."""
@@ -720,6 +721,9 @@ class GpuEngine:
         self._pools: List[dict] = [{}, {}]
         # GPU_TOK_CUDA_OVERLAP=1: the host step on a worker thread (_encode_overlapped)
         self.overlap = os.environ.get("GPU_TOK_CUDA_OVERLAP") == "1"
+        # host-bound ids copied back through pinned memory (_collect); GPU_TOK_CUDA_PINNED_D2H=0: straight
+        # into the result (pageable), as before
+        self.pinned_d2h = os.environ.get("GPU_TOK_CUDA_PINNED_D2H", "1") != "0"
         self._hscratch = None
         self._text = None  # KeptArray of pinned memory: the packed text (CUDA backend)
 
@@ -900,10 +904,25 @@ class GpuEngine:
             e0 = self._ev_begin(s)
             count = int(ids.shape[0])
             r = sink.rs[f.d0:f.d1 + 1]  # its first item is the previous batch's last, rewritten as the same
-            be.to_host_into(ids, sink.ids_at(count), s)
+            # the ids through the slot's pinned buffer (CUDA backend): a copy to pageable memory
+            # goes through the driver's bounce buffer at the speed of one thread's memcpy into
+            # pages new to the process (1-5 ms per 8 MB of text on the H200, 2026-12-05);
+            # from pinned memory it is a DMA, then the copy into the result is on all threads
+            stage = self._staging(f.slot, "ids_out", count, np.int32) if self.pinned_d2h else None
+            dst = sink.ids_at(count)
+            be.to_host_into(ids, dst if stage is None else stage[:count], s)
             be.to_host_into(rs, r, s)
             self._ev_end("d2h", e0, s)
             be.sync(s)
+            if stage is not None and count:
+                from .kernels.gpu_host import copy_parallel
+
+                threads, parallel = plan_threads(sink.threads, count * 4)
+                if parallel and _threads_reentrant():
+                    with numba_threads(threads):
+                        copy_parallel(stage[:count], dst, np.int64(4 * threads))
+                else:
+                    dst[:] = stage[:count]
             if sink.t:
                 r += sink.t
             sink.t += count
@@ -1075,7 +1094,7 @@ class GpuEngine:
                     return
                 ready.put((hp, None))
 
-        sink = None if device_out else _host_result(offsets, prefix, suffix)
+        sink = None if device_out else _host_result(offsets, prefix, suffix, num_threads)
         parts, skips, flights = [], [], deque()
         worker = threading.Thread(target=produce, name="gpu_tok-host-step", daemon=True)
         worker.start()
@@ -1100,7 +1119,7 @@ class GpuEngine:
     def _encode_plain(self, plan, host, data, offsets, num_threads, device_out, prefix, suffix, hint=None):
         self._ev = []
         n = offsets.shape[0] - 1
-        sink = None if device_out else _host_result(offsets, prefix, suffix)
+        sink = None if device_out else _host_result(offsets, prefix, suffix, num_threads)
         queue = deque(plan)
         flights: deque = deque()
         parts = []
@@ -1162,12 +1181,24 @@ class GpuEngine:
         return ids, rs, skip
 
 
-def _host_result(offsets, prefix, suffix) -> HostResult:
+def _threads_reentrant() -> bool:
+    """Whether Numba's threading layer takes parallel kernels from two threads at once (omp,
+    tbb; not workqueue, which ends the process): the overlapped loop's worker runs the host
+    step's while this thread copies ids back. False until a parallel kernel has chosen it."""
+    try:
+        import numba
+
+        return numba.threading_layer() != "workqueue"
+    except Exception:  # noqa: BLE001 - none chosen yet
+        return False
+
+
+def _host_result(offsets, prefix, suffix, threads: Optional[int] = None) -> HostResult:
     """The ``HostResult`` of one call: room for a third of its bytes as ids at first, and the
     template's ids around every row."""
     n = offsets.shape[0] - 1
     extra = (prefix.shape[0] + suffix.shape[0]) if prefix is not None else 0
-    return HostResult(n, int(offsets[-1]) // 3 + n * extra + 1024)
+    return HostResult(n, int(offsets[-1]) // 3 + n * extra + 1024, threads)
 
 
 def _byte_mid(offsets, d0, d1) -> int:

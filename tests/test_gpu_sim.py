@@ -343,8 +343,11 @@ def test_device_event_times():
 def test_device_text_packed_in_pinned_memory(monkeypatch):
     """``GpuTokenizer`` packs the texts into the engine's pinned buffer (``text_buffer``), and
     the batches' text goes to the device from there, not through a staging buffer; a text
-    larger than the buffer's limit is packed into ordinary memory and staged as before."""
+    larger than the buffer's limit is packed into ordinary memory and staged as before. The
+    ids come back through a pinned buffer, then into the result (in parallel on two threads),
+    or straight into it with ``pinned_d2h`` off."""
     from gpu_tok import gpu_engine as G
+    from gpu_tok.kernels import gpu_host
 
     t = tok("gpt2")
     texts = [" ".join(bench_texts(3000)[0].split()[:30])] * 4 + ["", "x" * 80, "the cat"]
@@ -363,6 +366,32 @@ def test_device_text_packed_in_pinned_memory(monkeypatch):
     buf = g.engine.text_buffer()._buf
     assert buf is not None and buf.shape[0] >= sum(len(x.encode()) for x in texts)
     assert "data" not in staged and "starts" in staged
+    # the ids come back through a pinned buffer ("ids_out"), then into the result; with
+    # pinned_d2h off (GPU_TOK_CUDA_PINNED_D2H=0) straight into it: the same ids either way,
+    # on one and on two threads (the copy in parallel)
+    assert "ids_out" in staged
+    copies = []
+    real_copy = gpu_host.copy_parallel
+
+    def copy_parallel(src, dst, nblocks):
+        copies.append(int(nblocks))
+        return real_copy(src, dst, nblocks)
+
+    monkeypatch.setattr(gpu_host, "copy_parallel", copy_parallel)
+    real_plan = G.plan_threads
+    monkeypatch.setattr(G, "plan_threads", lambda n, b: (2, True) if n == 2 else real_plan(n, b))  # small: parallel
+    for threads in (1, 2):
+        staged.clear()
+        ids, rs = g.encode_ids(texts * 3, False, threads, True)
+        assert "ids_out" in staged and np.array_equal(np.asarray(ids), np.tile(want.ids, 3))
+    assert copies == [8] or not G._threads_reentrant(), copies  # two threads: 4 parts each
+    monkeypatch.setattr(G, "plan_threads", real_plan)
+    monkeypatch.setattr(g.engine, "pinned_d2h", False)
+    staged.clear()
+    ids, rs = g.encode_ids(texts, False, None, True)
+    assert np.array_equal(np.asarray(rs), want.row_splits) and np.array_equal(np.asarray(ids), want.ids)
+    assert "ids_out" not in staged
+    monkeypatch.setattr(g.engine, "pinned_d2h", True)
     staged.clear()
     monkeypatch.setattr(g.engine.text_buffer(), "limit", 16)
     ids, rs = g.encode_ids(texts, False, None, True)

@@ -182,6 +182,20 @@ def assemble_serial(rec_start, rec_count, rec_id, pos, out, N, doc_offsets, star
     return n_model, n_long, lb, nh
 
 
+@njit_cached(parallel=True, nogil=True)
+def copy_parallel(src, dst, nblocks):
+    """``dst[:] = src`` in ``nblocks`` parts on Numba's threads (the GPU engine's ids, from
+    the pinned buffer the device wrote them to, into the call's result: its pages, new to
+    the process, are faulted in by all threads, not one)."""
+    n = src.shape[0]
+    step = (n + nblocks - 1) // nblocks
+    for b in prange(nblocks):
+        lo = b * step
+        hi = min(n, lo + step)
+        for i in range(lo, hi):
+            dst[i] = src[i]
+
+
 def lap(times, key: str, t0: float) -> float:
     """Add the seconds since ``t0`` to ``times[key]`` (a dict, or None: nothing is timed) and
     return now: the host step's parts, timed in the GPU engine's profiled runs."""
