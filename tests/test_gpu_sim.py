@@ -570,9 +570,9 @@ def test_twin_host_result_in_place_over_batches(family, monkeypatch):
     made = []
     real = G.HostResult
 
-    def small(n_docs, cap):
+    def small(n_docs, cap, threads=None):
         made.append(cap)
-        return real(n_docs, 3)
+        return real(n_docs, 3, threads)
 
     monkeypatch.setattr(G, "HostResult", small)
     old = g.engine.batch_bytes
