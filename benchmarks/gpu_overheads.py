@@ -55,7 +55,8 @@ def best_of(run, k: int) -> float:
 def profile_run(run, tok, device: str, mb: float, batch_mb: str) -> None:
     """One run's phases (the engine's stats: pack, host pieces, issuing copies and launches,
     waiting and copying back), then one run under cProfile (the functions with the most time
-    of their own, and the most time inside them), then e2e with other batch sizes."""
+    of their own, and the most time inside them), then e2e with the default batch plan and the
+    whole input as one batch (``GpuEngine.min_batch_bytes``), and with other batch sizes."""
     import cProfile
     import io
     import pstats
@@ -79,6 +80,20 @@ def profile_run(run, tok, device: str, mb: float, batch_mb: str) -> None:
         lines = [x for x in buf.getvalue().splitlines() if x.strip()]
         print(f"cProfile of one {mb:g} MB run, by {key}:")
         print("\n".join(lines[:40]), flush=True)
+    # the default plan, and the whole input as one batch (no split: fewer launches per byte, no
+    # overlap of one batch's host step with the previous batch's device work)
+    keep = eng.batch_bytes, eng.min_batch_bytes
+    for label, b, m in (("default", keep[0], keep[1]), ("one batch", 1 << 40, 1 << 40)):
+        eng.batch_bytes, eng.min_batch_bytes = b, m
+        try:
+            best = best_of(run, 3)
+            n0 = len(eng.batch_log)
+            run()
+            batches = len(eng.batch_log) - n0
+        finally:
+            eng.batch_bytes, eng.min_batch_bytes = keep
+        print(json.dumps({"what": "batch plan", "mb": mb, "plan": label, "batches": batches, "s": round(best, 4),
+                          "mbps": round(mb / best, 1)}), flush=True)
     for b in [float(x) for x in batch_mb.split(",") if x]:
         keep = eng.batch_bytes
         eng.batch_bytes = int(b * (1 << 20))

@@ -706,6 +706,7 @@ class GpuEngine:
         self.tables = tables
         env = os.environ.get("GPU_TOK_CUDA_BATCH_MB")
         self.batch_bytes = int(batch_bytes or (float(env) * (1 << 20) if env else _BATCH_BYTES))
+        self.min_batch_bytes = _MIN_BATCH_BYTES  # plan(): the smallest batch a split makes (benchmarks vary it)
         env = os.environ.get("GPU_TOK_CUDA_HOST_PIECE")
         self.huge_bytes = int(env) if env else _HUGE_BYTES  # longer pieces: BPE on the host
         self.key_mask = np.uint64(0xFFFFFFFFFFFFFFFF)  # dedupe key bits (tests narrow it to force collisions)
@@ -1005,7 +1006,7 @@ class GpuEngine:
         least that size, so host and device work overlap."""
         n = offsets.shape[0] - 1
         total = int(offsets[-1]) if n else 0
-        size = min(self.batch_bytes, max(_MIN_BATCH_BYTES, -(-total // _SPLIT)))
+        size = min(self.batch_bytes, max(self.min_batch_bytes, -(-total // _SPLIT)))
         out = []
         d0 = 0
         while d0 < n:
