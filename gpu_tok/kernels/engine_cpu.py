@@ -2740,6 +2740,20 @@ def _sp_spaces(data, x, y, nbuf, n):
     return n
 
 
+@njit_noalloc(inline="always")
+def _sp_gap_bytes(data, x, y, prepend, nbuf, n):
+    """A raw gap ``data[x:y]`` into ``nbuf[n:]`` as the normalized added-token pass sees it
+    (``prepend`` 0/1: every space made "▁", ``_sp_spaces``; 2/3, ``Metaspace``: as it is, the
+    spaces replaced per piece later); returns the new ``n`` (the GPU host path's walk too,
+    ``sp_host._sp_docs``)."""
+    if prepend < 2:
+        return _sp_spaces(data, x, y, nbuf, n)
+    for k in range(x, y):
+        nbuf[_U(n)] = data[_U(k)]
+        n += 1
+    return n
+
+
 @njit_noalloc
 def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
             whole_first, held, cache, wide, lidx, lbytes, lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, o, rec,
@@ -2796,12 +2810,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                 for j in range(r):
                     nsrc[_U(m + j)] = k
                 m += r
-        if prepend < 2:
-            n = _sp_spaces(data, x, y, nbuf, n)
-        else:
-            for k in range(x, y):
-                nbuf[_U(n)] = data[_U(k)]
-                n += 1
+        n = _sp_gap_bytes(data, x, y, prepend, nbuf, n)
         n2, nm2 = _split_added(nbuf, 0, n, nt, cls, s2, e2, ms2, me2, mi2)
         g2 = 0
         k2 = 0

@@ -34,7 +34,7 @@ from numba import prange
 
 from ._intrinsics import ctz64 as _ctz64
 from ._intrinsics import range_mask64 as _range_mask64
-from .engine_cpu import _sp_nocut_before, _sp_spaces, _split_added, bytes_lookup
+from .engine_cpu import _sp_gap_bytes, _sp_nocut_before, _sp_spaces, _split_added, bytes_lookup
 from .gpu_host import _alloc, lap
 from .hash_table import njit_cached, njit_noalloc
 from .hash_table import uidx as _U
@@ -177,12 +177,7 @@ def _sp_docs(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, bk
                     nbuf[1] = 0x96
                     nbuf[2] = 0x81
                     ln = 3
-                if prepend < 2:
-                    ln = _sp_spaces(data, x, y, nbuf, ln)
-                else:
-                    for k in range(x, y):
-                        nbuf[_U(ln)] = data[_U(k)]
-                        ln += 1
+                ln = _sp_gap_bytes(data, x, y, prepend, nbuf, ln)
             n2, nm2 = _split_added(nbuf, 0, ln, nt, cls, s2, e2, ms2, me2, mi2)
             g2 = 0
             k2 = 0
