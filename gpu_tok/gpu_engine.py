@@ -700,13 +700,14 @@ class GpuEngine:
     """The batch loop for one vocabulary's ``DeviceTables`` on one backend (thread-safe: one
     caller at a time runs on the device; others wait)."""
 
+    min_batch_bytes = _MIN_BATCH_BYTES  # plan(): the smallest batch a split makes (benchmarks vary it)
+
     def __init__(self, be: _Backend, tables: DeviceTables, batch_bytes: Optional[int] = None):
         self.be = be
         self.K = be.K
         self.tables = tables
         env = os.environ.get("GPU_TOK_CUDA_BATCH_MB")
         self.batch_bytes = int(batch_bytes or (float(env) * (1 << 20) if env else _BATCH_BYTES))
-        self.min_batch_bytes = _MIN_BATCH_BYTES  # plan(): the smallest batch a split makes (benchmarks vary it)
         env = os.environ.get("GPU_TOK_CUDA_HOST_PIECE")
         self.huge_bytes = int(env) if env else _HUGE_BYTES  # longer pieces: BPE on the host
         self.key_mask = np.uint64(0xFFFFFFFFFFFFFFFF)  # dedupe key bits (tests narrow it to force collisions)

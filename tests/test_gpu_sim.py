@@ -1101,6 +1101,11 @@ def test_batch_plan():
             assert b - a == 1 or offsets[b] - offsets[a] <= eng.batch_bytes
         if int(offsets[-1]) > 4 * G._MIN_BATCH_BYTES and max(sizes) < G._MIN_BATCH_BYTES:
             assert len(plan) >= 4
+    # min_batch_bytes (gpu_overheads' "one batch"): no split below batch_bytes
+    offsets = np.concatenate([[0], np.cumsum([3 << 20] * 4)]).astype(np.int64)
+    assert len(eng.plan(offsets)) == 4
+    eng.min_batch_bytes = 1 << 40
+    assert eng.plan(offsets) == [(0, 4)]
 
 
 def test_oom_is_recognised():
