@@ -119,15 +119,22 @@ def _gather_one(r, rec_start, rec_count, rec_id, pos, out, starts, special):
 
 
 @njit_noalloc(inline="always")
-def _stats_one(p, starts, special, huge):
-    """Piece ``p``'s terms of ``assemble_parallel``'s counts, as 0/1 (no branch: whether a
-    piece is a model piece of two bytes or more is data no predictor follows)."""
-    n = np.int64(starts[_U(p + 1)]) - np.int64(starts[_U(p)])
-    model = np.int64(special[_U(p)] == -1) & np.int64(n >= 2)
+def piece_terms(sp, n, short, huge):
+    """A piece's terms of the host step's counts ``(n_model, n_long, long_bytes, n_huge)``
+    (``sp``: its fixed id or -1, ``n``: its bytes; long: over ``short``), as 0/1 (no branch: whether a piece is a
+    model piece of two bytes or more is data no predictor follows). Shared by the byte-level,
+    SentencePiece (``sp_host``) and CLIP host steps."""
+    model = np.int64(sp == -1) & np.int64(n >= 2)
     h = model & np.int64(n > huge)
     mm = model & (1 - h)
-    lg = mm & np.int64(n > SHORT)
+    lg = mm & np.int64(n > short)
     return mm, lg, lg * n, h
+
+
+@njit_noalloc(inline="always")
+def _stats_one(p, starts, special, huge):
+    """Piece ``p``'s ``piece_terms`` from the assembled arrays."""
+    return piece_terms(special[_U(p)], np.int64(starts[_U(p + 1)]) - np.int64(starts[_U(p)]), SHORT, huge)
 
 
 @njit_cached(parallel=True, nogil=True)
@@ -307,7 +314,7 @@ def clip_fill(buf, starts, ends, special, doc, nbytes, last, packed, ostarts, os
     """The items of ``clip_counts`` (same chunks) as the device takes them: their bytes back
     to back in ``packed: uint8[M]`` (an added token: one byte, 0, which no kernel reads),
     ``ostarts: int32[P+1]``, ``ospecial: int32[P]``, ``first: int64[n+1]`` (the first item of
-    each document, ``P`` at the end); returns ``_stats_one``'s sums ``(n_model, n_long,
+    each document, ``P`` at the end); returns the sums of ``piece_terms`` ``(n_model, n_long,
     long_bytes, n_huge)``."""
     nb = nbytes.shape[0]
     R = special.shape[0]
@@ -326,6 +333,7 @@ def clip_fill(buf, starts, ends, special, doc, nbytes, last, packed, ostarts, os
     for c in prange(nb):
         m = mo[c]
         pd = prev[c]
+        t0 = t1 = t2 = t3 = 0
         for r in range(c * R // nb, (c + 1) * R // nb):
             sp = special[_U(r)]
             dr = doc[_U(r)]
@@ -340,15 +348,13 @@ def clip_fill(buf, starts, ends, special, doc, nbytes, last, packed, ostarts, os
                 packed[_U(m)] = 0
             ostarts[_U(r)] = np.int32(m)
             ospecial[_U(r)] = sp
-            if sp == -1 and ln >= 2:
-                if ln > huge:
-                    nh[c] += 1
-                else:
-                    n_model[c] += 1
-                    if ln > SHORT:
-                        n_long[c] += 1
-                        lb[c] += ln
+            a0, a1, a2, a3 = piece_terms(sp, ln, SHORT, huge)
+            t0 += a0
+            t1 += a1
+            t2 += a2
+            t3 += a3
             m += ln
+        n_model[c], n_long[c], lb[c], nh[c] = t0, t1, t2, t3
     ostarts[R] = np.int32(mo[nb])
     for e in range(d + 1, first.shape[0]):
         first[e] = R

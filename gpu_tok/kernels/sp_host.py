@@ -35,7 +35,7 @@ from numba import prange
 from ._intrinsics import ctz64 as _ctz64
 from ._intrinsics import range_mask64 as _range_mask64
 from .engine_cpu import _sp_gap_bytes, _sp_nocut_before, _sp_spaces, _split_added, bytes_lookup
-from .gpu_host import _alloc, lap
+from .gpu_host import _alloc, lap, piece_terms
 from .hash_table import njit_cached, njit_noalloc
 from .hash_table import uidx as _U
 from .workqueue import take
@@ -283,15 +283,11 @@ def _gather_pieces(rstarts, rspecial, s0, c, end, shift, starts, special, p0, sh
         starts[_U(p0 + j)] = np.int32(a + shift)
         sp = rspecial[_U(s0 + j)]
         special[_U(p0 + j)] = sp
-        ln = e - a
-        model = np.int64(sp == -1)
-        h = model & np.int64(ln > huge)
-        mm = model & np.int64(ln >= 2) & (1 - h)
-        lg = mm & np.int64(ln > short)
-        nhh += h
-        nm += mm
-        nl += lg
-        lbs += lg * ln
+        a0, a1, a2, a3 = piece_terms(sp, e - a, short, huge)
+        nm += a0
+        nl += a1
+        lbs += a2
+        nhh += a3
     return nm, nl, lbs, nhh
 
 
