@@ -503,6 +503,10 @@ class HostPieces:
     skip: Optional[np.ndarray]  # uint8[n]: documents the reference path encodes (rows left empty)
     stats: Tuple[int, int, int]  # model pieces of >= 2 bytes, long ones, the long ones' bytes (huge excluded)
     huge: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None  # (pieces, ids, offsets) encoded on the host
+    # pieces cut on the device (GpuEngine._device_step): (data, starts, special, first) there, and P;
+    # starts/special/first above are then those device arrays too
+    device: Optional[tuple] = None
+    P: int = -1
 
 
 class ByteLevelHost:
@@ -728,6 +732,9 @@ class GpuEngine:
         self.pinned_d2h = os.environ.get("GPU_TOK_CUDA_PINNED_D2H", "1") != "0"
         self._hscratch = None
         self._text = None  # KeptArray of pinned memory: the packed text (CUDA backend)
+        # GPU_TOK_CUDA_DEVICE_CUT=1: byte-level pieces cut on the device (_device_step), not on the host
+        self.device_cut = os.environ.get("GPU_TOK_CUDA_DEVICE_CUT") == "1"
+        self._scanners: dict = {}  # id(engine) -> its scanner's tables on the device
 
     # ----------------------------------------------------------- memory pools
     def _scratch(self, slot: int, name: str, n: int, dtype, exact: bool = True):
@@ -814,16 +821,22 @@ class GpuEngine:
         be, K, T = self.be, self.K, self.tables
         s = self._streams[slot]
         t0 = time.perf_counter()
-        P = hp.special.shape[0]
         M = hp.buf.shape[0]
-        n = hp.first.shape[0] - 1
+        n = d1 - d0
         n_model, n_long, lb = hp.stats
-        f = _Flight(d0, d1, slot, s, P, n, hp.skip)
-        a = f.arrays
-        a["data"] = self._put(slot, "data", hp.buf, s)
-        a["starts"] = self._put(slot, "starts", hp.starts, s)
-        a["special"] = self._put(slot, "special", hp.special, s)
-        a["first"] = self._put(slot, "first", hp.first, s)
+        if hp.device is not None:  # cut on the device (_device_step)
+            P = hp.P
+            f = _Flight(d0, d1, slot, s, P, n, hp.skip)
+            a = f.arrays
+            a["data"], a["starts"], a["special"], a["first"] = hp.device
+        else:
+            P = hp.special.shape[0]
+            f = _Flight(d0, d1, slot, s, P, n, hp.skip)
+            a = f.arrays
+            a["data"] = self._put(slot, "data", hp.buf, s)
+            a["starts"] = self._put(slot, "starts", hp.starts, s)
+            a["special"] = self._put(slot, "special", hp.special, s)
+            a["first"] = self._put(slot, "first", hp.first, s)
         huge = None
         if hp.huge is not None:  # pieces the host encoded: their ids in one array (k_place)
             idx, ids, off = hp.huge
@@ -1040,6 +1053,89 @@ class GpuEngine:
         self.stats["host_s"] += time.perf_counter() - t0
         return hp
 
+    def _device_step(self, host, data, offsets, d0: int, d1: int, num_threads, slot: int, hint=None) -> HostPieces:
+        """Documents ``[d0, d1)``'s pieces cut on the device (``kernels.pretok_cuda``) for a
+        ``ByteLevelHost``: the host runs the NFC check and the added-token pass
+        (``ByteBPEEngine._nfc_skip``, ``_segments``) and lays out the chunks; the text goes to
+        the device and the pieces stay there (one read back: their number and counts).
+        ``_host_step``'s pieces instead where the two could differ in layout: a fixed piece
+        (added token, skipped document) at the first byte of another, or pieces over
+        ``huge_bytes`` (which the host encodes)."""
+        t0 = time.perf_counter()
+        be, K = self.be, self.K
+        eng = host.eng
+        a, b = int(offsets[d0]), int(offsets[d1])
+        buf = data[a:b]
+        off = offsets[d0:d1 + 1] - a
+        h = None if hint is None else hint[d0:d1]
+        N = int(buf.shape[0])
+        threads, parallel = plan_threads(num_threads, N)
+        with numba_threads(threads if parallel else None):
+            skip = eng._nfc_skip(buf, off, None, h)
+            seg_s, seg_e, m_s, _m_e, m_id = eng._segments(buf, off, skip, parallel, h)
+        fixed = _fixed_pieces(seg_s, seg_e, m_s, m_id, off, skip)
+        if N == 0 or N >= 2 ** 31 or fixed is None:
+            self.stats["device_cut_refused"] += 1
+            return self._host_step(host, data, offsets, d0, d1, num_threads, slot, hint)
+        fx_pos, fx_id = fixed
+        ch_lo, ch_hi, ch_end, ch_first = _chunks(seg_s, seg_e, K.CUT_CHUNK)
+        fam, end_whole, tab, fold = self._scanner_tables(eng)
+        s = self._streams[slot]
+        sc = lambda name, k, dt: self._scratch(slot, name, k, dt, False)  # noqa: E731
+        L = self._kernel
+        d_data = self._put(slot, "data", buf, s)
+        mark = sc("mark", N, np.uint8)
+        L(K.k_fill_u8, N, s, N, mark, np.uint8(0))
+        Q = int(ch_lo.shape[0])
+        if Q:
+            lo, hi = self._put(slot, "ch_lo", ch_lo, s), self._put(slot, "ch_hi", ch_hi, s)
+            end, fst = self._put(slot, "ch_end", ch_end, s), self._put(slot, "ch_first", ch_first, s)
+            sync = sc("ch_sync", Q, np.int64)
+            L(K.k_sync, Q, s, Q, d_data, lo, hi, end, fst, tab, sync)
+            L(K.k_cut, Q, s, Q, d_data, end, fst, sync, fam, end_whole, tab, fold, mark)
+        J = int(fx_pos.shape[0])
+        if J:
+            d_fx_pos, d_fx_id = self._put(slot, "fx_pos", fx_pos, s), self._put(slot, "fx_id", fx_id, s)
+            L(K.k_mark, J, s, J, d_fx_pos, mark)
+        cpos = sc("cpos", N + 1, np.int64)
+        self._scan(mark, N, cpos, s, sc)
+        starts, special = sc("starts", N + 1, np.int32), sc("special", N, np.int32)
+        L(K.k_compact, N, s, N, mark, cpos, starts, special)
+        if J:
+            L(K.k_fixed, J, s, J, d_fx_pos, d_fx_id, cpos, special)
+        n = d1 - d0
+        d_off = self._put(slot, "doc_off", off, s)
+        first = sc("first", n + 1, np.int64)
+        L(K.k_first, n + 1, s, n + 1, N, d_off, cpos, starts, first)
+        nc = (N + K.STATS_CHUNK - 1) // K.STATS_CHUNK
+        part, st = sc("piece_part", 4 * nc, np.int64), sc("piece_stats", 5, np.int64)
+        L(K.k_piece_stats, nc, s, nc, N, mark, cpos, starts, special, np.int64(self.huge_bytes), part)
+        L(K.k_stats_total, 1, s, 1, nc, N, part, cpos, st)
+        counts = be.to_host(st[:5], s)
+        be.sync(s)
+        if counts[3]:  # pieces the host encodes: the host step's pieces
+            self.stats["device_cut_refused"] += 1
+            return self._host_step(host, data, offsets, d0, d1, num_threads, slot, hint)
+        P = int(counts[4])
+        self.stats["host_s"] += time.perf_counter() - t0
+        self.stats["device_cut"] += 1
+        return HostPieces(buf, starts, special, first, skip, (int(counts[0]), int(counts[1]), int(counts[2])), None,
+                          (d_data, starts, special, first), P)
+
+    def _cuts_on_device(self, host) -> bool:
+        """Whether ``host``'s pieces are cut on the device (``device_cut``, byte-level files)."""
+        return self.device_cut and isinstance(host, ByteLevelHost)
+
+    def _scanner_tables(self, eng):
+        """``(family code, end_whole, class table, fold table)`` of ``eng``'s scanner, the
+        tables on the device (uploaded once per engine)."""
+        key = id(eng)
+        have = self._scanners.get(key)
+        if have is None or have[0] is not eng:
+            fam, end_whole, tab, fold = eng._pretok._prepare(eng.spec.family, eng.spec.dialect)
+            have = self._scanners[key] = (eng, int(fam), bool(end_whole), self.be.upload(tab), self.be.upload(fold))
+        return have[1:]
+
     def _take(self, f: _Flight, parts: list, skips: list, prefix, suffix, sink) -> None:
         """Collect batch ``f`` into ``sink`` (host-bound) or ``parts``, ``skips``, and log it."""
         parts.append(self._collect(f, prefix, suffix, sink))
@@ -1055,7 +1151,7 @@ class GpuEngine:
 
     def _encode_packed(self, host, data, offsets, num_threads, device_out, prefix, suffix, hint):
         plan = self.plan(offsets)
-        if self.overlap and not self.profile and len(plan) > 1:
+        if self.overlap and not self.profile and len(plan) > 1 and not self._cuts_on_device(host):
             log = len(self.batch_log)
             try:
                 return self._encode_overlapped(plan, host, data, offsets, num_threads, device_out, prefix, suffix,
@@ -1123,6 +1219,7 @@ class GpuEngine:
         n = offsets.shape[0] - 1
         sink = None if device_out else _host_result(offsets, prefix, suffix, num_threads)
         queue = deque(plan)
+        step = self._device_step if self._cuts_on_device(host) else self._host_step
         flights: deque = deque()
         parts = []
         skips = []
@@ -1133,7 +1230,7 @@ class GpuEngine:
                 if queue:
                     current = queue[0]
                     d0, d1 = current
-                    hp = self._host_step(host, data, offsets, d0, d1, num_threads, k % 2, hint)
+                    hp = step(host, data, offsets, d0, d1, num_threads, k % 2, hint)
                     flights.append(self._launch(hp, d0, d1, k % 2))
                     queue.popleft()
                     k += 1
@@ -1183,6 +1280,50 @@ class GpuEngine:
         return ids, rs, skip
 
 
+def _fixed_pieces(seg_s, seg_e, m_s, m_id, doc_offsets, skip):
+    """``(fx_pos, fx_id)``: the first bytes and ids of a batch's fixed pieces for the device
+    cut, the added tokens' matches (their ids) and the non-empty documents left to the
+    reference path (-2), as ``gpu_host.byte_level_pieces`` records them; None where one
+    starts where another piece does (two fixed pieces, or one inside a segment the scanner
+    cuts): the device's layout has one piece per first byte."""
+    pos, ids = [m_s], [m_id.astype(np.int32)]
+    if skip is not None:
+        sk = np.flatnonzero((skip != 0) & (doc_offsets[1:] > doc_offsets[:-1]))
+        pos.append(doc_offsets[:-1][sk])
+        ids.append(np.full(sk.shape[0], -2, np.int32))
+    fx_pos = np.concatenate(pos).astype(np.int64)
+    fx_id = np.concatenate(ids)
+    if fx_pos.shape[0] == 0:
+        return fx_pos, fx_id
+    order = np.argsort(fx_pos, kind="stable")
+    fx_pos, fx_id = fx_pos[order], fx_id[order]
+    if (np.diff(fx_pos) <= 0).any():
+        return None
+    live = seg_e > seg_s
+    ls, le = seg_s[live], seg_e[live]
+    if ls.shape[0]:
+        if (ls[1:] < le[:-1]).any():  # segments not in text order: not checked here
+            return None
+        i = np.searchsorted(ls, fx_pos, side="right") - 1
+        if ((i >= 0) & (fx_pos < le[np.maximum(i, 0)])).any():
+            return None
+    return fx_pos, fx_id
+
+
+def _chunks(seg_s, seg_e, size: int):
+    """``(ch_lo, ch_hi, ch_end, ch_first)`` of ``kernels.pretok_cuda``: each non-empty
+    segment in chunks of ``size`` bytes, in text order."""
+    lens = seg_e - seg_s
+    nc = np.maximum(lens + size - 1, 0) // size
+    Q = int(nc.sum())
+    si = np.repeat(np.arange(seg_s.shape[0]), nc)
+    k = np.arange(Q, dtype=np.int64) - np.repeat(np.cumsum(nc) - nc, nc)
+    ch_lo = seg_s[si] + k * size
+    ch_end = np.ascontiguousarray(seg_e[si], dtype=np.int64)
+    return (ch_lo.astype(np.int64), np.minimum(ch_lo + size, ch_end).astype(np.int64), ch_end,
+            (k == 0).astype(np.uint8))
+
+
 def _threads_reentrant() -> bool:
     """Whether Numba's threading layer takes parallel kernels from two threads at once (omp,
     tbb; not workqueue, which ends the process): the overlapped loop's worker runs the host
@@ -1216,7 +1357,7 @@ def _kernel_name(kernel) -> str:
 
 def _new_stats() -> dict:
     return {"pack_s": 0.0, "host_s": 0.0, "h2d_s": 0.0, "kernel_s": 0.0, "d2h_s": 0.0, "batches": 0, "bytes": 0, "pieces": 0,
-            "distinct": 0, "host_pieces": 0, "oom_splits": 0}
+            "distinct": 0, "host_pieces": 0, "oom_splits": 0, "device_cut": 0, "device_cut_refused": 0}
 # ------------------------------------------------------------------ front ends
 _BACKENDS: dict = {}
 

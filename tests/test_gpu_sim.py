@@ -239,6 +239,31 @@ def test_device_edge_cases(family):
 
 
 @on_device
+@pytest.mark.parametrize("family", ["gpt2", "llama3", "qwen3", "gpt-oss"])
+def test_device_cut_on_the_device(family, monkeypatch):
+    """``GPU_TOK_CUDA_DEVICE_CUT=1``: the pieces cut by ``pretok_cuda``'s kernels on the
+    device (the simulator in CI), in batches of a few hundred bytes: the ids of
+    ``device="cpu"``, with added tokens, NFC's skipped documents (qwen3), empty texts and
+    segments over several chunks."""
+    from gpu_tok import gpu_engine as G
+
+    monkeypatch.setenv("GPU_TOK_CUDA_DEVICE_CUT", "1")
+    t = tok(family)
+    added = [a.content for a in t.get_added_tokens_decoder().values()][:3]
+    texts = ["", "a", " ", "ab", "don't 'S 'll X'Re", "x" * 70, "\u4e2d" * 30, "\U0001F600 \U0001F600",
+             "tab\tnew\nline\r\nspace  ", " " * 40 + "end", "7" * 20, "e\u0301 vs \u00e9",
+             "".join(added) + " mid " + " ".join(added), "The cat sat on the mat. " * 30 + "!!" * 200]
+    texts += [" ".join(bench_texts(2000)[0].split()[:60])]
+    g = G.GpuTokenizer(t, G.backend("cuda"))
+    monkeypatch.setitem(t.__dict__, "_gpu_engines", {"cuda": g})
+    g.engine.batch_bytes = 600
+    for flag in (False, True):
+        got = t.encode_batch_ids(texts, add_special_tokens=flag, device="cuda", return_numpy=True)
+        same(got, t.encode_batch_ids(texts, add_special_tokens=flag, device="cpu"), f"{family} flag={flag}")
+    assert g.engine.stats["device_cut"] >= 4 and g.engine.stats["device_cut_refused"] == 0
+
+
+@on_device
 def test_device_many_batches_and_collisions():
     """Batches of a few hundred bytes (both streams and buffer sets in turn), and a dedupe key
     narrowed to two bits (every piece collides with many others: each is confirmed by its
@@ -773,6 +798,122 @@ def test_host_pieces_equal_cpu_engine(family, monkeypatch):
                           lens[model & (lens > 64)].sum() - lens[big].sum(), big.sum())
     if family == "qwen3":
         assert skip is not None and skip.any()
+
+
+def _byte_level_engine(family):
+    """``(ByteBPEEngine, ByteLevelHost, GpuEngine)`` of ``family`` on the twins (a tiktoken
+    encoding's engine with all its special tokens allowed)."""
+    from gpu_tok import gpu_engine as G
+
+    if family in TIKTOKEN:
+        enc = tiktoken_enc(family)
+        g = G.GpuTiktoken(enc, G.backend("twin"))
+        host = G.ByteLevelHost(enc._cpu()._engine(frozenset(enc.special_tokens_set)))
+    else:
+        g = G.GpuTokenizer(tok(family), G.backend("twin"))
+        host = g.host
+    g.engine._slots(2)
+    return host.eng, host, g.engine
+
+
+def _cut_texts(eng):
+    """Texts for the device cut: bench text, a long line, added tokens between segments,
+    runs with no sync point over many chunks (white space, digits, CJK, marks), edge cases."""
+    added = [c.decode() for c, _i, _f in eng.spec.raw_tokens + eng.spec.norm_tokens][:4]
+    texts = bench_texts(40_000)
+    texts += [" ".join(texts).replace("\n", " ")[:150_000], "", "x", "e\u0301 not NFC", "A" * 3000, " " * 3000,
+              "\n \n" * 700, "7" * 2000, "\u4e2d" * 1500, "a\u0301" * 800, "don't 'S 'll X'Re " * 100,
+              "\U0001F600 " * 300, "\t\r\n  end  ", "word" * 10 + "!" * 600 + " tail"]
+    texts += [f"{a}word{a} {a}" for a in added] + ["".join(added) * 3, "plain"]
+    return texts
+
+
+@twin_only
+@pytest.mark.parametrize("family", ["gpt2", "roberta-base", "llama3", "qwen3", "gpt-oss", "cl100k_base",
+                                    "o200k_base"])
+def test_device_cut_equals_host_step(family):
+    """``GpuEngine._device_step`` (the scanner of ``pretok_cpu`` run by ``pretok_cuda``'s
+    kernels, here their twins) gives the host step's pieces: the same ``starts``,
+    ``special`` and ``first``, and the same counts, with added tokens, documents left to the
+    reference path (qwen3's NFC) and segments over many chunks; pieces over ``huge_bytes``
+    send the batch back to the host step."""
+    from gpu_tok.fast_cpu import pack_probed
+    from gpu_tok.cpu_ref.pipeline import check_text
+
+    eng, host, E = _byte_level_engine(family)
+    texts = _cut_texts(eng)
+    data, off, hint = pack_probed(texts, check_text, None, eng.probe, eng.probe_pairs)
+    n = off.shape[0] - 1
+    for h in (hint, None):
+        want = E._host_step(host, data, off, 0, n, None, 0, h)
+        got = E._device_step(host, data, off, 0, n, None, 1, h)
+        P = want.special.shape[0]
+        assert got.device is not None and got.P == P, family
+        assert np.array_equal(got.starts[:P + 1], want.starts), family
+        assert np.array_equal(got.special[:P], want.special), family
+        assert np.array_equal(got.first[:n + 1], want.first), family
+        assert tuple(got.stats) == tuple(want.stats), family
+        assert np.array_equal(np.asarray(got.buf), np.asarray(want.buf))
+        assert (got.skip is None) == (want.skip is None)
+        if want.skip is not None:
+            assert np.array_equal(got.skip, want.skip)
+    assert E.stats["device_cut"] == 2 and E.stats["device_cut_refused"] == 0
+    if family == "qwen3":
+        assert want.skip is not None and want.skip.any()
+    if eng.spec.raw_tokens or eng.spec.norm_tokens:
+        assert (want.special >= 0).any()
+    E.huge_bytes = 1000  # the long line and the runs: pieces the host encodes
+    got = E._device_step(host, data, off, 0, n, None, 1, hint)
+    assert got.device is None and got.huge is not None and E.stats["device_cut_refused"] == 1
+
+
+def test_device_cut_fixed_pieces():
+    """``gpu_engine._fixed_pieces``: added tokens and skipped documents in text order; None
+    (the host step then) where two fixed pieces, or a fixed piece and a segment, start at
+    the same byte."""
+    from gpu_tok.gpu_engine import _chunks, _fixed_pieces
+
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    off = i64(0, 10, 20, 30)
+    seg_s, seg_e = i64(0, 5, 20), i64(3, 10, 30)
+    got = _fixed_pieces(seg_s, seg_e, i64(3), np.array([7], np.int32), off, np.array([0, 1, 0], np.uint8))
+    assert got[0].tolist() == [3, 10] and got[1].tolist() == [7, -2]
+    assert _fixed_pieces(seg_s, seg_e, i64(4, 4), np.array([7, 8], np.int32), off, None) is None
+    assert _fixed_pieces(seg_s, seg_e, i64(6), np.array([7], np.int32), off, None) is None
+    assert _fixed_pieces(seg_s, seg_e, i64(5), np.array([7], np.int32), off, None) is None
+    assert _fixed_pieces(i64(0, 5), i64(5, 5), i64(5), np.array([7], np.int32), off, None)[0].tolist() == [5]
+    lo, hi, end, first = _chunks(i64(0, 7, 7, 600), i64(5, 7, 600, 1112), 256)
+    assert lo.tolist() == [0, 7, 263, 519, 600, 856]
+    assert hi.tolist() == [5, 263, 519, 600, 856, 1112]
+    assert end.tolist() == [5, 600, 600, 600, 1112, 1112] and first.tolist() == [1, 1, 0, 0, 1, 0]
+
+
+@twin_only
+@pytest.mark.parametrize("family", ["roberta-base", "qwen3", "gpt-oss", "o200k_base"])
+def test_twin_device_cut_end_to_end(family, monkeypatch):
+    """``GPU_TOK_CUDA_DEVICE_CUT=1`` on the twins, over several batches: the ids of
+    ``device="cpu"``, with the template's ids (roberta-base) and NFC's skipped documents
+    (qwen3)."""
+    from gpu_tok import gpu_engine as G
+
+    monkeypatch.setenv("GPU_TOK_CUDA_DEVICE_CUT", "1")
+    texts = bench_texts(300_000) + ["", "a\n  ", "x's 'S 'ſ \r\n\n end  ", "<|endoftext|> hi", "e\u0301", "a" * 5000]
+    if family in TIKTOKEN:
+        enc = tiktoken_enc(family)
+        g = G.GpuTiktoken(enc, G.backend("twin"))
+        monkeypatch.setitem(enc.__dict__, "_gpu_engines", {"twin": g})
+        g.engine.batch_bytes = 40_000
+        ids, rs = G.tiktoken_batch_ids(enc, texts, *enc._resolve_special("all", ()), "twin")
+        want = enc.encode_batch_ids(texts, allowed_special="all", disallowed_special=(), device="cpu")
+    else:
+        t = tok(family)
+        g = G.GpuTokenizer(t, G.backend("twin"))
+        monkeypatch.setitem(t.__dict__, "_gpu_engines", {"twin": g})
+        g.engine.batch_bytes = 40_000
+        ids, rs = G.tokenizer_batch_ids(t, texts, True, "twin", None, True)
+        want = t.encode_batch_ids(texts, device="cpu")
+    assert np.array_equal(rs, want.row_splits) and np.array_equal(ids, want.ids), family
+    assert g.engine.stats["device_cut"] > 5 and g.engine.stats["device_cut_refused"] == 0
 
 
 @twin_only
