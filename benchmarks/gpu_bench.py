@@ -229,7 +229,8 @@ def engine_switches(G, device: str) -> dict:
     """The engine's switches as this run had them (after it): the batch loop (plain or the
     overlapped host step), and the launch path (launches FastLauncher made, and the kernels
     it left to Numba, with why)."""
-    out = {"overlap": os.environ.get("GPU_TOK_CUDA_OVERLAP") == "1"}
+    out = {"overlap": os.environ.get("GPU_TOK_CUDA_OVERLAP") == "1",
+           "device_cut": os.environ.get("GPU_TOK_CUDA_DEVICE_CUT") == "1"}
     be = G._BACKENDS.get(device) if device == "cuda" else None
     fast = getattr(be, "fast", None)
     out["fast_launch"] = None if fast is None else {"launches": fast.fast, "refused": dict(fast.refused)}
@@ -244,7 +245,8 @@ def render(meta, results) -> str:
     lines = [f"## {meta['date_utc']}: GPU engine ({meta['device']}) on {meta['card']}", "",
              f"- host: `{meta['host']}`, {meta['cores']} cores, threads {meta['threads']}; git {meta['git']}",
              f"- engine: batch loop {'overlapped (GPU_TOK_CUDA_OVERLAP=1)' if eng.get('overlap') else 'plain'}; "
-             f"FastLauncher: {fl_text}",
+             f"FastLauncher: {fl_text}; byte-level pieces cut "
+             f"{'on the device (GPU_TOK_CUDA_DEVICE_CUT=1)' if eng.get('device_cut') else 'on the host'}",
              f"- versions: {', '.join(f'{k} {v}' for k, v in meta['versions'].items())}",
              f"- first {meta['max_mb']:g} MB of each bench file; best of {meta['repeat']} after a warm-up; "
              "MB = 10^6 bytes of UTF-8 input; e2e = texts in, ids out (host: NumPy ids; device: CuPy ids); "
@@ -278,6 +280,13 @@ def render(meta, results) -> str:
                                           f"{c['host_pieces']} on the host, pieces {c['host_s']} s"
                                           + (f", {device_line(c['device_time'])}" if c.get("device_time") else "")
                                           for n, c in hp.items()))
+    lines += section(results, lambda r: r["profile"] if r["profile"].get("device_cut") or r["profile"].get(
+                         "device_cut_refused") else None,
+                     "Batches of the profiled run whose pieces were cut on the device (GPU_TOK_CUDA_DEVICE_CUT=1), "
+                     "and those sent back to the host step (a piece over the host-piece limit, or a fixed piece "
+                     "where another starts):",
+                     lambda p: f"{p.get('device_cut', 0)} on the device, {p.get('device_cut_refused', 0)} "
+                               "sent back")
     lines += section(results, lambda r: r["profile"].get("host_parts"),
                      "The host step's parts in the profiled run (seconds, all batches; ``gpu_host.lap``):",
                      lambda hp: ", ".join(f"{k} {v:.4f}" for k, v in hp.items()))

@@ -12,7 +12,8 @@
 #      family whose model is there, tiktoken encodings, edge cases, OOM halving, twins);
 #      benchmarks/gpu_overheads.py: what one launch, wait, allocation and copy cost, launches per
 #      run, MB/s as the input grows (same log);
-#      "ab": gpu_bench with FastLauncher off/on and the overlapped host step off/on (ab.log);
+#      "ab": gpu_bench with FastLauncher off/on, the overlapped host step off/on and the byte-level
+#      pieces cut on the device off/on (ab.log);
 #      ncu (Nsight Compute) on the first batch's kernels of gpt2 on english_prose (ncu.log);
 #      "hostsplit": benchmarks/host_pieces.py, the host step alone at 1, 4 and all threads with its
 #      parts (how it scales on this machine's cores; gpu_bench.log);
@@ -210,15 +211,16 @@ has_step hostsplit && step "host step alone" "${GPU_CHECK_HOSTSPLIT_LIMIT:-60}" 
 
 # A/B of the engine's switches on the same machine, same texts: Numba's launches against
 # FastLauncher's (GPU_TOK_CUDA_FAST_LAUNCH), the plain batch loop against the host step on a
-# worker thread (GPU_TOK_CUDA_OVERLAP); each a gpu_bench run (ids checked against
-# device="cpu"), its table into ab.log
+# worker thread (GPU_TOK_CUDA_OVERLAP), the byte-level pieces cut on the host against on the
+# device (GPU_TOK_CUDA_DEVICE_CUT; llama2's SentencePiece pieces stay on the host); each a
+# gpu_bench run (ids checked against device="cpu"), its table into ab.log
 if has_step ab; then
-  for ab in "0 0" "1 0" "0 1" "1 1"; do
+  for ab in "0 0 0" "1 0 0" "1 1 0" "1 0 1" "0 0 1"; do
     set -- $ab
-    step "ab: fast launch $1, overlap $2" "${GPU_CHECK_AB_LIMIT:-60}" "$OUT/ab.log" \
-      env GPU_TOK_CUDA_FAST_LAUNCH=$1 GPU_TOK_CUDA_OVERLAP=$2 $PY benchmarks/gpu_bench.py --device $DEVICE \
-        --models "${GPU_CHECK_AB_MODELS:-gpt2,llama3,llama2}" --files code,english_prose,multilingual \
-        --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" --out "/tmp/gpu_tok_ab_$1$2"
+    step "ab: fast launch $1, overlap $2, device cut $3" "${GPU_CHECK_AB_LIMIT:-60}" "$OUT/ab.log" \
+      env GPU_TOK_CUDA_FAST_LAUNCH=$1 GPU_TOK_CUDA_OVERLAP=$2 GPU_TOK_CUDA_DEVICE_CUT=$3 $PY benchmarks/gpu_bench.py \
+        --device $DEVICE --models "${GPU_CHECK_AB_MODELS:-gpt2,llama3,llama2}" --files code,english_prose,multilingual \
+        --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" --out "/tmp/gpu_tok_ab_$1$2$3"
   done
 fi
 
