@@ -1067,18 +1067,12 @@ class GpuEngine:
         a, b = int(offsets[d0]), int(offsets[d1])
         buf = data[a:b]
         off = offsets[d0:d1 + 1] - a
-        h = None if hint is None else hint[d0:d1]
         N = int(buf.shape[0])
-        threads, parallel = plan_threads(num_threads, N)
-        with numba_threads(threads if parallel else None):
-            skip = eng._nfc_skip(buf, off, None, h)
-            seg_s, seg_e, m_s, _m_e, m_id = eng._segments(buf, off, skip, parallel, h)
-        fixed = _fixed_pieces(seg_s, seg_e, m_s, m_id, off, skip)
-        if N == 0 or N >= 2 ** 31 or fixed is None:
+        plan = device_cut_plan(eng, buf, off, num_threads, None if hint is None else hint[d0:d1], K.CUT_CHUNK)
+        if plan is None:
             self.stats["device_cut_refused"] += 1
             return self._host_step(host, data, offsets, d0, d1, num_threads, slot, hint)
-        fx_pos, fx_id = fixed
-        ch_lo, ch_hi, ch_end, ch_first = _chunks(seg_s, seg_e, K.CUT_CHUNK)
+        skip, (fx_pos, fx_id), (ch_lo, ch_hi, ch_end, ch_first) = plan
         fam, end_whole, tab, fold = self._scanner_tables(eng)
         s = self._streams[slot]
         sc = lambda name, k, dt: self._scratch(slot, name, k, dt, False)  # noqa: E731
@@ -1278,6 +1272,23 @@ class GpuEngine:
         ids = cp.concatenate([i for i, _r in parts])
         rs = cp.concatenate([r[:-1] + int(base[j]) for j, (_i, r) in enumerate(parts)] + [cp.asarray(base[-1:])])
         return ids, rs, skip
+
+
+def device_cut_plan(eng, data, doc_offsets, num_threads, hint, chunk: int):
+    """The host's part of ``GpuEngine._device_step`` for a ``ByteBPEEngine``: ``(skip,
+    (fx_pos, fx_id), (ch_lo, ch_hi, ch_end, ch_first))``, the documents NFC changes, the fixed
+    pieces (``_fixed_pieces``) and the chunks of the segments left to the scanner
+    (``_chunks``); None where the device cut does not take the batch (no bytes, 2**31 bytes
+    or more, or ``_fixed_pieces`` refuses it)."""
+    N = int(data.shape[0])
+    threads, parallel = plan_threads(num_threads, N)
+    with numba_threads(threads if parallel else None):
+        skip = eng._nfc_skip(data, doc_offsets, None, hint)
+        seg_s, seg_e, m_s, _m_e, m_id = eng._segments(data, doc_offsets, skip, parallel, hint)
+    fixed = _fixed_pieces(seg_s, seg_e, m_s, m_id, doc_offsets, skip)
+    if N == 0 or N >= 2 ** 31 or fixed is None:
+        return None
+    return skip, fixed, _chunks(seg_s, seg_e, chunk)
 
 
 def _fixed_pieces(seg_s, seg_e, m_s, m_id, doc_offsets, skip):
