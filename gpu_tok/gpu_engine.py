@@ -1313,7 +1313,7 @@ def _fixed_pieces(seg_s, seg_e, m_s, m_id, doc_offsets, skip):
     live = seg_e > seg_s
     ls, le = seg_s[live], seg_e[live]
     if ls.shape[0]:
-        if (ls[1:] < le[:-1]).any():  # segments not in text order: not checked here
+        if (ls[1:] < le[:-1]).any():  # segments out of text order (never seen): the search below needs them sorted
             return None
         i = np.searchsorted(ls, fx_pos, side="right") - 1
         if ((i >= 0) & (fx_pos < le[np.maximum(i, 0)])).any():
