@@ -553,6 +553,36 @@ def test_twin_every_golden_record(family):
 
 
 @twin_only
+@pytest.mark.parametrize("family", BYTE_LEVEL)
+def test_twin_device_cut_every_golden_record(family, monkeypatch):
+    """``GPU_TOK_CUDA_DEVICE_CUT=1`` on the twins over every golden record of the byte-level
+    families (the million-character lines go back to the host step: their pieces are over
+    ``huge_bytes``): the golden ids and ``device="cpu"``'s."""
+    from gpu_tok import gpu_engine as G
+
+    monkeypatch.setenv("GPU_TOK_CUDA_DEVICE_CUT", "1")
+    t = tok(family)
+    g = G.GpuTokenizer(t, G.backend("twin"))
+    monkeypatch.setitem(t.__dict__, "_gpu_engines", {"twin": g})
+    records = golden_records(family)
+    for flag in (False, True):
+        recs = sample(records, flag, None)
+        for long in (False, True):  # apart: a batch with a million-character line is the host step's
+            part = [(r, x) for r, x in recs if is_long(r) == long]
+            texts = [x for _r, x in part]
+            before = dict(g.engine.stats)
+            ids, rs = G.tokenizer_batch_ids(t, texts, flag, "twin", None, True)
+            want = t.encode_batch_ids(texts, add_special_tokens=flag, device="cpu")
+            assert np.array_equal(rs, want.row_splits) and np.array_equal(ids, want.ids), (family, flag, long)
+            for k, (rec, _x) in enumerate(part):
+                if not long:
+                    assert ids[rs[k]:rs[k + 1]].tolist() == rec["ids"], (family, rec["i"])
+            cut = g.engine.stats["device_cut"] - before["device_cut"]
+            back = g.engine.stats["device_cut_refused"] - before["device_cut_refused"]
+            assert (cut, back) == ((0, 1) if long else (1, 0)) or not texts, (family, flag, long, cut, back)
+
+
+@twin_only
 @pytest.mark.parametrize("name", TIKTOKEN)
 def test_twin_tiktoken(name):
     enc = tiktoken_enc(name)
