@@ -108,6 +108,14 @@ def _scanner():
         ns[name] = sdev(_types.FunctionType(py.__code__, ns, py.__name__, py.__defaults__, py.__closure__))
     for fam in ("gpt2", "cl100k", "o200k"):
         ns[f"_piece_{fam}_inline"] = ns[f"_piece_{fam}"]
+    # every compiled function these call must be one of the above: a CPU function left in
+    # would run under the simulator and on the twins, and fail only on a card
+    ours = {id(ns[k]) for k in names + ("_U", "_ascii_run")}
+    for name in names:
+        for ref in getattr(_pc, name).py_func.__code__.co_names:
+            v = ns.get(ref)
+            if hasattr(v, "py_func") and id(v) not in ours:
+                raise ImportError(f"pretok_cuda: pretok_cpu.{name} calls {ref}, which is not compiled for the device")
     gns = dict(_gh.__dict__)
     py = _gh.piece_terms.py_func
     terms = sdev(_types.FunctionType(py.__code__, gns, py.__name__, py.__defaults__, py.__closure__))
