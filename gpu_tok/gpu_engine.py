@@ -1297,13 +1297,11 @@ def _fixed_pieces(seg_s, seg_e, m_s, m_id, doc_offsets, skip):
     reference path (-2), as ``gpu_host.byte_level_pieces`` records them; None where one
     starts where another piece does (two fixed pieces, or one inside a segment the scanner
     cuts): the device's layout has one piece per first byte."""
-    pos, ids = [m_s], [m_id.astype(np.int32)]
-    if skip is not None:
-        sk = np.flatnonzero((skip != 0) & (doc_offsets[1:] > doc_offsets[:-1]))
-        pos.append(doc_offsets[:-1][sk])
-        ids.append(np.full(sk.shape[0], -2, np.int32))
-    fx_pos = np.concatenate(pos).astype(np.int64)
-    fx_id = np.concatenate(ids)
+    from .kernels.gpu_host import skipped_starts
+
+    sk = skipped_starts(skip, doc_offsets)
+    fx_pos = np.concatenate([m_s, sk]).astype(np.int64)
+    fx_id = np.concatenate([m_id.astype(np.int32), np.full(sk.shape[0], -2, np.int32)])
     if fx_pos.shape[0] == 0:
         return fx_pos, fx_id
     order = np.argsort(fx_pos, kind="stable")

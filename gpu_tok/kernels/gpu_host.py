@@ -259,12 +259,11 @@ def byte_level_pieces(eng, data, doc_offsets, skip, parallel: bool, threads: int
         rec_start.append(m_s)
         rec_count.append(np.ones(m_s.shape[0], np.int64))
         rec_id.append(m_id.astype(np.int32))
-    if skip is not None:
-        sk = np.flatnonzero((skip != 0) & (doc_offsets[1:] > doc_offsets[:-1]))
-        if sk.shape[0]:
-            rec_start.append(doc_offsets[:-1][sk])
-            rec_count.append(np.ones(sk.shape[0], np.int64))
-            rec_id.append(np.full(sk.shape[0], -2, np.int32))
+    sk = skipped_starts(skip, doc_offsets)
+    if sk.shape[0]:
+        rec_start.append(sk)
+        rec_count.append(np.ones(sk.shape[0], np.int64))
+        rec_id.append(np.full(sk.shape[0], -2, np.int32))
     if len(rec_start) > 1:
         rs = np.concatenate(rec_start)
         order = np.argsort(rs, kind="stable")
@@ -283,6 +282,15 @@ def byte_level_pieces(eng, data, doc_offsets, skip, parallel: bool, threads: int
                np.int64(huge))
     lap(times, "assemble", t0)
     return starts, special, first, tuple(int(x) for x in stats)
+
+
+def skipped_starts(skip, doc_offsets):
+    """The first bytes of the non-empty documents ``skip`` leaves to the reference path (one
+    piece each, id -2, in the host step's and the device cut's layouts); empty when ``skip``
+    is None."""
+    if skip is None:
+        return np.zeros(0, np.int64)
+    return doc_offsets[:-1][np.flatnonzero((skip != 0) & (doc_offsets[1:] > doc_offsets[:-1]))]
 
 
 def _alloc(name, n, dtype):
