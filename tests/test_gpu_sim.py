@@ -89,6 +89,13 @@ def same(got, want, what=""):
         raise AssertionError(f"{what}: ids of {len(bad)} rows differ, first {bad[:5]}")
 
 
+def shorter_on_sim(texts, chars: int = 1500):
+    """``texts`` cut to their first ``chars`` characters under the simulator (which runs each
+    device thread in Python: the bench documents whole took over a minute per test there),
+    whole on a real GPU and in the twins."""
+    return [x[:chars] for x in texts] if SIM else texts
+
+
 def _host(a):
     return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else a
 
@@ -671,11 +678,11 @@ def _check_overlapped(device, family, monkeypatch):
 
     t = tok(family)
     texts = [f"caf\u00e9 {i} cafe\u0301 " * (i % 3) + "the cat sat on it " * (i % 6) for i in range(40)] + ["", "x"]
-    texts += bench_texts(20000)[:3]
+    texts += shorter_on_sim(bench_texts(20000)[:3])
     want = t.encode_batch_ids(texts, device="cpu")
     g = G._engine_for(t, device, lambda be: G.GpuTokenizer(t, be))
     eng = g.engine
-    monkeypatch.setattr(eng, "batch_bytes", 2000)
+    monkeypatch.setattr(eng, "batch_bytes", 1000 if SIM else 2000)
     monkeypatch.setattr(eng, "overlap", True)
     called = []
     real_over = G.GpuEngine._encode_overlapped
@@ -1429,7 +1436,7 @@ def test_device_launches_skip_numbas_argument_preparation():
     (no compiled kernels) the path is off."""
     from gpu_tok import gpu_engine as G
 
-    texts = bench_texts(20000)[:4] + ["", "the cat é"]
+    texts = shorter_on_sim(bench_texts(20000)[:4]) + ["", "the cat é"]
     t = tok("gpt2")
     want = t.encode_batch_ids(texts, device="cpu")
     g = G._engine_for(t, "cuda", lambda be: G.GpuTokenizer(t, be))
