@@ -19,7 +19,8 @@ import os
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
+
+from gpu_tok.bench import models_dir
 
 CHILD = r'''
 import collections, sys, time
@@ -56,11 +57,6 @@ print(f"encode_batch_ids {t1 - t0:.1f} s, then encode_batch {t2 - t1:.1f} s, com
 for name, s in sorted(own.items(), key=lambda kv: -kv[1])[:int(sys.argv[2])]:
     print(f"  {s:7.2f}  {name}")
 '''
-
-
-def models_dir() -> Path:
-    env = os.environ.get("GPU_TOK_MODELS")
-    return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "models"
 
 
 def main(argv=None) -> int:
