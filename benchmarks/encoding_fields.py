@@ -8,11 +8,14 @@ plus the fields it reads (``transformers`` reads ``ids``, ``type_ids`` and
 times, on the first ``--max-mb`` MB of each bench file (warm engine, best of ``--repeat``
 rounds, the garbage collector on, as in a caller's process): the call, then reading
 ``ids``, ``attention_mask``, ``offsets`` and ``tokens`` of every encoding, each in turn.
+With ``--truncation`` the fields are read of every encoding and of each of its
+``overflowing`` windows, and the tokens column counts them all.
 
     python benchmarks/encoding_fields.py
     python benchmarks/encoding_fields.py --models gpt2,llama2 --files english_prose --threads 2
     python benchmarks/encoding_fields.py --doc-bytes 100     # documents of about 100 bytes
     python benchmarks/encoding_fields.py --hf                # HF tokenizers' row after ours
+    python benchmarks/encoding_fields.py --hf --truncation 512,128 --special   # windows (overflowing)
     PYTHONPATH=<worktree of another revision> python benchmarks/encoding_fields.py   # before/after
 """
 from __future__ import annotations
@@ -40,11 +43,19 @@ def main(argv=None) -> int:
     ap.add_argument("--hf", action="store_true",
                     help="also the pinned HF tokenizers (its encode_batch and fields, --threads rayon threads), "
                          "each file's row after ours")
+    ap.add_argument("--truncation", metavar="MAX_LENGTH[,STRIDE]",
+                    help="enable_truncation(max_length, stride=STRIDE) on each engine")
+    ap.add_argument("--special", action="store_true", help="add_special_tokens=True (default False)")
     args = ap.parse_args(argv)
+    trunc = None
+    if args.truncation:
+        ml, _, stride = args.truncation.partition(",")
+        trunc = (int(ml), int(stride or 0))
     os.environ["RAYON_NUM_THREADS"] = str(args.threads)  # HF tokenizers' pool (read when it first starts)
     import gpu_tok
 
-    print(f"gpu_tok from {os.path.dirname(gpu_tok.__file__)}")
+    print(f"gpu_tok from {os.path.dirname(gpu_tok.__file__)}; truncation {args.truncation or '-'}, "
+          f"add_special_tokens {args.special}")
     print("| engine | model | file | MB | tokens | encode_batch ms | " + " | ".join(f"{f} ms" for f in FIELDS) + " |")
     print("|---|---|---|---:|---:|---:|" + "---:|" * len(FIELDS))
     for mname in args.models.split(","):
@@ -57,6 +68,9 @@ def main(argv=None) -> int:
             import tokenizers
 
             engines.append(("hf", tokenizers.Tokenizer.from_file(str(model.path))))
+        for _, tok in engines:
+            if trunc is not None:
+                tok.enable_truncation(trunc[0], stride=trunc[1])
         for fn in args.files.split(","):
             texts = load_texts(bench_file(fn), args.max_mb * 1e6)
             if args.doc_bytes:
@@ -66,10 +80,11 @@ def main(argv=None) -> int:
             for name, tok in engines:
                 if name == "ours":
                     def call():
-                        return tok.encode_batch(texts, add_special_tokens=False, device="cpu", num_threads=args.threads)
+                        return tok.encode_batch(texts, add_special_tokens=args.special, device="cpu",
+                                                num_threads=args.threads)
                 else:
                     def call():
-                        return tok.encode_batch(texts, add_special_tokens=False)
+                        return tok.encode_batch(texts, add_special_tokens=args.special)
                 best = [float("inf")] * (1 + len(FIELDS))
                 ntok = 0
                 for r in range(args.repeat + 1):
@@ -77,6 +92,8 @@ def main(argv=None) -> int:
                     t0 = time.perf_counter()
                     encs = call()
                     times = [time.perf_counter() - t0]
+                    if trunc is not None:  # (the windows too; not timed)
+                        encs = [w for e in encs for w in (e, *e.overflowing)]
                     for f in FIELDS:
                         t0 = time.perf_counter()
                         got = [getattr(e, f) for e in encs]

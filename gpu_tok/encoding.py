@@ -283,15 +283,15 @@ class Encoding:
             pad_token: str = "[PAD]") -> None:
         """Pad to ``length`` tokens (the overflowing windows too); longer encodings are kept."""
         check_direction(direction)
-        if self._pad is None and not self.overflowing and self._untouched():  # kept for the lists' making
+        for o in self.overflowing:
+            o.pad(length, direction=direction, pad_id=pad_id, pad_type_id=pad_type_id, pad_token=pad_token)
+        if self._pad is None and self._untouched():  # kept for the lists' making
             k = length - len(self)
             if k > 0:
                 self._pad = (k, direction, pad_id, pad_type_id, pad_token)
                 if direction == "left":
                     self.sequence_ranges = {s: (a + k, b + k) for s, (a, b) in self.sequence_ranges.items()}
             return
-        for o in self.overflowing:
-            o.pad(length, direction=direction, pad_id=pad_id, pad_type_id=pad_type_id, pad_token=pad_token)
         k = length - len(self.ids)
         if k <= 0:
             return

@@ -1411,6 +1411,14 @@ def truncated_batch(engine, ref, inputs, add_special_tokens: bool,
     single = post_processors.single_layout(pp, add_special_tokens) if offsets and len(seconds) < len(firsts) else None
     room = (truncation.budget(ref.truncation, post_processors.added_tokens(pp, False), add_special_tokens)
             if single is not None else 0)
+    # a single text whose tokens do not fit is cut into windows (``Encoding.truncate``), each
+    # laid out as the post-processor lays out a window (``post_processors.window_layout``):
+    # lazy encodings on the windows' rows where both layouts are fixed (``_windowed``)
+    trunc = ref.truncation
+    win = None
+    if room > 0 and trunc.stride < room and trunc.strategy != "only_second":
+        win = post_processors.window_layout(pp, add_special_tokens)
+    windowed = _windowed(a, pair_at, room, trunc, single, win) if win is not None else {}
     made: dict = {}
     out: List[Encoding] = []
     for d, j in enumerate(pair_at):
@@ -1421,9 +1429,62 @@ def truncated_batch(engine, ref, inputs, add_special_tokens: bool,
         if j < 0 and room > 0 and x._rows is not None and len(x) <= room:
             out.append(_laid_out(x, single, made))
             continue
+        w = windowed.get(d)
+        if w is not None:
+            out.append(w)
+            continue
         if not offsets:
             x, y = without_offsets(x), (None if y is None else without_offsets(y))
         out.append(ref.post_process(x, y, add_special_tokens))
+    return out
+
+
+def _windowed(encs: List[Optional[Encoding]], pair_at, room: int, trunc, single, window) -> dict:
+    """The single texts (``pair_at`` -1) among ``encs`` (the engine's lazy encodings, new)
+    whose tokens exceed ``room`` (the truncation's budget, above ``trunc.stride``; strategy
+    ``longest_first`` or ``only_first``, which then cut the same), each cut into the windows
+    of ``Encoding.truncate`` (``room`` tokens, each repeating the ``stride`` before it, in
+    ``trunc.direction``): text index -> a lazy encoding of its first window laid out as
+    ``single``, its ``overflowing`` the others, laid out as ``window``
+    (``post_processors.single_layout`` / ``window_layout``); all of a rows object's windows
+    on one rows object."""
+    groups: dict = {}
+    for d, j in enumerate(pair_at):
+        x = encs[d]
+        if j < 0 and x is not None and x._rows is not None:
+            groups.setdefault(id(x._rows), (x._rows, []))[1].append(d)
+    step = room - trunc.stride
+    out: dict = {}
+    for rows, ds in groups.values():
+        if rows.type_id != 0 or rows.starts is None or rows.words is None:  # (what the probes assumed)
+            continue
+        b = rows.bounds
+        at = np.array([encs[d]._row for d in ds], np.int64)
+        n = (b[1:] - b[:-1])[at]
+        cut = n > room
+        if not cut.any():
+            continue
+        ds, at, n = np.asarray(ds)[cut], at[cut], n[cut]
+        k = 1 + (n - room + step - 1) // step  # windows per text
+        first = np.zeros(k.shape[0] + 1, np.int64)
+        np.cumsum(k, out=first[1:])
+        of = np.repeat(np.arange(k.shape[0]), k)
+        i = np.arange(int(first[-1])) - first[:-1][of]  # each window's place in its text's
+        if trunc.direction == "right":
+            start = i * step
+            stop = np.minimum(start + room, n[of])
+        else:
+            stop = n[of] - i * step
+            start = np.maximum(stop - room, 0)
+        bounds, idx = gathered(b[at][of] + start, stop - start)
+        w = EncodingRows(rows.ids[idx], rows.tokens[idx], rows.starts[idx], rows.ends[idx], rows.words[idx],
+                         bounds, rows.type_id)
+        main, rest = w.with_layout(*single), w.with_layout(*window)
+        fl = first.tolist()
+        for q, d in enumerate(ds.tolist()):
+            e = Encoding._lazy(main, fl[q])
+            e.overflowing = [Encoding._lazy(rest, r) for r in range(fl[q] + 1, fl[q + 1])]
+            out[d] = e
     return out
 
 

@@ -334,6 +334,41 @@ def test_engine_early_stop(model, added, monkeypatch):
         assert not ok.all()
 
 
+@pytest.mark.parametrize("model", ["bert-base-uncased", "mistral-v0.1"])
+def test_windows_laid_out_lazily(model, monkeypatch):
+    """encode_batch with truncation and a stride on device="cpu": a single text longer than
+    the budget is cut into windows by ``fast_cpu._windowed`` (lazy encodings on the windows'
+    rows, each laid out as the post-processor lays out a window), every field of the
+    encoding and its ``overflowing`` as the reference's, padded or not, in both directions,
+    with the texts that fit and pairs in the same batch."""
+    from gpu_tok import fast_cpu
+
+    path = model_path(model)
+    ours, ref = gpu_tok.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))
+    texts = [t[:1500] for t in corpus_texts(6)] + ["", "x", "hello world " * 40]
+    made = []
+    real = fast_cpu._windowed
+
+    def spy(*args):
+        got = real(*args)
+        made.append(len(got))
+        return got
+
+    monkeypatch.setattr(fast_cpu, "_windowed", spy)
+    for trunc, pad in (({"max_length": 64, "stride": 16}, None),
+                       ({"max_length": 9, "stride": 3, "direction": "left"}, {"pad_to_multiple_of": 8}),
+                       ({"max_length": 5, "stride": 0, "strategy": "only_first"}, {"length": 12, "direction": "left"})):
+        configure(ours, trunc, pad)
+        configure(ref, trunc, pad)
+        for add in (True, False):
+            made.clear()
+            check_same(ours, ref, texts, add, ids_too=False)
+            # some texts cut into windows there (without the special tokens the early stop
+            # leaves most at exactly max_length tokens: those fit)
+            assert made and made[-1] >= 2, made
+            check_same(ours, ref, [texts[0], (texts[1][:200], texts[2][:200]), texts[3]], add, ids_too=False)
+
+
 def test_minilm_applies_its_stored_settings():
     """all-MiniLM-L6-v2 stores truncation 128 and padding Fixed 128: applied, as there."""
     path = model_path("all-MiniLM-L6-v2")

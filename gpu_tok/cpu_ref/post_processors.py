@@ -196,6 +196,53 @@ def _single_layout(cfg, add_special_tokens: bool):
     return type_id, (before, after, ranges)
 
 
+def _laid_out_as(out: Encoding, n: int, type_id: int, before, after, ranges) -> bool:
+    """Whether ``out`` (a processed ``_probe(n)``, no windows of its own) is that probe's
+    tokens with ``type_id`` between ``before`` and ``after``, its sequence ranges ``ranges``."""
+    probe = _probe(n)
+    mid = {"ids": list(probe.ids), "type_ids": [type_id] * n, "tokens": list(probe.tokens),
+           "offsets": list(probe.offsets), "attention_mask": [1] * n, "special_tokens_mask": [0] * n,
+           "word_ids": list(probe.word_ids)}
+    if out.overflowing or list(out.sequence_ranges.items()) != [(seq, (a, a + n)) for seq, a in ranges]:
+        return False
+    return all(list(getattr(out, f)) == before[f] + mid[f] + after[f] for f in _LAYOUT_FIELDS)
+
+
+_WINDOW_SIZES = (1, 0, 3, 2)
+
+
+def _window_layout(cfg, add_special_tokens: bool):
+    """What ``process`` puts around each overflowing window of one sequence (first input,
+    no pair) that truncation cut into windows, as ``_single_layout``'s ``(type_id, (before,
+    after, ranges))``: found by running ``process`` on a probe of 3 tokens holding windows
+    of 1, 0, 3 and 2 tokens (each as ``Encoding.truncate`` makes them: type id 0, no ranges),
+    and used only where the windows came out in order, each as that layout says, and the
+    probe itself as ``_single_layout`` says. None where they did not, or where the
+    processor's output depends on the tokens themselves."""
+    if not _layout_safe(cfg):
+        return None
+    single = _single_layout(cfg, add_special_tokens)
+    if single is None:
+        return None
+    main = _probe(3)
+    main.overflowing = [_probe(n) for n in _WINDOW_SIZES]
+    out = process(cfg, [main], add_special_tokens)
+    windows, out.overflowing = out.overflowing, []
+    if len(windows) != len(_WINDOW_SIZES) or not _laid_out_as(out, 3, single[0], *single[1]):
+        return None
+    one = windows[0]
+    if one.ids.count(-1) != 1:
+        return None
+    p = one.ids.index(-1)
+    before = {f: getattr(one, f)[:p] for f in _LAYOUT_FIELDS}
+    after = {f: getattr(one, f)[p + 1:] for f in _LAYOUT_FIELDS}
+    type_id = one.type_ids[p]
+    ranges = [(seq, a) for seq, (a, _b) in one.sequence_ranges.items()]
+    if not all(_laid_out_as(w, n, type_id, before, after, ranges) for n, w in zip(_WINDOW_SIZES, windows)):
+        return None
+    return type_id, (before, after, ranges)
+
+
 def _probe_pair(m: int, type_id: int) -> Encoding:
     """A second sequence's probe: ids and token strings apart from ``_probe``'s."""
     return Encoding([-1001 - k for k in range(m)], [type_id] * m, [f"\0pair{k}" for k in range(m)],
@@ -270,6 +317,11 @@ def _layout(find, cfg, *args):
 def single_layout(cfg, add_special_tokens: bool):
     """``_single_layout``'s (see there), found once per processor."""
     return _layout(_single_layout, cfg, add_special_tokens)
+
+
+def window_layout(cfg, add_special_tokens: bool):
+    """``_window_layout``'s (see there), found once per processor."""
+    return _layout(_window_layout, cfg, add_special_tokens)
 
 
 def pair_layout(cfg, add_special_tokens: bool, second_type: int = 1):
