@@ -1468,8 +1468,14 @@ def _windowed(encs: List[Optional[Encoding]], pair_at, room: int, trunc, single,
         k = 1 + (n - room + step - 1) // step  # windows per text
         first = np.zeros(k.shape[0] + 1, np.int64)
         np.cumsum(k, out=first[1:])
-        of = np.repeat(np.arange(k.shape[0]), k)
+        # the windows in rows: each text's first window, in text order, then the others (in
+        # text order, each text's in order), so that each layout's rows object reads rows of
+        # its own, side by side (``EncodingRows`` makes its lists a chunk of rows at a time)
+        m = k.shape[0]
+        of = np.repeat(np.arange(m), k)
         i = np.arange(int(first[-1])) - first[:-1][of]  # each window's place in its text's
+        order = np.argsort(i > 0, kind="stable")
+        of, i = of[order], i[order]
         if trunc.direction == "right":
             start = i * step
             stop = np.minimum(start + room, n[of])
@@ -1482,8 +1488,8 @@ def _windowed(encs: List[Optional[Encoding]], pair_at, room: int, trunc, single,
         main, rest = w.with_layout(*single), w.with_layout(*window)
         fl = first.tolist()
         for q, d in enumerate(ds.tolist()):
-            e = Encoding._lazy(main, fl[q])
-            e.overflowing = [Encoding._lazy(rest, r) for r in range(fl[q] + 1, fl[q + 1])]
+            e = Encoding._lazy(main, q)
+            e.overflowing = [Encoding._lazy(rest, r) for r in range(m + fl[q] - q, m + fl[q + 1] - q - 1)]
             out[d] = e
     return out
 
