@@ -4,7 +4,7 @@ The simulator (``NUMBA_ENABLE_CUDASIM=1``) runs the kernels' Python, so it canno
 ``numba.cuda`` compiles them: a function it does not type, a NumPy call the CUDA target lacks,
 fails only on a real card, in a lease of minutes. This runs the GPU engine on the CPU twins over
 small inputs (byte-level, SentencePiece, the template, pieces encoded on the host, pieces cut on
-the device), records each kernel's argument types as the engine launched it, and compiles the
+the device: byte-level and SentencePiece), records each kernel's argument types as the engine launched it, and compiles the
 CUDA kernel of the same name for those types with ``numba.cuda.compile_ptx`` (compute
 capability ``--cc``, default 9.0: the H200). The engine passes the CUDA kernels the same
 arguments (device arrays of the same dtypes, the same scalars), so these are the signatures a
@@ -52,7 +52,8 @@ def record_signatures() -> dict:
     texts = ["", "a", "hello world, it's 2026!", "x" * 80, "\u4e2d\u6587 text " * 20, "tab\tnew\nline  ",
              "e\u0301 vs \u00e9", "q" * 150 + " tail", "<|endoftext|> hi <s> </s><mask>"]
     try:
-        for name, cut in (("gpt2", False), ("gpt2", True), ("roberta-base", True), ("llama2", False)):
+        for name, cut in (("gpt2", False), ("gpt2", True), ("roberta-base", True), ("llama2", False),
+                          ("mistral-v0.1", True)):
             path = models / name / "tokenizer.json"
             if not path.is_file():
                 print(f"skipped {name}: {path} not found")

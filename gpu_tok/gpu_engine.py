@@ -507,6 +507,7 @@ class HostPieces:
     # starts/special/first above are then those device arrays too
     device: Optional[tuple] = None
     P: int = -1
+    M: int = -1  # the device's data length where it is not buf's (SentencePiece cut on the device)
 
 
 class ByteLevelHost:
@@ -559,6 +560,7 @@ class SentencePieceHost:
         from .fast_cpu import _KEEP_OUT_MAX, KeptArray
 
         self.sp = sp
+        self.cut_trie = _sp_cut_trie(sp)  # the device cut's check (None: the device cut never takes this file)
         # the blocks' regions (sp_host.sp_blocks), kept between calls under one lock as the CLIP
         # engine's scratch is: made fresh, their written pages were faulted in on every call
         # (the host step 1.09-1.42x faster kept, more so on two threads; RESULTS 2026-12-06 00:03)
@@ -596,6 +598,35 @@ class SentencePieceHost:
                                                      new_pair_cache(sp.pfilt), threads if parallel else 1)
         H.lap(times, "huge", t0)
         return HostPieces(buf, starts, special, first, None, stats[:3], huge)
+
+
+def _sp_cut_trie(sp):
+    """The trie ``sp_host.sp_items_parallel`` checks the gaps with, for a SentencePiece engine
+    whose pieces the device can cut (``kernels.sp_cuda``: ``prepend`` 0/1, no
+    ``ignore_merges``): the normalized added tokens' contents less their leading "▁"s, matched
+    anywhere. Those normalizers only turn " " into "▁" and put one "▁" before a gap, so a
+    normalized token found in a gap's normalized text has its content after its "▁"s in the
+    raw gap, unless that rest holds a "▁" or a " " (or is empty): None then, as for every
+    other engine (the host step always)."""
+    from .fast_cpu import _added_token_lists, _trie_tuple
+
+    if sp.prepend not in (0, 1) or sp.whole_first:
+        return None
+    _raw, norm = _added_token_lists(sp.ref)
+    seen, toks = set(), []
+    for content, i, _flags in norm:
+        rest = content
+        while rest.startswith(_SP_BYTES):
+            rest = rest[len(_SP_BYTES):]
+        if not rest or _SP_BYTES in rest or b" " in rest:
+            return None
+        if rest not in seen:
+            seen.add(rest)
+            toks.append((rest, i, 0))
+    return _trie_tuple(sp.K, toks)
+
+
+_SP_BYTES = "\u2581".encode("utf-8")
 
 
 class ClipHost:
@@ -821,7 +852,7 @@ class GpuEngine:
         be, K, T = self.be, self.K, self.tables
         s = self._streams[slot]
         t0 = time.perf_counter()
-        M = hp.buf.shape[0]
+        M = hp.M if hp.M >= 0 else hp.buf.shape[0]
         n = d1 - d0
         n_model, n_long, lb = hp.stats
         if hp.device is not None:  # cut on the device (_device_step)
@@ -1117,8 +1148,99 @@ class GpuEngine:
                           (d_data, starts, special, first), P)
 
     def _cuts_on_device(self, host) -> bool:
-        """Whether ``host``'s pieces are cut on the device (``device_cut``, byte-level files)."""
-        return self.device_cut and isinstance(host, ByteLevelHost)
+        """Whether ``host``'s pieces are cut on the device (``device_cut``: byte-level files,
+        and SentencePiece ones ``sp_cuda`` takes)."""
+        if not self.device_cut:
+            return False
+        return isinstance(host, ByteLevelHost) or (isinstance(host, SentencePieceHost) and host.cut_trie is not None)
+
+    def _device_step_sp(self, host, data, offsets, d0: int, d1: int, num_threads, slot: int, hint=None) -> HostPieces:
+        """Documents ``[d0, d1)``'s pieces cut on the device (``kernels.sp_cuda``) for a
+        ``SentencePieceHost``: the host runs the raw added-token pass and lists the items
+        (``sp_host.sp_items_parallel``); the device writes the normalized text and cuts it,
+        with one read back for its length and one for the counts. ``_host_step``'s pieces
+        instead where the normalized added-token pass could find something, and where pieces
+        are over ``huge_bytes`` (which the host encodes)."""
+        from .fast_cpu import _UNITS_PER_THREAD, byte_blocks
+        from .kernels.sp_host import sp_items_parallel
+
+        t0 = time.perf_counter()
+        be, K = self.be, self.K
+        sp = host.sp
+        a, b = int(offsets[d0]), int(offsets[d1])
+        buf = data[a:b]
+        off = offsets[d0:d1 + 1] - a
+        N, n = int(buf.shape[0]), d1 - d0
+        plan = None
+        if 0 < N < 2 ** 29:  # normalized: under 4 N bytes (a space, 3, after a "▁" and a placeholder), int32 starts
+            threads, parallel = plan_threads(num_threads, N)
+            blocks = (byte_blocks(off[:-1], N, n, _UNITS_PER_THREAD * threads) if parallel
+                      else np.array([0, n], np.int64))
+            with numba_threads(threads if parallel else 1):
+                plan = sp_items_parallel(buf, off, blocks, sp.rt, host.cut_trie, sp.cls, K.CUT_CHUNK)
+        if plan is None:
+            self.stats["device_cut_refused"] += 1
+            return self._host_step(host, data, offsets, d0, d1, num_threads, slot, hint)
+        it_x, it_y, it_id, it_c0, it_c1, doc_item, (ch_lo, ch_hi, ch_item), (fx_item, fx_id) = plan
+        s = self._streams[slot]
+        sc = lambda name, k, dt: self._scratch(slot, name, k, dt, False)  # noqa: E731
+        L = self._kernel
+        lead = np.int64(sp.prepend)
+        I, Q, J = int(it_x.shape[0]), int(ch_lo.shape[0]), int(fx_item.shape[0])
+        d_data = self._put(slot, "text", buf, s)
+        put = lambda name, arr: self._put(slot, name, arr, s)  # noqa: E731
+        d_x, d_y, d_id = put("it_x", it_x), put("it_y", it_y), put("it_id", it_id)
+        d_c0, d_c1 = put("it_c0", it_c0), put("it_c1", it_c1)
+        csc = sc("csc", Q + 1, np.int64)
+        if Q:
+            d_lo, d_hi, d_item = put("ch_lo", ch_lo), put("ch_hi", ch_hi), put("ch_item", ch_item)
+            cnt = sc("ch_sp", Q, np.int64)
+            L(K.k_sp_count, Q, s, Q, d_data, d_lo, d_hi, cnt)
+            self._scan(cnt, Q, csc, s, sc)
+        ilen, ioff = sc("ilen", max(I, 1), np.int64), sc("ioff", I + 1, np.int64)
+        if I:
+            L(K.k_sp_len, I, s, I, d_x, d_y, d_id, d_c0, d_c1, csc, lead, ilen)
+        self._scan(ilen, I, ioff, s, sc)
+        M = int(be.read_scalar(ioff, I, s))
+        out, mark = sc("sp_text", max(M, 1), np.uint8), sc("mark", max(M, 1), np.uint8)
+        L(K.k_fill_u8, M, s, M, mark, np.uint8(0))
+        if I:
+            L(K.k_sp_items, I, s, I, d_id, ioff, lead, out, mark)
+        if Q:
+            L(K.k_sp_write, Q, s, Q, d_data, d_lo, d_hi, d_item, d_x, d_c0, csc, ioff, lead, out)
+        if sp.held.shape[0] and M:
+            L(K.k_sp_cut, M, s, M, out, mark, self._held(sp))
+        cpos = sc("cpos", M + 1, np.int64)
+        self._scan(mark, M, cpos, s, sc)
+        starts, special = sc("starts", M + 1, np.int32), sc("special", max(M, 1), np.int32)
+        L(K.k_compact, M, s, M, mark, cpos, starts, special)
+        if J:
+            L(K.k_sp_fixed, J, s, J, put("fx_item", fx_item), put("fx_id", fx_id), ioff, cpos, special)
+        doff, first = sc("doff", n + 1, np.int64), sc("first", n + 1, np.int64)
+        L(K.k_sp_docs, n + 1, s, n + 1, put("doc_item", doc_item), ioff, doff)
+        L(K.k_first, n + 1, s, n + 1, M, doff, cpos, starts, first)
+        nc = (M + K.STATS_CHUNK - 1) // K.STATS_CHUNK
+        part, st = sc("piece_part", 4 * max(nc, 1), np.int64), sc("piece_stats", 5, np.int64)
+        L(K.k_piece_stats, nc, s, nc, M, mark, cpos, starts, special, np.int64(self.huge_bytes), part)
+        L(K.k_stats_total, 1, s, 1, nc, M, part, cpos, st)
+        counts = be.to_host(st[:5], s)
+        be.sync(s)
+        if counts[3]:  # pieces the host encodes: the host step's pieces
+            self.stats["device_cut_refused"] += 1
+            return self._host_step(host, data, offsets, d0, d1, num_threads, slot, hint)
+        P = int(counts[4])
+        self.stats["host_s"] += time.perf_counter() - t0
+        self.stats["device_cut"] += 1
+        return HostPieces(buf, starts, special, first, None, (int(counts[0]), int(counts[1]), int(counts[2])), None,
+                          (out, starts, special, first), P, M)
+
+    def _held(self, sp):
+        """``sp.held`` on the device (uploaded once per engine)."""
+        key = ("held", id(sp))
+        have = self._scanners.get(key)
+        if have is None or have[0] is not sp:
+            have = self._scanners[key] = (sp, self.be.upload(sp.held))
+        return have[1]
 
     def _scanner_tables(self, eng):
         """``(family code, end_whole, class table, fold table)`` of ``eng``'s scanner, the
@@ -1213,7 +1335,9 @@ class GpuEngine:
         n = offsets.shape[0] - 1
         sink = None if device_out else _host_result(offsets, prefix, suffix, num_threads)
         queue = deque(plan)
-        step = self._device_step if self._cuts_on_device(host) else self._host_step
+        step = self._host_step
+        if self._cuts_on_device(host):
+            step = self._device_step_sp if isinstance(host, SentencePieceHost) else self._device_step
         flights: deque = deque()
         parts = []
         skips = []

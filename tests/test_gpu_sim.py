@@ -271,6 +271,36 @@ def test_device_cut_on_the_device(family, monkeypatch):
 
 
 @on_device
+@pytest.mark.parametrize("family", ["llama2", "mistral-v0.1", "gemma3"])
+def test_sentencepiece_device_cut_on_the_device(family, monkeypatch):
+    """``GPU_TOK_CUDA_DEVICE_CUT=1`` on a SentencePiece file: the normalized text written and
+    cut by ``sp_cuda``'s kernels on the device (the simulator in CI), in batches of a few
+    hundred bytes: the ids of ``device="cpu"``, with spaces in runs, a "▁" in the text,
+    empty texts and gaps over several chunks; the added tokens are fixed pieces where the
+    raw pass finds them (mistral-v0.1, gemma3), and send their batch to the host step where
+    the normalized pass would (llama2)."""
+    from gpu_tok import gpu_engine as G
+
+    monkeypatch.setenv("GPU_TOK_CUDA_DEVICE_CUT", "1")
+    t = tok(family)
+    added = [a.content for a in t.get_added_tokens_decoder().values()][:3]
+    texts = ["", "a", " ", "ab", " lead", "two  spaces   three", "x" * 300, "\u4e2d" * 30, "\U0001F600 \U0001F600",
+             "tab\tnew\nline\r\nspace  ", " " * 40 + "end", "\u2581\u2581x \u2581 y\u2581", "e\u0301 vs \u00e9",
+             "The cat sat on the mat. " * 12, " ".join(bench_texts(2000)[0].split()[:60])]
+    g = G.GpuTokenizer(t, G.backend("cuda"))
+    monkeypatch.setitem(t.__dict__, "_gpu_engines", {"cuda": g})
+    g.engine.batch_bytes = 600
+    for flag in (False, True):
+        got = t.encode_batch_ids(texts, add_special_tokens=flag, device="cuda", return_numpy=True)
+        same(got, t.encode_batch_ids(texts, add_special_tokens=flag, device="cpu"), f"{family} flag={flag}")
+    assert g.engine.stats["device_cut"] >= 4 and g.engine.stats["device_cut_refused"] == 0
+    mixed = ["one " + " two ".join(added) + " three", "plain text", "".join(added) + "x"]
+    got = t.encode_batch_ids(mixed, device="cuda", return_numpy=True)
+    same(got, t.encode_batch_ids(mixed, device="cpu"), f"{family} added tokens")
+    assert g.engine.stats["device_cut_refused"] == (1 if family == "llama2" else 0)
+
+
+@on_device
 def test_device_many_batches_and_collisions():
     """Batches of a few hundred bytes (both streams and buffer sets in turn), and a dedupe key
     narrowed to two bits (every piece collides with many others: each is confirmed by its
@@ -949,6 +979,91 @@ def test_twin_device_cut_end_to_end(family, monkeypatch):
         g.engine.batch_bytes = 40_000
         ids, rs = G.tokenizer_batch_ids(t, texts, True, "twin", None, True)
         want = t.encode_batch_ids(texts, device="cpu")
+    assert np.array_equal(rs, want.row_splits) and np.array_equal(ids, want.ids), family
+    assert g.engine.stats["device_cut"] > 5 and g.engine.stats["device_cut_refused"] == 0
+
+
+def _sp_device_equals_host(E, host, data, off, what):
+    """``E._device_step_sp`` against ``E._host_step`` on the packed texts: the same pieces
+    (each fixed piece one placeholder byte on the device, none on the host), ids, documents'
+    first pieces and counts; returns the device's pieces."""
+    n = off.shape[0] - 1
+    want = E._host_step(host, data, off, 0, n, None, 0)
+    got = E._device_step_sp(host, data, off, 0, n, None, 1)
+    P = want.special.shape[0]
+    assert got.device is not None and got.P == P, what
+    special = np.asarray(got.special[:P])
+    starts = np.asarray(got.starts[:P + 1]).astype(np.int64)
+    assert np.array_equal(special, want.special) and np.array_equal(np.asarray(got.first[:n + 1]), want.first), what
+    assert tuple(got.stats) == tuple(want.stats), what
+    fixed = special >= 0
+    assert np.array_equal(np.diff(starts) - fixed, np.diff(want.starts.astype(np.int64))), what
+    out = np.asarray(got.device[0][:got.M])
+    assert got.M == starts[P] and (out[starts[:-1][fixed]] == 0).all(), what
+    keep = np.ones(got.M, bool)
+    keep[starts[:-1][fixed]] = False
+    assert np.array_equal(out[keep], want.buf), what
+    return got
+
+
+@twin_only
+@pytest.mark.parametrize("family", ["llama2", "mistral-v0.1", "gemma3", "phi-3-mini"])
+def test_sentencepiece_device_cut_equals_host_step(family):
+    """``GpuEngine._device_step_sp`` (the raw added-token pass on the host, the normalized text
+    written and cut by ``sp_cuda``'s kernels, here their twins) gives the host step's pieces
+    on bench text and edge cases (runs of spaces, "▁" in the text, gaps over many chunks,
+    added tokens between and inside words: fixed pieces for the raw pass's tokens). llama2's
+    added tokens are normalized ("▁<s>"): a batch where the normalized pass could find one
+    goes to the host step, as does one with pieces over ``huge_bytes``; Metaspace files
+    (``prepend`` 2/3) are not cut on the device."""
+    from gpu_tok import gpu_engine as G
+    from gpu_tok.fast_cpu import pack
+
+    t = tok(family)
+    g = G.GpuTokenizer(t, G.backend("twin"))
+    host, E = g.host, g.engine
+    E._slots(2)
+    E.device_cut = True
+    assert isinstance(host, G.SentencePieceHost) and E._cuts_on_device(host)
+    added = [a.content for a in t.get_added_tokens_decoder().values()][:4]
+    texts = bench_texts(150_000) + ["", "x", " lead", "  two", "a  b   c", " ", " " * 700 + "x" * 600,
+                                    "\u2581\u2581x \u2581 \u2581\u2581\u2581", "x  \u2581y>\u2581\u2581z",
+                                    "\u00e9\u2581\u2581 \u4e2d\u2581", "tab\t\nnl  \n", "\U0001F600 " * 200]
+    with_added = texts + [f"{a}w{a} {a}" for a in added] + ["".join(added) * 3, f"x {added[-1]}", "tail"]
+    data, off = pack(texts, None)
+    got = _sp_device_equals_host(E, host, data, off, family)
+    assert E.stats["device_cut"] == 1 and E.stats["device_cut_refused"] == 0
+    data2, off2 = pack(with_added, None)
+    if family == "llama2":
+        n = off2.shape[0] - 1
+        hp = E._device_step_sp(host, data2, off2, 0, n, None, 1)
+        assert hp.device is None and E.stats["device_cut_refused"] == 1
+    else:
+        got = _sp_device_equals_host(E, host, data2, off2, family)
+        assert (np.asarray(got.special[:got.P]) >= 0).sum() >= 3 * len(added)
+    E.huge_bytes = 1000  # the long runs: pieces the host encodes
+    hp = E._device_step_sp(host, data, off, 0, off.shape[0] - 1, None, 1)
+    assert hp.device is None and hp.huge is not None
+    meta = G.GpuTokenizer(tok("mistral-v0.3-metaspace"), G.backend("twin"))
+    meta.engine.device_cut = True
+    assert meta.host.cut_trie is None and not meta.engine._cuts_on_device(meta.host)
+
+
+@twin_only
+@pytest.mark.parametrize("family", ["llama2", "gemma3"])
+def test_twin_sentencepiece_device_cut_end_to_end(family, monkeypatch):
+    """``GPU_TOK_CUDA_DEVICE_CUT=1`` on a SentencePiece file, on the twins, over several
+    batches: the ids of ``device="cpu"``, with the template's ids."""
+    from gpu_tok import gpu_engine as G
+
+    monkeypatch.setenv("GPU_TOK_CUDA_DEVICE_CUT", "1")
+    texts = bench_texts(300_000) + ["", "a\n  ", "  two  ", "\u2581 x\u2581", "e\u0301", "a" * 5000]
+    t = tok(family)
+    g = G.GpuTokenizer(t, G.backend("twin"))
+    monkeypatch.setitem(t.__dict__, "_gpu_engines", {"twin": g})
+    g.engine.batch_bytes = 40_000
+    ids, rs = G.tokenizer_batch_ids(t, texts, True, "twin", None, True)
+    want = t.encode_batch_ids(texts, device="cpu")
     assert np.array_equal(rs, want.row_splits) and np.array_equal(ids, want.ids), family
     assert g.engine.stats["device_cut"] > 5 and g.engine.stats["device_cut_refused"] == 0
 

@@ -352,3 +352,118 @@ def sp_pieces_parallel(data, doc_offsets, blocks, rt, nt, cls, prepend, arena, t
                       np.int64(short), np.int64(huge))
     lap(times, "gather", t0)
     return buf, starts, special, first, tuple(int(x) for x in stats)
+
+
+# ------------------------------------------------- the device cut's host part (``sp_cuda``)
+@njit_noalloc
+def _sp_item_docs(data, doc_offsets, d0, d1, rt, ct, cls, it_x, it_y, it_id, i, doc_item, gs, ge, ms, me, mi,
+                  s2, e2, ms2, me2, mi2):
+    """The items of documents ``d0..d1`` (``sp_items_parallel``) from ``i``; returns ``(i,
+    hits)``: the items' new count and the matches of ``ct`` in the gaps."""
+    hits = np.int64(0)
+    for d in range(d0, d1):
+        doc_item[_U(d)] = i
+        a = doc_offsets[_U(d)]
+        b = doc_offsets[_U(d + 1)]
+        ng, nm = _split_added(data, a, b, rt, cls, gs, ge, ms, me, mi)
+        gi = 0
+        mk = 0
+        while gi < ng or mk < nm:  # in text order, as _sp_docs takes them
+            if mk < nm and (gi >= ng or ms[_U(mk)] < gs[_U(gi)]):
+                it_x[_U(i)] = ms[_U(mk)]
+                it_y[_U(i)] = me[_U(mk)]
+                it_id[_U(i)] = mi[_U(mk)]
+                i += 1
+                mk += 1
+                continue
+            x = gs[_U(gi)]
+            y = ge[_U(gi)]
+            gi += 1
+            if y <= x:  # (an empty gap: no piece, no "▁" before it)
+                continue
+            if ct[2].shape[0] > 0:
+                _n2, nm2 = _split_added(data, x, y, ct, cls, s2, e2, ms2, me2, mi2)
+                hits += nm2
+            it_x[_U(i)] = x
+            it_y[_U(i)] = y
+            it_id[_U(i)] = -1
+            i += 1
+    return i, hits
+
+
+@njit_cached
+def _sp_item_block(data, doc_offsets, d0, d1, rt, ct, cls, it_x, it_y, it_id, i, doc_item):
+    """``_sp_item_docs`` with its scratch (room for the longest document's matches and gaps)."""
+    big = 1
+    for d in range(d0, d1):
+        big = max(big, doc_offsets[d + 1] - doc_offsets[d])
+    cap = big + 2
+    gs, ge, ms, me = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
+    mi = np.empty(cap, np.int32)
+    s2, e2, ms2, me2 = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
+    mi2 = np.empty(cap, np.int32)
+    return _sp_item_docs(data, doc_offsets, d0, d1, rt, ct, cls, it_x, it_y, it_id, i, doc_item, gs, ge, ms, me, mi,
+                         s2, e2, ms2, me2, mi2)
+
+
+@njit_cached(parallel=True, nogil=True)
+def sp_item_blocks(data, doc_offsets, blocks, nw, rt, ct, cls, io, it_x, it_y, it_id, doc_item):
+    """Each block of documents (``blocks``: bounds) into its region ``io[k]:`` of the item
+    arrays, in parallel (the ``nw`` workers take the blocks as they free up); returns the
+    blocks' item counts and their ``ct`` matches. ``doc_item[d]``: an index into the regions."""
+    nb = blocks.shape[0] - 1
+    ci = np.zeros(nb, np.int64)
+    hits = np.zeros(nb, np.int64)
+    flags = np.zeros(nb, np.int64)
+    for t in prange(nw):
+        for c in range(nb):
+            k = take(flags, c, np.int64(t), nw, nb)
+            if k < 0:
+                continue
+            i, h = _sp_item_block(data, doc_offsets, blocks[k], blocks[k + 1], rt, ct, cls, it_x, it_y, it_id, io[k],
+                                  doc_item)
+            ci[k] = i - io[k]
+            hits[k] = h
+    return ci, hits
+
+
+def sp_items_parallel(data, doc_offsets, blocks, rt, ct, cls, chunk: int):
+    """The host's part of the SentencePiece device cut (``kernels.sp_cuda``): the raw
+    added-token pass (``rt``) over each document, in blocks of documents (``blocks``) on the
+    caller's Numba threads, as ``_sp_docs`` makes it, giving the items in text order: each
+    non-empty gap and each match. ``ct``: a trie of the normalized added tokens' contents
+    less their leading "▁"s, matched anywhere (no word-boundary flags); None where it
+    matches in a gap (the normalized added-token pass could then find something there: the
+    caller uses the host step), else ``(it_x, it_y, it_id, it_c0, it_c1, doc_item, (ch_lo,
+    ch_hi, ch_item), (fx_item, fx_id))`` in ``sp_cuda``'s layout, the gaps in chunks of
+    ``chunk`` raw bytes."""
+    n = doc_offsets.shape[0] - 1
+    nw = np.int64(numba.get_num_threads())
+    nd = np.diff(blocks)
+    nbytes = doc_offsets[blocks[1:]] - doc_offsets[blocks[:-1]]
+    io = np.zeros(blocks.shape[0], np.int64)
+    np.cumsum(2 * nbytes + nd + 1, out=io[1:])  # a document of b bytes: at most b matches and b + 1 gaps
+    rx, ry, rid = np.empty(io[-1], np.int64), np.empty(io[-1], np.int64), np.empty(io[-1], np.int32)
+    rdoc = np.empty(n + 1, np.int64)
+    ci, hits = sp_item_blocks(data, doc_offsets, blocks, nw, rt, ct, cls, io, rx, ry, rid, rdoc)
+    if hits.any():
+        return None
+    keep = np.concatenate([np.arange(io[k], io[k] + ci[k]) for k in range(ci.shape[0])] + [np.zeros(0, np.int64)])
+    it_x, it_y, it_id = rx[keep], ry[keep], rid[keep]
+    I = int(it_x.shape[0])
+    base = np.zeros(ci.shape[0], np.int64)
+    np.cumsum(ci[:-1], out=base[1:])
+    doc_item = np.empty(n + 1, np.int64)
+    of = np.repeat(np.arange(ci.shape[0]), nd)
+    doc_item[:n] = rdoc[:n] - io[:-1][of] + base[of]
+    doc_item[n] = I
+    nc = np.where(it_id < 0, (it_y - it_x + chunk - 1) // chunk, 0)
+    it_c1 = np.cumsum(nc)
+    it_c0 = it_c1 - nc
+    ch_item = np.repeat(np.arange(I, dtype=np.int64), nc)
+    k = np.arange(ch_item.shape[0], dtype=np.int64) - it_c0[ch_item]
+    ch_lo = it_x[ch_item] + k * chunk
+    ch_hi = np.minimum(ch_lo + chunk, it_y[ch_item])
+    fx_item = np.flatnonzero(it_id >= 0).astype(np.int64)
+    return (it_x, it_y, it_id, it_c0.astype(np.int64), it_c1.astype(np.int64), doc_item, (ch_lo, ch_hi, ch_item),
+            (fx_item, it_id[fx_item]))

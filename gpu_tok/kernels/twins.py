@@ -1,6 +1,6 @@
 """The GPU kernels and their CPU twins from one source.
 
-``load("cuda")`` compiles ``bpe_cuda.py``, ``dedupe_cuda.py`` and ``pretok_cuda.py`` with ``numba.cuda.jit``
+``load("cuda")`` compiles ``bpe_cuda.py``, ``dedupe_cuda.py``, ``pretok_cuda.py`` and ``sp_cuda.py`` with ``numba.cuda.jit``
 (``device=True`` for the one-item functions, kernels around them): a real device, or the
 simulator when ``NUMBA_ENABLE_CUDASIM=1`` was set before ``numba.cuda`` was first imported.
 ``load("cpu")`` compiles the very same functions with ``numba.njit``: the twins, serial
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 _HERE = Path(__file__).resolve().parent
-_SOURCES = ("bpe_cuda.py", "dedupe_cuda.py", "pretok_cuda.py")
+_SOURCES = ("bpe_cuda.py", "dedupe_cuda.py", "pretok_cuda.py", "sp_cuda.py")
 _LOADED: dict = {}
 _LOCK = threading.Lock()
 
