@@ -11,9 +11,11 @@ also encodes the pieces longer than it on the host (``huge_bytes``), as
 Output buffers and scratch are kept between calls, as the engine keeps them (pinned staging
 there, ordinary memory here); best of ``--repeat`` calls per line; MB = 10^6 bytes of input.
 The last column: the step's parts (``gpu_host.lap``) in one more call, in milliseconds.
-``--device-cut``: what stays on the host of a byte-level batch whose pieces are cut on the
-device (``gpu_engine.device_cut_plan``: the NFC check, the added-token pass, the fixed pieces
-and the chunks), instead of the host step.
+``--device-cut``: what stays on the host of a batch whose pieces are cut on the device,
+instead of the host step: byte-level (``gpu_engine.device_cut_plan``: the NFC check, the
+added-token pass, the fixed pieces and the chunks) and SentencePiece files
+(``gpu_engine.sp_device_cut_plan``: the raw added-token pass, the normalized pass's check,
+the items and the chunks).
 """
 from __future__ import annotations
 
@@ -38,8 +40,9 @@ def main(argv=None) -> int:
     p.add_argument("--no-hint", action="store_true",
                    help="pack without the byte-level engine's probe (no flags for the host step)")
     p.add_argument("--device-cut", action="store_true",
-                   help="byte-level files: time what stays on the host when the pieces are cut on the device "
-                        "(GPU_TOK_CUDA_DEVICE_CUT=1: gpu_engine.device_cut_plan), not the host step")
+                   help="time what stays on the host when the pieces are cut on the device "
+                        "(GPU_TOK_CUDA_DEVICE_CUT=1: gpu_engine.device_cut_plan / sp_device_cut_plan), "
+                        "not the host step")
     args = p.parse_args(argv)
 
     import numpy as np
@@ -80,15 +83,24 @@ def main(argv=None) -> int:
                 data, offsets, hint = pack_probed(texts, None, None, eng.probe, eng.probe_pairs)
             for th in [int(t) for t in args.threads.split(",") if t]:
                 if args.device_cut:
-                    if not isinstance(g.host, G.ByteLevelHost):
-                        print(f"skip {name}: the device cut is for byte-level files")
+                    byte_level = isinstance(g.host, G.ByteLevelHost)
+                    if not byte_level and getattr(g.host, "cut_trie", None) is None:
+                        print(f"skip {name}: not cut on the device")
                         break
                     best, plan = float("inf"), None
                     for _ in range(max(1, args.repeat)):
                         t0 = time.perf_counter()
-                        plan = G.device_cut_plan(g.host.eng, data, offsets, th, hint, g.engine.K.CUT_CHUNK)
+                        if byte_level:
+                            plan = G.device_cut_plan(g.host.eng, data, offsets, th, hint, g.engine.K.CUT_CHUNK)
+                        else:
+                            plan = G.sp_device_cut_plan(g.host, data, offsets, th, g.engine.K.CUT_CHUNK)
                         best = min(best, time.perf_counter() - t0)
-                    what = "refused" if plan is None else f"{plan[2][0].shape[0]} chunks, {plan[1][0].shape[0]} fixed"
+                    if plan is None:
+                        what = "refused"
+                    elif byte_level:
+                        what = f"{plan[2][0].shape[0]} chunks, {plan[1][0].shape[0]} fixed"
+                    else:
+                        what = f"{plan[6][0].shape[0]} chunks, {plan[0].shape[0]} items, {plan[7][0].shape[0]} fixed"
                     print(f"| {name} | {fname} | {mb:.2f} | {th} | device cut | {best * 1e3:.2f} | {mb / best:.0f} | "
                           f"{what} | | |", flush=True)
                     continue

@@ -1161,23 +1161,14 @@ class GpuEngine:
         with one read back for its length and one for the counts. ``_host_step``'s pieces
         instead where the normalized added-token pass could find something, and where pieces
         are over ``huge_bytes`` (which the host encodes)."""
-        from .fast_cpu import _UNITS_PER_THREAD, byte_blocks
-        from .kernels.sp_host import sp_items_parallel
-
         t0 = time.perf_counter()
         be, K = self.be, self.K
         sp = host.sp
         a, b = int(offsets[d0]), int(offsets[d1])
         buf = data[a:b]
         off = offsets[d0:d1 + 1] - a
-        N, n = int(buf.shape[0]), d1 - d0
-        plan = None
-        if 0 < N < 2 ** 29:  # normalized: under 4 N bytes (a space, 3, after a "▁" and a placeholder), int32 starts
-            threads, parallel = plan_threads(num_threads, N)
-            blocks = (byte_blocks(off[:-1], N, n, _UNITS_PER_THREAD * threads) if parallel
-                      else np.array([0, n], np.int64))
-            with numba_threads(threads if parallel else 1):
-                plan = sp_items_parallel(buf, off, blocks, sp.rt, host.cut_trie, sp.cls, K.CUT_CHUNK)
+        n = d1 - d0
+        plan = sp_device_cut_plan(host, buf, off, num_threads, K.CUT_CHUNK)
         if plan is None:
             self.stats["device_cut_refused"] += 1
             return self._host_step(host, data, offsets, d0, d1, num_threads, slot, hint)
@@ -1413,6 +1404,24 @@ def device_cut_plan(eng, data, doc_offsets, num_threads, hint, chunk: int):
     if N == 0 or N >= 2 ** 31 or fixed is None:
         return None
     return skip, fixed, _chunks(seg_s, seg_e, chunk)
+
+
+def sp_device_cut_plan(host, data, doc_offsets, num_threads, chunk: int):
+    """The host's part of ``GpuEngine._device_step_sp`` for a ``SentencePieceHost``:
+    ``sp_host.sp_items_parallel``'s items and chunks, on the caller's threads in blocks of
+    documents; None where the device cut does not take the batch (no bytes, 2**29 bytes or
+    more, or the normalized added-token pass could find something in it)."""
+    from .fast_cpu import _UNITS_PER_THREAD, byte_blocks
+    from .kernels.sp_host import sp_items_parallel
+
+    N, n = int(data.shape[0]), doc_offsets.shape[0] - 1
+    if not 0 < N < 2 ** 29:  # normalized: under 4 N bytes (a space, 3, after a "▁" and a placeholder), int32 starts
+        return None
+    threads, parallel = plan_threads(num_threads, N)
+    blocks = byte_blocks(doc_offsets[:-1], N, n, _UNITS_PER_THREAD * threads) if parallel else np.array([0, n], np.int64)
+    sp = host.sp
+    with numba_threads(threads if parallel else 1):
+        return sp_items_parallel(data, doc_offsets, blocks, sp.rt, host.cut_trie, sp.cls, chunk)
 
 
 def _fixed_pieces(seg_s, seg_e, m_s, m_id, doc_offsets, skip):
