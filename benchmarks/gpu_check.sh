@@ -12,11 +12,12 @@
 #      family whose model is there, tiktoken encodings, edge cases, OOM halving, twins);
 #      benchmarks/gpu_overheads.py: what one launch, wait, allocation and copy cost, launches per
 #      run, MB/s as the input grows (same log);
-#      "ab": gpu_bench with FastLauncher off/on, the overlapped host step off/on and the byte-level
-#      pieces cut on the device off/on (ab.log);
+#      "ab": gpu_bench with FastLauncher off/on, the overlapped host step off/on and the pieces cut
+#      on the device off/on (byte-level and SentencePiece; ab.log);
 #      ncu (Nsight Compute) on the first batch's kernels of gpt2 on english_prose (ncu.log);
 #      "hostsplit": benchmarks/host_pieces.py, the host step alone at 1, 4 and all threads with its
-#      parts (how it scales on this machine's cores; gpu_bench.log);
+#      parts (how it scales on this machine's cores), then what stays on the host of the device
+#      cut (gpu_bench.log);
 #   4. benchmarks/bench.py: (step "scale" only) our CPU engine and gigatoken at 4 and 8 threads
 #      on english_prose, ours on unseen text with its shared word table off and on;
 #      our CPU engine, HF tokenizers, tiktoken and gigatoken (when installed or carried as a
@@ -208,12 +209,17 @@ fi
 has_step hostsplit && step "host step alone" "${GPU_CHECK_HOSTSPLIT_LIMIT:-60}" "$OUT/gpu_bench.log" \
   $PY benchmarks/host_pieces.py --models "${GPU_CHECK_HOSTSPLIT_MODELS:-gpt2,llama2}" \
     --files code,english_prose,multilingual --threads "1,4,$THREADS" --max-mb "$MAX_MB" --repeat 5
+# ... and what stays on the host when the device cuts the pieces (GPU_TOK_CUDA_DEVICE_CUT=1)
+has_step hostsplit && step "host part of the device cut" "${GPU_CHECK_HOSTSPLIT_LIMIT:-60}" "$OUT/gpu_bench.log" \
+  $PY benchmarks/host_pieces.py --models "${GPU_CHECK_HOSTSPLIT_MODELS:-gpt2,llama2}" --device-cut \
+    --files code,english_prose,multilingual --threads "1,4,$THREADS" --max-mb "$MAX_MB" --repeat 5
 
 # A/B of the engine's switches on the same machine, same texts: Numba's launches against
 # FastLauncher's (GPU_TOK_CUDA_FAST_LAUNCH), the plain batch loop against the host step on a
-# worker thread (GPU_TOK_CUDA_OVERLAP), the byte-level pieces cut on the host against on the
-# device (GPU_TOK_CUDA_DEVICE_CUT; llama2's SentencePiece pieces stay on the host); each a
-# gpu_bench run (ids checked against device="cpu"), its table into ab.log
+# worker thread (GPU_TOK_CUDA_OVERLAP), the pieces cut on the host against on the device
+# (GPU_TOK_CUDA_DEVICE_CUT: byte-level files, and llama2's SentencePiece pieces since
+# 2026-12-06, kernels.sp_cuda); each a gpu_bench run (ids checked against device="cpu"), its
+# table into ab.log
 if has_step ab; then
   for ab in "0 0 0" "1 0 0" "1 1 0" "1 0 1" "0 0 1"; do
     set -- $ab
