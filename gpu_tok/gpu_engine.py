@@ -763,7 +763,8 @@ class GpuEngine:
         self.pinned_d2h = os.environ.get("GPU_TOK_CUDA_PINNED_D2H", "1") != "0"
         self._hscratch = None
         self._text = None  # KeptArray of pinned memory: the packed text (CUDA backend)
-        # GPU_TOK_CUDA_DEVICE_CUT=1: byte-level pieces cut on the device (_device_step), not on the host
+        # GPU_TOK_CUDA_DEVICE_CUT=1: pieces cut on the device, not on the host (byte-level files: _device_step;
+        # SentencePiece files sp_cuda takes: _device_step_sp)
         self.device_cut = os.environ.get("GPU_TOK_CUDA_DEVICE_CUT") == "1"
         self._scanners: dict = {}  # id(engine) -> its scanner's tables on the device
 
