@@ -1408,7 +1408,8 @@ def truncated_batch(engine, ref, inputs, add_special_tokens: bool,
     # moved onto the laid-out rows, as ``batch_of_singles`` does (the caller pads the batch,
     # to the length ``post_process``'s own padding would reach)
     pp = engine.cfg.post_processor
-    single = post_processors.single_layout(pp, add_special_tokens) if offsets and len(seconds) < len(firsts) else None
+    lay, aps = layout_processor(pp)
+    single = post_processors.single_layout(lay, add_special_tokens) if offsets and len(seconds) < len(firsts) else None
     room = (truncation.budget(ref.truncation, post_processors.added_tokens(pp, False), add_special_tokens)
             if single is not None else 0)
     # a single text whose tokens do not fit is cut into windows (``Encoding.truncate``), each
@@ -1417,8 +1418,8 @@ def truncated_batch(engine, ref, inputs, add_special_tokens: bool,
     trunc = ref.truncation
     win = None
     if room > 0 and trunc.stride < room and trunc.strategy != "only_second":
-        win = post_processors.window_layout(pp, add_special_tokens)
-    windowed = _windowed(a, pair_at, room, trunc, single, win) if win is not None else {}
+        win = post_processors.window_layout(lay, add_special_tokens)
+    windowed = _windowed(a, pair_at, room, trunc, single, win, aps) if win is not None else {}
     made: dict = {}
     out: List[Encoding] = []
     for d, j in enumerate(pair_at):
@@ -1427,8 +1428,10 @@ def truncated_batch(engine, ref, inputs, add_special_tokens: bool,
             out.append(ref.encode(firsts[d], None if j < 0 else seconds[j], add_special_tokens, offsets=offsets))
             continue
         if j < 0 and room > 0 and x._rows is not None and len(x) <= room:
-            out.append(_laid_out(x, single, made))
-            continue
+            laid = _laid_out(x, single, made, aps)
+            if laid is not None:
+                out.append(laid)
+                continue
         w = windowed.get(d)
         if w is not None:
             out.append(w)
@@ -1439,7 +1442,7 @@ def truncated_batch(engine, ref, inputs, add_special_tokens: bool,
     return out
 
 
-def _windowed(encs: List[Optional[Encoding]], pair_at, room: int, trunc, single, window) -> dict:
+def _windowed(encs: List[Optional[Encoding]], pair_at, room: int, trunc, single, window, aps=None) -> dict:
     """The single texts (``pair_at`` -1) among ``encs`` (the engine's lazy encodings, new)
     whose tokens exceed ``room`` (the truncation's budget, above ``trunc.stride``; strategy
     ``longest_first`` or ``only_first``, which then cut the same), each cut into the windows
@@ -1447,7 +1450,10 @@ def _windowed(encs: List[Optional[Encoding]], pair_at, room: int, trunc, single,
     ``trunc.direction``): text index -> a lazy encoding of its first window laid out as
     ``single``, its ``overflowing`` the others, laid out as ``window``
     (``post_processors.single_layout`` / ``window_layout``); all of a rows object's windows
-    on one rows object."""
+    on one rows object. ``aps``: not None where the post-processor trims offsets first
+    (``layout_processor``): each window's trimmed (``post_processors.trim_rows``)."""
+    from .cpu_ref import post_processors
+
     groups: dict = {}
     for d, j in enumerate(pair_at):
         x = encs[d]
@@ -1485,6 +1491,10 @@ def _windowed(encs: List[Optional[Encoding]], pair_at, room: int, trunc, single,
         bounds, idx = gathered(b[at][of] + start, stop - start)
         w = EncodingRows(rows.ids[idx], rows.tokens[idx], rows.starts[idx], rows.ends[idx], rows.words[idx],
                          bounds, rows.type_id)
+        if aps is not None:
+            w = post_processors.trim_rows(w, aps)
+            if w is None:  # (then post_process trims each one)
+                continue
         main, rest = w.with_layout(*single), w.with_layout(*window)
         fl = first.tolist()
         for q, d in enumerate(ds.tolist()):
@@ -1521,14 +1531,44 @@ def _stopped(engine, trunc, texts: List[str], type_id: int, limited: bool,
     return out
 
 
-def _laid_out(x: Encoding, single, made: dict) -> Encoding:
+def layout_processor(pp):
+    """``(lay, aps)``: the post-processor whose layouts the engines' rows take, and None, or,
+    where ``pp`` trims offsets first (``post_processors.offset_trim``), ``pp`` without that
+    trim and its ``add_prefix_space`` (the rows' offsets then trimmed before they are laid
+    out: ``_prepped``)."""
+    from .cpu_ref import post_processors
+
+    trim = post_processors.offset_trim(pp)
+    return (pp, None) if trim is None else (trim[1], trim[0])
+
+
+def _prepped(rows, aps, made: dict):
+    """``rows`` as the layouts take them: trimmed (``post_processors.trim_rows``) when ``aps``
+    is not None, once per rows object (kept in ``made``); None where they cannot be."""
+    if aps is None:
+        return rows
+    from .cpu_ref import post_processors
+
+    key = ("trim", id(rows))
+    hit = made.get(key)
+    if hit is None or hit[0] is not rows:
+        hit = made[key] = (rows, post_processors.trim_rows(rows, aps))
+    return hit[1]
+
+
+def _laid_out(x: Encoding, single, made: dict, aps=None) -> Optional[Encoding]:
     """``x`` (an engine's lazy encoding, new, read by no one yet) moved onto its rows laid out
-    as ``single`` (``post_processors.single_layout``'s), one laid-out rows object per rows
-    object, kept in ``made``."""
-    laid = made.get(id(x._rows))
-    if laid is None:
-        laid = made[id(x._rows)] = x._rows.with_layout(*single)
-    return x._relaid(laid)
+    as ``single`` (``post_processors.single_layout``'s), their offsets trimmed first when
+    ``aps`` is not None (``layout_processor``), one laid-out rows object per rows object,
+    kept in ``made``; None (``x`` untouched) where the rows cannot be trimmed so."""
+    key = ("laid", id(x._rows))
+    hit = made.get(key)
+    if hit is None or hit[0] is not x._rows:
+        base = _prepped(x._rows, aps, made)
+        hit = made[key] = (x._rows, None if base is None else base.with_layout(*single))
+    if hit[1] is None:
+        return None
+    return x._relaid(hit[1])
 
 
 def batch_of_singles(engine, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
@@ -1544,38 +1584,39 @@ def batch_of_singles(engine, inputs, add_special_tokens: bool, num_threads: Opti
     a = engine.encode_single_encodings(firsts, 0, num_threads)
     b = engine.encode_single_encodings(seconds, 1, num_threads) if seconds else []
     pp = engine.cfg.post_processor
-    single = post_processors.single_layout(pp, add_special_tokens) if len(seconds) < len(firsts) else None
-    pair = post_processors.pair_layout(pp, add_special_tokens) if seconds else None
+    lay, aps = layout_processor(pp)  # (a processor that trims offsets: the rows trimmed, then laid out)
+    single = post_processors.single_layout(lay, add_special_tokens) if len(seconds) < len(firsts) else None
+    pair = post_processors.pair_layout(lay, add_special_tokens) if seconds else None
     made: dict = {}
     if not seconds and single is not None:  # single texts, a fixed layout: the engine's encodings
         # (new, read by no one yet) moved onto the laid-out rows, no second object each
         out = a
         for i, x in enumerate(a):
-            if x._rows is None:  # (the reference path's)
+            if x._rows is None or _laid_out(x, single, made, aps) is None:  # (None: the reference path's)
                 out[i] = post_processors.process(pp, [x], add_special_tokens)
-            else:
-                _laid_out(x, single, made)
         return out
     out = []
     for i, j in enumerate(pair_at):
         x = a[i]
         if j < 0:
-            if single is None or x._rows is None:  # (None: the reference path's)
+            laid = None if single is None or x._rows is None else _laid_out(x, single, made, aps)
+            if laid is None:  # (x._rows None: the reference path's)
                 out.append(post_processors.process(pp, [x], add_special_tokens))
                 continue
-            laid = made.get(id(x._rows))
-            if laid is None:
-                laid = made[id(x._rows)] = x._rows.with_layout(*single)
-            out.append(Encoding._lazy(laid, x._row))
+            out.append(laid)
             continue
         y = b[j]
-        if pair is None or x._rows is None or y._rows is None:
+        rows = None
+        if pair is not None and x._rows is not None and y._rows is not None:
+            key = ("pair", id(x._rows), id(y._rows))
+            hit = made.get(key)
+            if hit is None or hit[0] is not x._rows or hit[1] is not y._rows:
+                ra, rb = _prepped(x._rows, aps, made), _prepped(y._rows, aps, made)
+                hit = made[key] = (x._rows, y._rows, None if ra is None or rb is None else PairRows(ra, rb, pair))
+            rows = hit[2]
+        if rows is None:
             out.append(post_processors.process(pp, [x, y], add_special_tokens))
             continue
-        key = (id(x._rows), id(y._rows))
-        rows = made.get(key)
-        if rows is None:
-            rows = made[key] = PairRows(x._rows, y._rows, pair)
         out.append(Encoding._lazy(rows, rows.add(x._row, y._row)))
     return out
 

@@ -275,7 +275,7 @@ class Tokenizer:
         inputs = inputs if isinstance(inputs, list) else list(inputs)  # (read more than once below)
         if is_pretokenized or device == "ref" or self._cpu_engine() is None:
             return self._ref.encode_batch(inputs, add_special_tokens, True, is_pretokenized, False)
-        from .fast_cpu import split_pairs, truncated_batch
+        from .fast_cpu import layout_processor, split_pairs, truncated_batch
 
         eng = self._cpu_engine()
         if self._ref.truncation is not None:  # cut as the reference's early stop cuts them
@@ -284,7 +284,8 @@ class Tokenizer:
                 pad_encodings(out, self._ref.padding)
             return out
         firsts, seconds, pair_at = split_pairs(inputs)
-        pp = self.config.post_processor
+        # (a processor that trims offsets trims nothing here: every offset is (0, 0))
+        pp = layout_processor(self.config.post_processor)[0]
         single = post_processors.single_layout(pp, add_special_tokens) if len(seconds) < len(firsts) else None
         pair = post_processors.pair_layout(pp, add_special_tokens, 0) if seconds else None
         if (single is not None or len(seconds) == len(firsts)) and (pair is not None or not seconds):

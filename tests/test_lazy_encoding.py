@@ -16,6 +16,7 @@ if tokenizers.__version__ != "0.23.1":  # pragma: no cover
 
 import gpu_tok  # noqa: E402
 from gpu_tok.cpu_ref import post_processors  # noqa: E402
+from gpu_tok.fast_cpu import layout_processor  # noqa: E402
 
 from _encodings import diff  # noqa: E402
 from _small_bpe import WP_SPECIALS, wordpiece_model, wordpiece_tokenizer_json  # noqa: E402
@@ -33,7 +34,9 @@ def _template(a_type, cls_type, sep_type):
 
 
 _BERT = {"type": "BertProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2]}
-# name -> (post_processor, whether the lazy layout serves it)
+# name -> (post_processor, whether the lazy layout serves it: a processor that trims offsets
+# first, its rows trimmed, then laid out as the same processor without the trim,
+# ``fast_cpu.layout_processor``; one that trims after adding tokens is not served)
 _PROCESSORS = {
     "none": ("none", True),
     "template": (_template(0, 0, 0), True),
@@ -47,10 +50,16 @@ _PROCESSORS = {
     "roberta": ({"type": "RobertaProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2], "trim_offsets": False,
                  "add_prefix_space": False}, True),
     "roberta-trim": ({"type": "RobertaProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2], "trim_offsets": True,
-                      "add_prefix_space": True}, False),
+                      "add_prefix_space": True}, True),
     "bytelevel": ({"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": True}, True),
     "bytelevel-trim": ({"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
-                       False),
+                       True),
+    "sequence-trim": ({"type": "Sequence", "processors": [
+        {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        _template(0, 1, 0)]}, True),
+    "sequence-trim-last": ({"type": "Sequence", "processors": [
+        _template(0, 1, 0), {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}]},
+        False),
     "sequence": ({"type": "Sequence", "processors": [
         {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": True},
         _template(0, 1, 0)]}, True),
@@ -88,7 +97,8 @@ def test_every_field_as_the_reference_under_each_post_processor(name):
     pp, lazy = _PROCESSORS[name]
     ours, ref = _tokenizers(pp)
     for add in (False, True):
-        assert (post_processors.single_layout(ours.config.post_processor, add) is not None) == lazy
+        lay = layout_processor(ours.config.post_processor)[0]
+        assert (post_processors.single_layout(lay, add) is not None) == lazy
         got = ours.encode_batch(_TEXTS, add_special_tokens=add, device="cpu")
         # the lazy ones: no list made yet ("[MASK]", an added token, goes to the reference path)
         assert sum(e._rows is not None for e in got) == (len(_TEXTS) - 1 if lazy else 0)
@@ -116,7 +126,8 @@ def test_pairs_as_the_reference_under_each_post_processor(name):
     ours, ref = _tokenizers(pp)
     pairs = [(a, b) for a in _TEXTS for b in _TEXTS[:4]]
     for add in (False, True):
-        assert (post_processors.pair_layout(ours.config.post_processor, add) is not None) == lazy
+        lay = layout_processor(ours.config.post_processor)[0]
+        assert (post_processors.pair_layout(lay, add) is not None) == lazy
         for batch in (pairs, pairs[:5] + _TEXTS):
             for pad in (None, {"direction": "left", "pad_to_multiple_of": 8}):
                 for t in (ours, ref):

@@ -369,6 +369,45 @@ def test_windows_laid_out_lazily(model, monkeypatch):
             check_same(ours, ref, [texts[0], (texts[1][:200], texts[2][:200]), texts[3]], add, ids_too=False)
 
 
+@pytest.mark.parametrize("model, post", [
+    ("roberta-base", None),
+    ("roberta-base", {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0], "trim_offsets": True,
+                      "add_prefix_space": True}),
+    ("gpt2", {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}),
+    ("gpt2", {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True})])
+def test_trimmed_offsets_laid_out_lazily(model, post):
+    """A post-processor that trims offsets (roberta-base's own, and gpt2 with a trimming
+    ByteLevel): encode_batch of texts and pairs from the engine's rows, their offsets trimmed
+    at once (``post_processors.trim_rows``) and laid out lazily, every field as the
+    reference's, with truncation windows and padding too, on corpus text and runs of
+    spaces, tabs, no-break and ideographic spaces, and added tokens."""
+    from gpu_tok.encoding import PairRows
+
+    path = model_path(model)
+    js = path.read_text(encoding="utf-8")
+    if post is not None:
+        obj = json.loads(js)
+        obj["post_processor"] = post
+        js = json.dumps(obj)
+    ours, ref = gpu_tok.Tokenizer.from_str(js), tokenizers.Tokenizer.from_str(js)
+    added = [a.content for a in ref.get_added_tokens_decoder().values()][:3]
+    texts = [t[:1500] for t in corpus_texts(6)] + [
+        "", " ", "  lead", "trail  ", "a   b", "\t\ttab \n\n x", "\u3000x\u3000 y", "x\u00a0 y", "   ",
+        " ".join(added) + " mid " + "".join(added) + "  end "]
+    pairs = [(texts[i][:200], texts[-1 - i]) for i in range(6)]
+    for trunc, pad in ((None, None), (None, {"pad_to_multiple_of": 8}),
+                       ({"max_length": 24, "stride": 6}, {"direction": "left"})):
+        configure(ours, trunc, pad)
+        configure(ref, trunc, pad)
+        for add in (True, False):
+            check_same(ours, ref, texts, add, ids_too=False)
+            check_same(ours, ref, pairs + texts[:3], add, ids_too=False)
+    configure(ours, None, None)
+    got = ours.encode_batch(texts + pairs, device="cpu")
+    assert all(e._rows is not None for e in got[1:len(texts) - 1]), model  # (no added token: lazy)
+    assert sum(isinstance(e._rows, PairRows) for e in got[len(texts):]) >= 5
+
+
 def test_minilm_applies_its_stored_settings():
     """all-MiniLM-L6-v2 stores truncation 128 and padding Fixed 128: applied, as there."""
     path = model_path("all-MiniLM-L6-v2")

@@ -6,7 +6,10 @@ sequence (and pair) and returns the final merged ``Encoding``.
 
 from __future__ import annotations
 
-from typing import List
+import dataclasses
+from typing import List, Optional
+
+import numpy as np
 
 from .. import config as C
 from ..encoding import Encoding
@@ -18,18 +21,7 @@ def trim_offsets(enc: Encoding, add_prefix_space: bool) -> None:
     """ByteLevel offset trimming: leading/trailing spaces of a token leave its offsets."""
     offsets = enc.offsets
     for i, tok in enumerate(enc.tokens):
-        lead = 0
-        for c in tok:
-            if c == SPACE_CHAR or is_whitespace(c):
-                lead += 1
-            else:
-                break
-        trail = 0
-        for c in reversed(tok):
-            if c == SPACE_CHAR or is_whitespace(c):
-                trail += 1
-            else:
-                break
+        lead, trail = _space_counts(tok)
         if lead == 0 and trail == 0:
             continue
         s, e = offsets[i]
@@ -41,6 +33,95 @@ def trim_offsets(enc: Encoding, add_prefix_space: bool) -> None:
         if trail > 0 and e >= trail:
             e = max(e - trail, s)
         offsets[i] = (s, e)
+
+
+def _space_counts(tok: str):
+    """``trim_offsets``' leading and trailing counts of one token string."""
+    lead = 0
+    for c in tok:
+        if c == SPACE_CHAR or is_whitespace(c):
+            lead += 1
+        else:
+            break
+    trail = 0
+    for c in reversed(tok):
+        if c == SPACE_CHAR or is_whitespace(c):
+            trail += 1
+        else:
+            break
+    return lead, trail
+
+
+_TRIM_TABLES: dict = {}  # id(vocab) -> (vocab, lead, trail)
+
+
+def _trim_table(vocab: np.ndarray):
+    """``(lead, trail)``: ``_space_counts`` of every string of ``vocab`` (an object array of
+    token strings by id), as ``int64`` arrays, made once per vocabulary."""
+    hit = _TRIM_TABLES.get(id(vocab))
+    if hit is not None and hit[0] is vocab:
+        return hit[1], hit[2]
+    n = vocab.shape[0]
+    lead, trail = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    for i, tok in enumerate(vocab.tolist()):
+        if tok and (tok[0] == SPACE_CHAR or tok[-1] == SPACE_CHAR or is_whitespace(tok[0])
+                    or is_whitespace(tok[-1])):
+            lead[i], trail[i] = _space_counts(tok)
+    if len(_TRIM_TABLES) >= 16:
+        _TRIM_TABLES.clear()
+    _TRIM_TABLES[id(vocab)] = (vocab, lead, trail)
+    return lead, trail
+
+
+def trim_rows(rows, add_prefix_space: bool):
+    """``trim_offsets`` of every row of ``rows`` (an ``encoding.EncodingRows`` without a
+    layout, each row one encoding: its first token is its index 0) at once: the same rows
+    with the trimmed offsets, or None where the token strings are not a ``TokenStrings``
+    (then the caller trims each encoding)."""
+    from ..encoding import EncodingRows, TokenStrings
+
+    toks = rows.tokens
+    if not isinstance(toks, TokenStrings) or rows.starts is None or rows.before["ids"] or rows.after["ids"]:
+        return None
+    ids = np.asarray(toks.ids, np.int64)
+    N = ids.shape[0]
+    lead_t, trail_t = _trim_table(toks.vocab)
+    ok = (ids >= 0) & (ids < lead_t.shape[0])
+    safe = np.where(ok, ids, 0)
+    lead, trail = np.where(ok, lead_t[safe], 0), np.where(ok, trail_t[safe], 0)
+    for j, k in enumerate(toks.pos.tolist()):  # an added token's or unknown token's text
+        lead[k], trail[k] = _space_counts(toks.text[j])
+    s = np.asarray(rows.starts, np.int64)
+    e = np.asarray(rows.ends, np.int64)
+    first = s == 0
+    heads = rows.bounds[:-1]
+    first[heads[heads < N]] = True
+    if add_prefix_space:
+        lead = np.where(first & (lead == 1), 0, lead)
+    s2 = np.where(lead > 0, np.minimum(s + lead, e), s)
+    e2 = np.where((trail > 0) & (e >= trail), np.maximum(e - trail, s2), e)
+    out = EncodingRows(rows.ids, toks, s2, e2, rows.words, rows.bounds, rows.type_id)
+    out.added = rows.added
+    return out
+
+
+def _offset_trim(cfg):
+    if isinstance(cfg, (C.ByteLevel, C.RobertaProcessing)) and cfg.trim_offsets:
+        return cfg.add_prefix_space, dataclasses.replace(cfg, trim_offsets=False)
+    if isinstance(cfg, C.ProcessorSequence) and cfg.processors:
+        got = _offset_trim(cfg.processors[0])
+        if got is not None and all(_layout_safe(p) for p in cfg.processors[1:]):
+            return got[0], dataclasses.replace(cfg, processors=(got[1],) + tuple(cfg.processors[1:]))
+    return None
+
+
+def offset_trim(cfg) -> Optional[tuple]:
+    """``(add_prefix_space, rest)`` where ``process(cfg, encodings)`` is ``process(rest, ...)``
+    of the encodings with their offsets (and their windows') trimmed first (``_trim_all``):
+    ``cfg`` a ``ByteLevel`` or ``RobertaProcessing`` that trims offsets, or a ``Sequence``
+    whose first processor is one and whose others trim nothing; ``rest``: the same with that
+    trim off (one object per processor). None for every other processor."""
+    return _layout(_offset_trim, cfg)
 
 
 def _special(ids, tokens, type_id) -> Encoding:
