@@ -1410,7 +1410,7 @@ def truncated_batch(engine, ref, inputs, add_special_tokens: bool,
     pp = engine.cfg.post_processor
     lay, aps = layout_processor(pp)
     single = post_processors.single_layout(lay, add_special_tokens) if offsets and len(seconds) < len(firsts) else None
-    room = (truncation.budget(ref.truncation, post_processors.added_tokens(pp, False), add_special_tokens)
+    room = (min(truncation.budget(ref.truncation, post_processors.added_tokens(pp, False), add_special_tokens), 1 << 62)
             if single is not None else 0)
     # a single text whose tokens do not fit is cut into windows (``Encoding.truncate``), each
     # laid out as the post-processor lays out a window (``post_processors.window_layout``):
@@ -1421,6 +1421,16 @@ def truncated_batch(engine, ref, inputs, add_special_tokens: bool,
         win = post_processors.window_layout(lay, add_special_tokens)
     windowed = _windowed(a, pair_at, room, trunc, single, win, aps) if win is not None else {}
     made: dict = {}
+    # pairs: lazy on PairRows where the pair's layout is fixed, those that fit as they are and,
+    # under ``only_second``, those whose second text is cut into windows (``_pair_windowed``)
+    if offsets and seconds:
+        pair = post_processors.pair_layout(lay, add_special_tokens)
+        # (the budget wraps around below zero, as the reference's unsigned arithmetic: never cuts)
+        p_room = min(truncation.budget(trunc, post_processors.added_tokens(pp, True), add_special_tokens), 1 << 62)
+        pwin = (post_processors.pair_window_layout(lay, add_special_tokens) if trunc.strategy == "only_second"
+                else None)
+        if pair is not None and p_room > 0:
+            windowed.update(_pair_windowed(a, b, pair_at, p_room, trunc, pair, pwin, aps, made))
     out: List[Encoding] = []
     for d, j in enumerate(pair_at):
         x, y = a[d], (None if j < 0 else b[j])
@@ -1459,7 +1469,6 @@ def _windowed(encs: List[Optional[Encoding]], pair_at, room: int, trunc, single,
         x = encs[d]
         if j < 0 and x is not None and x._rows is not None:
             groups.setdefault(id(x._rows), (x._rows, []))[1].append(d)
-    step = room - trunc.stride
     out: dict = {}
     for rows, ds in groups.values():
         if rows.type_id != 0 or rows.starts is None or rows.words is None:  # (what the probes assumed)
@@ -1471,23 +1480,11 @@ def _windowed(encs: List[Optional[Encoding]], pair_at, room: int, trunc, single,
         if not cut.any():
             continue
         ds, at, n = np.asarray(ds)[cut], at[cut], n[cut]
-        k = 1 + (n - room + step - 1) // step  # windows per text
-        first = np.zeros(k.shape[0] + 1, np.int64)
-        np.cumsum(k, out=first[1:])
         # the windows in rows: each text's first window, in text order, then the others (in
         # text order, each text's in order), so that each layout's rows object reads rows of
         # its own, side by side (``EncodingRows`` makes its lists a chunk of rows at a time)
-        m = k.shape[0]
-        of = np.repeat(np.arange(m), k)
-        i = np.arange(int(first[-1])) - first[:-1][of]  # each window's place in its text's
-        order = np.argsort(i > 0, kind="stable")
-        of, i = of[order], i[order]
-        if trunc.direction == "right":
-            start = i * step
-            stop = np.minimum(start + room, n[of])
-        else:
-            stop = n[of] - i * step
-            start = np.maximum(stop - room, 0)
+        m = n.shape[0]
+        of, start, stop, first = _window_cuts(n, np.full(m, room, np.int64), trunc.stride, trunc.direction)
         bounds, idx = gathered(b[at][of] + start, stop - start)
         w = EncodingRows(rows.ids[idx], rows.tokens[idx], rows.starts[idx], rows.ends[idx], rows.words[idx],
                          bounds, rows.type_id)
@@ -1500,6 +1497,90 @@ def _windowed(encs: List[Optional[Encoding]], pair_at, room: int, trunc, single,
         for q, d in enumerate(ds.tolist()):
             e = Encoding._lazy(main, q)
             e.overflowing = [Encoding._lazy(rest, r) for r in range(m + fl[q] - q, m + fl[q + 1] - q - 1)]
+            out[d] = e
+    return out
+
+
+def _window_cuts(n: np.ndarray, room: np.ndarray, stride: int, direction: str):
+    """``Encoding.truncate``'s windows of rows of ``n`` tokens cut to ``room`` (each over
+    ``stride``; ``n > room``), each row's first window first, then the others in row order:
+    ``(of, start, stop, first)``, each window's row and token range within it, and where each
+    row's other windows start (``first[q] - q`` of them before row ``q``'s)."""
+    step = room - stride
+    k = 1 + (n - room + step - 1) // step  # windows per row
+    first = np.zeros(k.shape[0] + 1, np.int64)
+    np.cumsum(k, out=first[1:])
+    of = np.repeat(np.arange(k.shape[0]), k)
+    i = np.arange(int(first[-1])) - first[:-1][of]  # each window's place in its row's
+    order = np.argsort(i > 0, kind="stable")
+    of, i = of[order], i[order]
+    if direction == "right":
+        start = i * step[of]
+        stop = np.minimum(start + room[of], n[of])
+    else:
+        stop = n[of] - i * step[of]
+        start = np.maximum(stop - room[of], 0)
+    return of, start, stop, first
+
+
+def _pair_windowed(a, b, pair_at, room: int, trunc, pair, pwin, aps, made: dict) -> dict:
+    """The pairs (``pair_at`` >= 0) among the engine's lazy encodings ``a`` (first texts) and
+    ``b`` (second texts) that ``truncate_encodings`` leaves whole (both texts' tokens within
+    ``room``, the budget with the pair's special tokens) or, with ``pwin`` (strategy
+    ``only_second``: ``post_processors.pair_window_layout``), cuts the second text of into
+    windows (``room`` less the first text's tokens, over ``trunc.stride``): pair index ->
+    a lazy encoding on ``PairRows`` laid out as ``pair``, its ``overflowing`` (the second
+    text's other windows with the whole first text) as ``pwin``. Offsets trimmed first with
+    ``aps`` (``layout_processor``). Pairs left out go through ``post_process`` (an error
+    there is the reference's)."""
+    from .cpu_ref import post_processors
+    from .encoding import PairRows
+
+    groups: dict = {}
+    for d, j in enumerate(pair_at):
+        if j < 0:
+            continue
+        x, y = a[d], b[j]
+        if x is None or y is None or x._rows is None or y._rows is None:
+            continue
+        groups.setdefault((id(x._rows), id(y._rows)), (x._rows, y._rows, []))[2].append(d)
+    out: dict = {}
+    for xr, yr, ds in groups.values():
+        xa = _prepped(xr, aps, made)
+        if xa is None or yr.starts is None or yr.words is None:
+            continue
+        xi = np.array([a[d]._row for d in ds], np.int64)
+        yi = np.array([b[pair_at[d]]._row for d in ds], np.int64)
+        n1 = (xr.bounds[1:] - xr.bounds[:-1])[xi]
+        n2 = (yr.bounds[1:] - yr.bounds[:-1])[yi]
+        fits = n1 + n2 <= room
+        if fits.any():
+            yb = _prepped(yr, aps, made)
+            if yb is not None:
+                rows = PairRows(xa, yb, pair)
+                for d, i, j in zip(np.asarray(ds)[fits].tolist(), xi[fits].tolist(), yi[fits].tolist()):
+                    out[d] = Encoding._lazy(rows, rows.add(i, j))
+        if pwin is None:
+            continue
+        r2 = room - n1  # the second text's windows (only_second)
+        cut = ~fits & (r2 > trunc.stride)
+        if not cut.any():
+            continue
+        dc, xc, yc, nc, rc = np.asarray(ds)[cut], xi[cut], yi[cut], n2[cut], r2[cut]
+        of, start, stop, first = _window_cuts(nc, rc, trunc.stride, trunc.direction)
+        bounds, idx = gathered(yr.bounds[yc][of] + start, stop - start)
+        w = EncodingRows(yr.ids[idx], yr.tokens[idx], yr.starts[idx], yr.ends[idx], yr.words[idx], bounds,
+                         yr.type_id)
+        if aps is not None:
+            w = post_processors.trim_rows(w, aps)
+            if w is None:
+                continue
+        main, rest = PairRows(xa, w, pair), PairRows(xa, w, pwin)
+        m = dc.shape[0]
+        fl = first.tolist()
+        for q, (d, i) in enumerate(zip(dc.tolist(), xc.tolist())):
+            e = Encoding._lazy(main, main.add(i, q))
+            e.overflowing = [Encoding._lazy(rest, rest.add(i, r)) for r in range(m + fl[q] - q, m + fl[q + 1] - q - 1)]
             out[d] = e
     return out
 

@@ -378,6 +378,67 @@ def _pair_layout(cfg, add_special_tokens: bool, second_type: int):
     return ta, tb, before, mid, after, ranges
 
 
+def _pair_fields(ta, tb, before, mid, after, pa: Encoding, pb: Encoding) -> dict:
+    """The fields ``_pair_layout``'s layout makes of the probes ``pa`` and ``pb``."""
+    fields = {}
+    for f in _LAYOUT_FIELDS:
+        x, y = list(getattr(pa, f)), list(getattr(pb, f))
+        if f == "type_ids":
+            x, y = [ta] * len(x), [tb] * len(y)
+        fields[f] = before[f] + x + mid[f] + y + after[f]
+    return fields
+
+
+def _pair_window_layout(cfg, add_special_tokens: bool):
+    """What ``process`` makes of each overflowing window of a pair's second sequence (the
+    first not cut: truncation's ``only_second``), as ``_pair_layout``'s ``(ta, tb, before,
+    mid, after, ranges)``: found by running ``process`` on a pair of probes, the second
+    (type id 1, as the engines encode second texts) holding windows of 1, 0, 3 and 2 tokens
+    (as ``Encoding.truncate`` makes them), and used only where the windows came out in
+    order, each the first probe and the window in that layout, and the pair itself as
+    ``_pair_layout`` says. None where they did not, or where the processor's output depends
+    on the tokens themselves."""
+    if not _layout_safe(cfg):
+        return None
+    main = _pair_layout(cfg, add_special_tokens, 1)
+    if main is None:
+        return None
+    pb = _probe_pair(2, 1)
+    pb.overflowing = [_probe_pair(m, 1) for m in _WINDOW_SIZES]
+    out = process(cfg, [_probe(3), pb], add_special_tokens)
+    windows, out.overflowing = out.overflowing, []
+    want = _pair_fields(*main[:5], _probe(3), _probe_pair(2, 1))
+    if len(windows) != len(_WINDOW_SIZES) or any(list(getattr(out, f)) != want[f] for f in _LAYOUT_FIELDS):
+        return None
+    one = windows[0]
+    if one.ids.count(-1) != 1 or one.ids.count(-1001) != 1:
+        return None
+    p, q = one.ids.index(-1), one.ids.index(-1001)
+    if not p + 2 < q:
+        return None
+    before = {f: getattr(one, f)[:p] for f in _LAYOUT_FIELDS}
+    mid = {f: getattr(one, f)[p + 3:q] for f in _LAYOUT_FIELDS}
+    after = {f: getattr(one, f)[q + 1:] for f in _LAYOUT_FIELDS}
+    ta, tb = one.type_ids[p], one.type_ids[q]
+    ranges = []
+    for seq, (a, b) in one.sequence_ranges.items():
+        if (a, b) == (p, p + 3):
+            ranges.append((seq, a, False))
+        elif (a, b) == (q, q + 1):
+            ranges.append((seq, a - 3, True))
+        else:
+            return None
+    for m, w in zip(_WINDOW_SIZES, windows):
+        pw = _probe_pair(m, 1)
+        fields = _pair_fields(ta, tb, before, mid, after, _probe(3), pw)
+        if w.overflowing or w.sequence_ranges != {seq: (a + 3, a + 3 + m) if second else (a, a + 3)
+                                                  for seq, a, second in ranges}:
+            return None
+        if any(list(getattr(w, f)) != fields[f] for f in _LAYOUT_FIELDS):
+            return None
+    return ta, tb, before, mid, after, ranges
+
+
 _LAYOUTS: dict = {}  # (kind, id(cfg), arguments) -> (cfg, layout)
 
 
@@ -403,6 +464,11 @@ def single_layout(cfg, add_special_tokens: bool):
 def window_layout(cfg, add_special_tokens: bool):
     """``_window_layout``'s (see there), found once per processor."""
     return _layout(_window_layout, cfg, add_special_tokens)
+
+
+def pair_window_layout(cfg, add_special_tokens: bool):
+    """``_pair_window_layout``'s (see there), found once per processor."""
+    return _layout(_pair_window_layout, cfg, add_special_tokens)
 
 
 def pair_layout(cfg, add_special_tokens: bool, second_type: int = 1):
