@@ -7,6 +7,7 @@ is the call alone (both libraries make an encoding's lists when a field is first
 
     python benchmarks/pairs.py --models bert-base-uncased,gpt2,llama2 --threads 1
     python benchmarks/pairs.py --max-length 512 --pad
+    python benchmarks/pairs.py --max-length 384 --stride 128 --strategy only_second --first-chars 80 --pad
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def main() -> int:
     ap.add_argument("--max-mb", type=float, default=5.0, help="MB of the bench file read [%(default)s]")
     ap.add_argument("--first-chars", type=int, default=600, help="characters kept of each first text [%(default)s]")
     ap.add_argument("--max-length", type=int, default=0, help="enable_truncation(max_length) on both; 0: none")
+    ap.add_argument("--stride", type=int, default=0, help="the truncation's stride (windows in overflowing)")
+    ap.add_argument("--strategy", default="longest_first", help="the truncation's strategy [%(default)s]")
     ap.add_argument("--pad", action="store_true", help="enable_padding() on both")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--repeat", type=int, default=3)
@@ -39,7 +42,7 @@ def main() -> int:
     pairs = [(texts[i][:args.first_chars], texts[i + 1]) for i in range(len(texts) - 1)]
     mb = sum(len(a.encode()) + len(b.encode()) for a, b in pairs) / 1e6
     print(f"{len(pairs)} pairs, {mb:.2f} MB, {args.file}, threads {args.threads}, max_length {args.max_length or '-'}, "
-          f"pad {args.pad}, tokenizers {tokenizers.__version__}")
+          f"stride {args.stride}, strategy {args.strategy}, pad {args.pad}, tokenizers {tokenizers.__version__}")
     print("| model | ours encode_batch | hf encode_batch | ratio | ours fast | hf fast | ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     bad = 0
@@ -48,7 +51,7 @@ def main() -> int:
         ours, hf = gpu_tok.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
         for t in (ours, hf):
             if args.max_length:
-                t.enable_truncation(args.max_length)
+                t.enable_truncation(args.max_length, stride=args.stride, strategy=args.strategy)
             if args.pad:
                 t.enable_padding()
         runs = {"ours": lambda: ours.encode_batch(pairs, device="cpu", num_threads=args.threads),
@@ -62,7 +65,7 @@ def main() -> int:
                 t0 = time.perf_counter()
                 got = f()
                 best[k] = min(best[k], time.perf_counter() - t0)
-                ids[k] = [e.ids for e in got]
+                ids[k] = [w.ids for e in got for w in (e, *e.overflowing)]  # (the windows too: not timed)
                 del got  # (freed here, not inside the next engine's timed call)
         for k in ("ours", "ours-fast"):
             if ids[k] != ids[k.replace("ours", "hf")]:
