@@ -1094,7 +1094,7 @@ class GpuEngine:
         (added token, skipped document) at the first byte of another, or pieces over
         ``huge_bytes`` (which the host encodes)."""
         t0 = time.perf_counter()
-        be, K = self.be, self.K
+        K = self.K
         eng = host.eng
         a, b = int(offsets[d0]), int(offsets[d1])
         buf = data[a:b]
@@ -1133,12 +1133,7 @@ class GpuEngine:
         d_off = self._put(slot, "doc_off", off, s)
         first = sc("first", n + 1, np.int64)
         L(K.k_first, n + 1, s, n + 1, N, d_off, cpos, starts, first)
-        nc = (N + K.STATS_CHUNK - 1) // K.STATS_CHUNK
-        part, st = sc("piece_part", 4 * nc, np.int64), sc("piece_stats", 5, np.int64)
-        L(K.k_piece_stats, nc, s, nc, N, mark, cpos, starts, special, np.int64(self.huge_bytes), part)
-        L(K.k_stats_total, 1, s, 1, nc, N, part, cpos, st)
-        counts = be.to_host(st[:5], s)
-        be.sync(s)
+        counts = self._cut_counts(s, sc, N, mark, cpos, starts, special)
         if counts[3]:  # pieces the host encodes: the host step's pieces
             self.stats["device_cut_refused"] += 1
             return self._host_step(host, data, offsets, d0, d1, num_threads, slot, hint)
@@ -1211,12 +1206,7 @@ class GpuEngine:
         doff, first = sc("doff", n + 1, np.int64), sc("first", n + 1, np.int64)
         L(K.k_sp_docs, n + 1, s, n + 1, put("doc_item", doc_item), ioff, doff)
         L(K.k_first, n + 1, s, n + 1, M, doff, cpos, starts, first)
-        nc = (M + K.STATS_CHUNK - 1) // K.STATS_CHUNK
-        part, st = sc("piece_part", 4 * max(nc, 1), np.int64), sc("piece_stats", 5, np.int64)
-        L(K.k_piece_stats, nc, s, nc, M, mark, cpos, starts, special, np.int64(self.huge_bytes), part)
-        L(K.k_stats_total, 1, s, 1, nc, M, part, cpos, st)
-        counts = be.to_host(st[:5], s)
-        be.sync(s)
+        counts = self._cut_counts(s, sc, M, mark, cpos, starts, special)
         if counts[3]:  # pieces the host encodes: the host step's pieces
             self.stats["device_cut_refused"] += 1
             return self._host_step(host, data, offsets, d0, d1, num_threads, slot, hint)
@@ -1225,6 +1215,18 @@ class GpuEngine:
         self.stats["device_cut"] += 1
         return HostPieces(buf, starts, special, first, None, (int(counts[0]), int(counts[1]), int(counts[2])), None,
                           (out, starts, special, first), P, M)
+
+    def _cut_counts(self, s, sc, N: int, mark, cpos, starts, special):
+        """The device cut's counts over its ``N`` bytes (``gpu_host.piece_terms`` summed, then
+        the pieces' number), read back: the wait of the batch's cut."""
+        K, L = self.K, self._kernel
+        nc = (N + K.STATS_CHUNK - 1) // K.STATS_CHUNK
+        part, st = sc("piece_part", 4 * max(nc, 1), np.int64), sc("piece_stats", 5, np.int64)
+        L(K.k_piece_stats, nc, s, nc, N, mark, cpos, starts, special, np.int64(self.huge_bytes), part)
+        L(K.k_stats_total, 1, s, 1, nc, N, part, cpos, st)
+        counts = self.be.to_host(st[:5], s)
+        self.be.sync(s)
+        return counts
 
     def _held(self, sp):
         """``sp.held`` on the device (uploaded once per engine)."""

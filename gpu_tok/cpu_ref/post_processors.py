@@ -341,33 +341,15 @@ def _pair_layout(cfg, add_special_tokens: bool, second_type: int):
     processor's output depends on the tokens themselves (offsets trimmed)."""
     if not _layout_safe(cfg):
         return None
-    one = process(cfg, [_probe(1), _probe_pair(1, second_type)], add_special_tokens)
-    if one.ids.count(-1) != 1 or one.ids.count(-1001) != 1:
+    # (the second text first: None, as the probes below would find too)
+    got = _split_pair(process(cfg, [_probe(1), _probe_pair(1, second_type)], add_special_tokens), 1)
+    if got is None:
         return None
-    p, q = one.ids.index(-1), one.ids.index(-1001)
-    if p > q:  # the second text first (the probes below would refuse it too)
-        return None
-    before = {f: getattr(one, f)[:p] for f in _LAYOUT_FIELDS}
-    mid = {f: getattr(one, f)[p + 1:q] for f in _LAYOUT_FIELDS}
-    after = {f: getattr(one, f)[q + 1:] for f in _LAYOUT_FIELDS}
-    ta, tb = one.type_ids[p], one.type_ids[q]
-    ranges = []
-    for seq, (a, b) in one.sequence_ranges.items():
-        if (a, b) == (p, p + 1):
-            ranges.append((seq, a, False))
-        elif (a, b) == (q, q + 1):
-            ranges.append((seq, a - 1, True))
-        else:
-            return None
+    ta, tb, before, mid, after, ranges = got
     for n in (0, 1, 3):
         for m in (0, 1, 3):
             pa, pb = _probe(n), _probe_pair(m, second_type)
-            fields = {}
-            for f in _LAYOUT_FIELDS:
-                x, y = list(getattr(pa, f)), list(getattr(pb, f))
-                if f == "type_ids":
-                    x, y = [ta] * n, [tb] * m
-                fields[f] = before[f] + x + mid[f] + y + after[f]
+            fields = _pair_fields(ta, tb, before, mid, after, pa, pb)
             out = process(cfg, [pa, pb], add_special_tokens)
             want = {seq: (a + n, a + n + m) if second else (a, a + n) for seq, a, second in ranges}
             if out.overflowing or out.sequence_ranges != want:
@@ -376,6 +358,31 @@ def _pair_layout(cfg, add_special_tokens: bool, second_type: int):
                 if list(getattr(out, f)) != fields[f]:
                     return None
     return ta, tb, before, mid, after, ranges
+
+
+def _split_pair(one: Encoding, n: int):
+    """``(ta, tb, before, mid, after, ranges)`` of ``one``, a processed pair of probes, the
+    first of ``n`` tokens (``_probe``) and the second of one (``_probe_pair``): what lies
+    before, between and after them, their type ids, and each sequence's range as
+    ``(sequence, start, second)`` (the second's start less ``n``); None where the probes are
+    not found once each, the first text's before the second's, or a range covers anything else."""
+    if one.ids.count(-1) != 1 or one.ids.count(-1001) != 1:
+        return None
+    p, q = one.ids.index(-1), one.ids.index(-1001)
+    if p + n > q:
+        return None
+    before = {f: getattr(one, f)[:p] for f in _LAYOUT_FIELDS}
+    mid = {f: getattr(one, f)[p + n:q] for f in _LAYOUT_FIELDS}
+    after = {f: getattr(one, f)[q + 1:] for f in _LAYOUT_FIELDS}
+    ranges = []
+    for seq, (a, b) in one.sequence_ranges.items():
+        if (a, b) == (p, p + n):
+            ranges.append((seq, a, False))
+        elif (a, b) == (q, q + 1):
+            ranges.append((seq, a - n, True))
+        else:
+            return None
+    return one.type_ids[p], one.type_ids[q], before, mid, after, ranges
 
 
 def _pair_fields(ta, tb, before, mid, after, pa: Encoding, pb: Encoding) -> dict:
@@ -410,24 +417,10 @@ def _pair_window_layout(cfg, add_special_tokens: bool):
     want = _pair_fields(*main[:5], _probe(3), _probe_pair(2, 1))
     if len(windows) != len(_WINDOW_SIZES) or any(list(getattr(out, f)) != want[f] for f in _LAYOUT_FIELDS):
         return None
-    one = windows[0]
-    if one.ids.count(-1) != 1 or one.ids.count(-1001) != 1:
+    got = _split_pair(windows[0], 3)
+    if got is None:
         return None
-    p, q = one.ids.index(-1), one.ids.index(-1001)
-    if not p + 2 < q:
-        return None
-    before = {f: getattr(one, f)[:p] for f in _LAYOUT_FIELDS}
-    mid = {f: getattr(one, f)[p + 3:q] for f in _LAYOUT_FIELDS}
-    after = {f: getattr(one, f)[q + 1:] for f in _LAYOUT_FIELDS}
-    ta, tb = one.type_ids[p], one.type_ids[q]
-    ranges = []
-    for seq, (a, b) in one.sequence_ranges.items():
-        if (a, b) == (p, p + 3):
-            ranges.append((seq, a, False))
-        elif (a, b) == (q, q + 1):
-            ranges.append((seq, a - 3, True))
-        else:
-            return None
+    ta, tb, before, mid, after, ranges = got
     for m, w in zip(_WINDOW_SIZES, windows):
         pw = _probe_pair(m, 1)
         fields = _pair_fields(ta, tb, before, mid, after, _probe(3), pw)
