@@ -255,26 +255,24 @@ def _single_layout(cfg, add_special_tokens: bool):
     where the processor's output depends on the tokens themselves (offsets trimmed)."""
     if not _layout_safe(cfg):
         return None
-    one = process(cfg, [_probe(1)], add_special_tokens)
+    got = _split_single(process(cfg, [_probe(1)], add_special_tokens))
+    if got is None:
+        return None
+    if not all(_laid_out_as(process(cfg, [_probe(n)], add_special_tokens), n, got[0], *got[1]) for n in (0, 1, 3)):
+        return None
+    return got
+
+
+def _split_single(one: Encoding):
+    """``(type_id, (before, after, ranges))`` of ``one``, a processed ``_probe(1)``: what lies
+    before and after the probe's token, its type id, and each sequence's start; None where
+    the token is not found once."""
     if one.ids.count(-1) != 1:
         return None
     p = one.ids.index(-1)
     before = {f: getattr(one, f)[:p] for f in _LAYOUT_FIELDS}
     after = {f: getattr(one, f)[p + 1:] for f in _LAYOUT_FIELDS}
-    type_id = one.type_ids[p]
-    ranges = [(seq, a) for seq, (a, _b) in one.sequence_ranges.items()]
-    for n in (0, 1, 3):
-        probe = _probe(n)
-        mid = {"ids": list(probe.ids), "type_ids": [type_id] * n, "tokens": list(probe.tokens),
-               "offsets": list(probe.offsets), "attention_mask": [1] * n, "special_tokens_mask": [0] * n,
-               "word_ids": list(probe.word_ids)}
-        out = process(cfg, [probe], add_special_tokens)
-        if out.overflowing or list(out.sequence_ranges.items()) != [(seq, (a, a + n)) for seq, a in ranges]:
-            return None
-        for f in _LAYOUT_FIELDS:
-            if list(getattr(out, f)) != before[f] + mid[f] + after[f]:
-                return None
-    return type_id, (before, after, ranges)
+    return one.type_ids[p], (before, after, [(seq, a) for seq, (a, _b) in one.sequence_ranges.items()])
 
 
 def _laid_out_as(out: Encoding, n: int, type_id: int, before, after, ranges) -> bool:
@@ -311,17 +309,10 @@ def _window_layout(cfg, add_special_tokens: bool):
     windows, out.overflowing = out.overflowing, []
     if len(windows) != len(_WINDOW_SIZES) or not _laid_out_as(out, 3, single[0], *single[1]):
         return None
-    one = windows[0]
-    if one.ids.count(-1) != 1:
+    got = _split_single(windows[0])
+    if got is None or not all(_laid_out_as(w, n, got[0], *got[1]) for n, w in zip(_WINDOW_SIZES, windows)):
         return None
-    p = one.ids.index(-1)
-    before = {f: getattr(one, f)[:p] for f in _LAYOUT_FIELDS}
-    after = {f: getattr(one, f)[p + 1:] for f in _LAYOUT_FIELDS}
-    type_id = one.type_ids[p]
-    ranges = [(seq, a) for seq, (a, _b) in one.sequence_ranges.items()]
-    if not all(_laid_out_as(w, n, type_id, before, after, ranges) for n, w in zip(_WINDOW_SIZES, windows)):
-        return None
-    return type_id, (before, after, ranges)
+    return got
 
 
 def _probe_pair(m: int, type_id: int) -> Encoding:
