@@ -956,15 +956,16 @@ def test_device_cut_fixed_pieces():
 
 
 @twin_only
-@pytest.mark.parametrize("family", ["roberta-base", "qwen3", "gpt-oss", "o200k_base"])
+@pytest.mark.parametrize("family", ["roberta-base", "qwen3", "gpt-oss", "o200k_base", "llama2", "gemma3"])
 def test_twin_device_cut_end_to_end(family, monkeypatch):
     """``GPU_TOK_CUDA_DEVICE_CUT=1`` on the twins, over several batches: the ids of
-    ``device="cpu"``, with the template's ids (roberta-base) and NFC's skipped documents
-    (qwen3)."""
+    ``device="cpu"``, with the template's ids (roberta-base, llama2) and NFC's skipped
+    documents (qwen3); SentencePiece files (llama2, gemma3) cut by ``sp_cuda``."""
     from gpu_tok import gpu_engine as G
 
     monkeypatch.setenv("GPU_TOK_CUDA_DEVICE_CUT", "1")
-    texts = bench_texts(300_000) + ["", "a\n  ", "x's 'S 'ſ \r\n\n end  ", "<|endoftext|> hi", "e\u0301", "a" * 5000]
+    texts = bench_texts(300_000) + ["", "a\n  ", "x's 'S 'ſ \r\n\n end  ", "<|endoftext|> hi", "e\u0301", "a" * 5000,
+                                    "  two  ", "\u2581 x\u2581"]
     if family in TIKTOKEN:
         enc = tiktoken_enc(family)
         g = G.GpuTiktoken(enc, G.backend("twin"))
@@ -1047,25 +1048,6 @@ def test_sentencepiece_device_cut_equals_host_step(family):
     meta = G.GpuTokenizer(tok("mistral-v0.3-metaspace"), G.backend("twin"))
     meta.engine.device_cut = True
     assert meta.host.cut_trie is None and not meta.engine._cuts_on_device(meta.host)
-
-
-@twin_only
-@pytest.mark.parametrize("family", ["llama2", "gemma3"])
-def test_twin_sentencepiece_device_cut_end_to_end(family, monkeypatch):
-    """``GPU_TOK_CUDA_DEVICE_CUT=1`` on a SentencePiece file, on the twins, over several
-    batches: the ids of ``device="cpu"``, with the template's ids."""
-    from gpu_tok import gpu_engine as G
-
-    monkeypatch.setenv("GPU_TOK_CUDA_DEVICE_CUT", "1")
-    texts = bench_texts(300_000) + ["", "a\n  ", "  two  ", "\u2581 x\u2581", "e\u0301", "a" * 5000]
-    t = tok(family)
-    g = G.GpuTokenizer(t, G.backend("twin"))
-    monkeypatch.setitem(t.__dict__, "_gpu_engines", {"twin": g})
-    g.engine.batch_bytes = 40_000
-    ids, rs = G.tokenizer_batch_ids(t, texts, True, "twin", None, True)
-    want = t.encode_batch_ids(texts, device="cpu")
-    assert np.array_equal(rs, want.row_splits) and np.array_equal(ids, want.ids), family
-    assert g.engine.stats["device_cut"] > 5 and g.engine.stats["device_cut_refused"] == 0
 
 
 @twin_only
