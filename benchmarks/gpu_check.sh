@@ -3,21 +3,26 @@
 # (an H200 with 16 host cores, CuPy, Numba, PyTorch, tokenizers and tiktoken installed).
 #
 #   1. the card, the driver and the Python packages;
-#   2. benchmarks/gpu_bench.py: device="cuda" == device="cpu" on the whole bench corpus (the first
+#   2. "warm": one small gpu_bench run (gpt2, llama2; 0.3 MB a file) with the pieces cut on the
+#      host, then one with them cut on the device: it compiles every kernel the later steps launch
+#      into Numba's on-disk cache (GPU_TOK_CUDA_CACHE=1), so each later process loads them
+#      (about 2 minutes on a fresh machine, once);
+#   3. in the order of what a short lease must bring back first:
+#      benchmarks/gpu_bench.py: device="cuda" == device="cpu" on the whole bench corpus (the first
 #      8 MB of each bench file), end-to-end MB/s (ids back on the host, and left on the device),
-#      and the split host / copies / kernels; then again with the pieces longer than 64, 32 and 16
-#      bytes encoded on the host (GPU_CHECK_HOST_PIECE; a GPU thread runs one piece's BPE as a
-#      serial chain of memory loads); first, so its process fills the kernel cache;
-#   3. tests/test_gpu_sim.py on the real GPU (GPU_TOK_REAL_CUDA=1: every golden record of every
-#      family whose model is there, tiktoken encodings, edge cases, OOM halving, twins);
-#      benchmarks/gpu_overheads.py: what one launch, wait, allocation and copy cost, launches per
-#      run, MB/s as the input grows (same log);
-#      "ab": gpu_bench with FastLauncher off/on, the overlapped host step off/on and the pieces cut
-#      on the device off/on (byte-level and SentencePiece; ab.log);
-#      ncu (Nsight Compute) on the first batch's kernels of gpt2 on english_prose (ncu.log);
+#      and the split host / copies / kernels (GPU_CHECK_HOST_PIECE=64,32 adds runs with the
+#      longer pieces encoded on the host; on 2026-12-05 each such run was slower);
+#      "ab": gpu_bench with FastLauncher off, the overlapped host step on and the pieces cut
+#      on the device on (byte-level and SentencePiece), each against the default (ab.log);
+#      tests/test_gpu_sim.py on the real GPU (GPU_TOK_REAL_CUDA=1: every golden record of every
+#      family whose model is there, tiktoken encodings, edge cases, OOM halving, twins, both
+#      device cuts);
 #      "hostsplit": benchmarks/host_pieces.py, the host step alone at 1, 4 and all threads with its
 #      parts (how it scales on this machine's cores), then what stays on the host of the device
 #      cut (gpu_bench.log);
+#      benchmarks/gpu_overheads.py: what one launch, wait, allocation and copy cost, launches per
+#      run, MB/s as the input grows (gpu_bench.log);
+#      ncu (Nsight Compute) on the first batch's kernels of gpt2 on english_prose (ncu.log);
 #   4. benchmarks/bench.py: (step "scale" only) our CPU engine and gigatoken at 4 and 8 threads
 #      on english_prose, ours on unseen text with its shared word table off and on;
 #      our CPU engine, HF tokenizers, tiktoken and gigatoken (when installed or carried as a
@@ -26,11 +31,9 @@
 #
 # Everything goes to $OUT (default build/gpu_check_out): at most 8 files. Each step has a time
 # limit and its exit status is recorded; the script goes on after a failing step and exits 1 if
-# any failed. About 6-7 minutes, so it can run twice in a 15-minute lease (the worst case is the
-# sum of the limits, over 10 minutes: a device call's limit; GPU_CHECK_STEPS shortens a rerun).
-# On a fresh machine the first process that runs the kernels (gpu_bench, before the tests)
-# compiles them (and the CPU engine's): about 2 minutes; the later steps load them from Numba's
-# cache (GPU_TOK_CUDA_CACHE=1).
+# any failed. About 7-8 minutes with a machine's start (the worst case is the sum of the limits,
+# over 10 minutes: a device call's limit; GPU_CHECK_STEPS shortens a rerun, and a step cut off
+# by the call's limit loses only what follows it).
 #
 # Data: GPU_TOK_MODELS / GPU_TOK_CORPORA if set; else build/gpu_stage/stage.tar.xz (made by
 # benchmarks/gpu_stage.py, carried as build/gpu_stage) unpacked to /tmp; else ../shared.
@@ -52,7 +55,7 @@ PY=${PYTHON:-python3}
 THREADS=${GPU_CHECK_THREADS:-$(nproc)}
 MODELS=${GPU_CHECK_MODELS:-gpt2,llama3,o200k_base,llama2}  # llama2: the SentencePiece host step
 MAX_MB=${GPU_CHECK_MAX_MB:-8}
-STEPS=${GPU_CHECK_STEPS:-tests,gpu,ab,overheads,hostsplit,ncu,cpu}  # which steps run (a rerun may leave some out)
+STEPS=${GPU_CHECK_STEPS:-warm,gpu,ab,tests,hostsplit,overheads,cpu,ncu}  # which steps run (a rerun may leave some out)
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 unset NUMBA_ENABLE_CUDASIM
@@ -137,7 +140,7 @@ EOF
 } > "$OUT/card.txt" 2>&1
 cat "$OUT/card.txt"
 
-# ---------------------------------------------------------------- 2./3. gpu_bench, then the tests on the GPU
+# ---------------------------------------------------------------- 2./3. warm, gpu_bench, ab, the tests on the GPU, ...
 if [ "${GPU_CHECK_DRY:-0}" = 1 ]; then REAL=0; DEVICE=twin; else REAL=1; DEVICE=cuda; fi
 # on the GPU machine the device tests are spread over several processes (pytest-xdist, where
 # importable): each compiles what the kernel cache does not hold; one process ran out of 150 s
@@ -149,20 +152,60 @@ has_step() { case ",$STEPS," in *",$1,"*) return 0;; esac; return 1; }
 # the dry run's simulator is one process and slow (a 2-core host needs several minutes)
 if [ "$REAL" = 1 ]; then TEST_LIMIT=${GPU_CHECK_TEST_LIMIT:-200}; else TEST_LIMIT=${GPU_CHECK_TEST_LIMIT:-1200}; fi
 # every step loads the kernels from Numba's on-disk cache (GPU_TOK_CUDA_CACHE=1), compiled once
-# by the first step that runs them (gpu_bench: about 2 minutes on a fresh machine), instead of
-# each process compiling them again (the 8 test workers did, 180 s of the test step's 200 on
-# 2026-12-05); GPU_CHECK_CUDA_CACHE=0 leaves the cache off
+# by the step "warm" (about 2 minutes on a fresh machine), instead of each process compiling
+# them again (the 8 test workers did, 180 s of the test step's 200 on 2026-12-05; the device
+# cuts' kernels were then compiled by no step before the tests); GPU_CHECK_CUDA_CACHE=0 leaves
+# the cache off
 export GPU_TOK_CUDA_CACHE=${GPU_CHECK_CUDA_CACHE:-1}
 
-# equality and GPU timing
-# (before the tests: its one process fills the kernel cache the test workers then load)
+# compile every kernel the later steps launch, once, into Numba's on-disk cache: the pieces
+# cut on the host (the default), then on the device (byte-level: gpt2; SentencePiece: llama2);
+# a small gpu_bench run each (0.3 MB of each file, ids checked too)
+if has_step warm; then
+  for cut in 0 1; do
+    step "warm: compile the kernels, device cut $cut" "${GPU_CHECK_WARM_LIMIT:-240}" "$OUT/gpu_bench.log" \
+      env GPU_TOK_CUDA_DEVICE_CUT=$cut $PY benchmarks/gpu_bench.py \
+        --device $DEVICE --models gpt2,llama2 --files code,english_prose,multilingual --max-mb 0.3 --repeat 1 \
+        --threads "$THREADS" --out "/tmp/gpu_tok_warm_$cut"
+  done
+fi
+
+# equality and GPU timing, the engine's defaults
 has_step gpu && step "gpu_bench" 200 "$OUT/gpu_bench.log" \
   $PY benchmarks/gpu_bench.py --device $DEVICE --models "$MODELS" --files code,english_prose,multilingual \
     --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" --out "$OUT" --budget-s 140 \
-    --host-piece "${GPU_CHECK_HOST_PIECE:-64,32,16}"
+    --host-piece "${GPU_CHECK_HOST_PIECE:-}"
+
+# A/B of the engine's switches on the same machine, same texts: Numba's launches against
+# FastLauncher's (GPU_TOK_CUDA_FAST_LAUNCH), the plain batch loop against the host step on a
+# worker thread (GPU_TOK_CUDA_OVERLAP), the pieces cut on the host against on the device
+# (GPU_TOK_CUDA_DEVICE_CUT: byte-level files, and llama2's SentencePiece pieces since
+# 2026-12-06, kernels.sp_cuda), each switched alone against the defaults ("1 0 0", run again
+# here between them, so its spread shows); each a gpu_bench run (ids checked against
+# device="cpu"), its table into ab.log; the device cut first (the new question)
+if has_step ab; then
+  for ab in "1 0 1" "1 1 0" "1 0 0" "0 0 0"; do
+    set -- $ab
+    step "ab: fast launch $1, overlap $2, device cut $3" "${GPU_CHECK_AB_LIMIT:-60}" "$OUT/ab.log" \
+      env GPU_TOK_CUDA_FAST_LAUNCH=$1 GPU_TOK_CUDA_OVERLAP=$2 GPU_TOK_CUDA_DEVICE_CUT=$3 $PY benchmarks/gpu_bench.py \
+        --device $DEVICE --models "${GPU_CHECK_AB_MODELS:-gpt2,llama3,llama2}" --files code,english_prose,multilingual \
+        --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" --out "/tmp/gpu_tok_ab_$1$2$3"
+  done
+fi
 
 has_step tests && step "tests on the GPU" "$TEST_LIMIT" "$OUT/pytest.log" \
   env GPU_TOK_REAL_CUDA=$REAL $PY -m pytest -q -p no:cacheprovider -rs "${XDIST[@]}" tests/test_gpu_sim.py
+
+# the host step alone (no device work) at 1, 4 and all threads, with its parts (gpu_host.lap):
+# on 2026-12-05 it took 3.5 ms per 8 MB of gpt2 english_prose on 16 cores, where this 2-core
+# host's two threads and per-call cost predicted about 1 ms
+has_step hostsplit && step "host step alone" "${GPU_CHECK_HOSTSPLIT_LIMIT:-60}" "$OUT/gpu_bench.log" \
+  $PY benchmarks/host_pieces.py --models "${GPU_CHECK_HOSTSPLIT_MODELS:-gpt2,llama2}" \
+    --files code,english_prose,multilingual --threads "1,4,$THREADS" --max-mb "$MAX_MB" --repeat 5
+# ... and what stays on the host when the device cuts the pieces (GPU_TOK_CUDA_DEVICE_CUT=1)
+has_step hostsplit && step "host part of the device cut" "${GPU_CHECK_HOSTSPLIT_LIMIT:-60}" "$OUT/gpu_bench.log" \
+  $PY benchmarks/host_pieces.py --models "${GPU_CHECK_HOSTSPLIT_MODELS:-gpt2,llama2}" --device-cut \
+    --files code,english_prose,multilingual --threads "1,4,$THREADS" --max-mb "$MAX_MB" --repeat 5
 
 # fixed costs: one launch, wait, allocation, scalar read; launches per run; MB/s as input grows;
 # the card's SM and memory clocks and load sampled every 100 ms meanwhile (they idle low, and a
@@ -203,48 +246,6 @@ else:
 EOF
 fi
 
-# the host step alone (no device work) at 1, 4 and all threads, with its parts (gpu_host.lap):
-# on 2026-12-05 it took 3.5 ms per 8 MB of gpt2 english_prose on 16 cores, where this 2-core
-# host's two threads and per-call cost predicted about 1 ms
-has_step hostsplit && step "host step alone" "${GPU_CHECK_HOSTSPLIT_LIMIT:-60}" "$OUT/gpu_bench.log" \
-  $PY benchmarks/host_pieces.py --models "${GPU_CHECK_HOSTSPLIT_MODELS:-gpt2,llama2}" \
-    --files code,english_prose,multilingual --threads "1,4,$THREADS" --max-mb "$MAX_MB" --repeat 5
-# ... and what stays on the host when the device cuts the pieces (GPU_TOK_CUDA_DEVICE_CUT=1)
-has_step hostsplit && step "host part of the device cut" "${GPU_CHECK_HOSTSPLIT_LIMIT:-60}" "$OUT/gpu_bench.log" \
-  $PY benchmarks/host_pieces.py --models "${GPU_CHECK_HOSTSPLIT_MODELS:-gpt2,llama2}" --device-cut \
-    --files code,english_prose,multilingual --threads "1,4,$THREADS" --max-mb "$MAX_MB" --repeat 5
-
-# A/B of the engine's switches on the same machine, same texts: Numba's launches against
-# FastLauncher's (GPU_TOK_CUDA_FAST_LAUNCH), the plain batch loop against the host step on a
-# worker thread (GPU_TOK_CUDA_OVERLAP), the pieces cut on the host against on the device
-# (GPU_TOK_CUDA_DEVICE_CUT: byte-level files, and llama2's SentencePiece pieces since
-# 2026-12-06, kernels.sp_cuda); each a gpu_bench run (ids checked against device="cpu"), its
-# table into ab.log
-if has_step ab; then
-  for ab in "0 0 0" "1 0 0" "1 1 0" "1 0 1" "0 0 1"; do
-    set -- $ab
-    step "ab: fast launch $1, overlap $2, device cut $3" "${GPU_CHECK_AB_LIMIT:-60}" "$OUT/ab.log" \
-      env GPU_TOK_CUDA_FAST_LAUNCH=$1 GPU_TOK_CUDA_OVERLAP=$2 GPU_TOK_CUDA_DEVICE_CUT=$3 $PY benchmarks/gpu_bench.py \
-        --device $DEVICE --models "${GPU_CHECK_AB_MODELS:-gpt2,llama3,llama2}" --files code,english_prose,multilingual \
-        --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" --out "/tmp/gpu_tok_ab_$1$2$3"
-  done
-fi
-
-# Nsight Compute on the first batch's kernels of one case (gpt2, english_prose): throughput
-# against the card's peaks, occupancy, registers, warp stalls, memory traffic (ncu.log); the
-# card's own clocks (--clock-control none), so the kernels run as they do in gpu_bench
-NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
-if has_step ncu && [ "$REAL" = 1 ] && [ -n "$NCU" ]; then
-  step "ncu" "${GPU_CHECK_NCU_LIMIT:-120}" "$OUT/ncu.log" \
-    "$NCU" --clock-control none --kernel-name "regex:k_(short|long|clear|insert|resolve|counts|scatter|chunk|fill|rows|place)" \
-      --launch-count "${GPU_CHECK_NCU_LAUNCHES:-16}" --section SpeedOfLight --section LaunchStats --section Occupancy \
-      --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
-      $PY benchmarks/gpu_bench.py --device cuda --models gpt2 --files english_prose --max-mb "$MAX_MB" --repeat 1 \
-        --threads "$THREADS" --out /tmp/gpu_tok_ncu
-elif has_step ncu; then
-  echo "ncu: left out (no GPU, or no ncu on this machine)" | tee -a "$OUT/ncu.log"
-fi
-
 # ---------------------------------------------------------------- 4. CPU engines, same texts
 ENGINES=ours,hf,tiktoken
 if ! has_step cpu; then
@@ -279,6 +280,21 @@ has_step cpu && step "cpu engines" 110 "$OUT/cpu_bench.log" \
   $PY benchmarks/bench.py --models "${GPU_CHECK_CPU_MODELS:-gpt2,llama3,o200k_base}" --engines "$ENGINES" \
     --threads "$THREADS" --repeat 2 \
     --check-docs 50 --max-mb "$MAX_MB"
+
+# Nsight Compute on the first batch's kernels of one case (gpt2, english_prose): throughput
+# against the card's peaks, occupancy, registers, warp stalls, memory traffic (ncu.log); the
+# card's own clocks (--clock-control none), so the kernels run as they do in gpu_bench
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
+if has_step ncu && [ "$REAL" = 1 ] && [ -n "$NCU" ]; then
+  step "ncu" "${GPU_CHECK_NCU_LIMIT:-120}" "$OUT/ncu.log" \
+    "$NCU" --clock-control none --kernel-name "regex:k_(short|long|clear|insert|resolve|counts|scatter|chunk|fill|rows|place)" \
+      --launch-count "${GPU_CHECK_NCU_LAUNCHES:-16}" --section SpeedOfLight --section LaunchStats --section Occupancy \
+      --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
+      $PY benchmarks/gpu_bench.py --device cuda --models gpt2 --files english_prose --max-mb "$MAX_MB" --repeat 1 \
+        --threads "$THREADS" --out /tmp/gpu_tok_ncu
+elif has_step ncu; then
+  echo "ncu: left out (no GPU, or no ncu on this machine)" | tee -a "$OUT/ncu.log"
+fi
 
 # ---------------------------------------------------------------- 5. summary
 {
