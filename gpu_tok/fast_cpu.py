@@ -1421,16 +1421,19 @@ def truncated_batch(engine, ref, inputs, add_special_tokens: bool,
         win = post_processors.window_layout(lay, add_special_tokens)
     windowed = _windowed(a, pair_at, room, trunc, single, win, aps) if win is not None else {}
     made: dict = {}
-    # pairs: lazy on PairRows where the pair's layout is fixed, those that fit as they are and,
-    # under ``only_second``, those whose second text is cut into windows (``_pair_windowed``)
+    # pairs: lazy on PairRows where the pair's layout is fixed, those that fit as they are and
+    # those cut into windows, the second text's under ``only_second``, either's or both's under
+    # ``longest_first`` and the first's under ``only_first`` (``_pair_windowed``)
     if offsets and seconds:
         pair = post_processors.pair_layout(lay, add_special_tokens)
         # (the budget wraps around below zero, as the reference's unsigned arithmetic: never cuts)
         p_room = min(truncation.budget(trunc, post_processors.added_tokens(pp, True), add_special_tokens), 1 << 62)
         pwin = (post_processors.pair_window_layout(lay, add_special_tokens) if trunc.strategy == "only_second"
                 else None)
+        cross = (post_processors.pair_cross_layout(lay, add_special_tokens) if trunc.strategy != "only_second"
+                 else None)
         if pair is not None and p_room > 0:
-            windowed.update(_pair_windowed(a, b, pair_at, p_room, trunc, pair, pwin, aps, made))
+            windowed.update(_pair_windowed(a, b, pair_at, p_room, trunc, pair, pwin, aps, made, cross))
     out: List[Encoding] = []
     for d, j in enumerate(pair_at):
         x, y = a[d], (None if j < 0 else b[j])
@@ -1523,16 +1526,17 @@ def _window_cuts(n: np.ndarray, room: np.ndarray, stride: int, direction: str):
     return of, start, stop, first
 
 
-def _pair_windowed(a, b, pair_at, room: int, trunc, pair, pwin, aps, made: dict) -> dict:
+def _pair_windowed(a, b, pair_at, room: int, trunc, pair, pwin, aps, made: dict, cross=None) -> dict:
     """The pairs (``pair_at`` >= 0) among the engine's lazy encodings ``a`` (first texts) and
     ``b`` (second texts) that ``truncate_encodings`` leaves whole (both texts' tokens within
     ``room``, the budget with the pair's special tokens) or, with ``pwin`` (strategy
     ``only_second``: ``post_processors.pair_window_layout``), cuts the second text of into
     windows (``room`` less the first text's tokens, over ``trunc.stride``): pair index ->
     a lazy encoding on ``PairRows`` laid out as ``pair``, its ``overflowing`` (the second
-    text's other windows with the whole first text) as ``pwin``. Offsets trimmed first with
-    ``aps`` (``layout_processor``). Pairs left out go through ``post_process`` (an error
-    there is the reference's)."""
+    text's other windows with the whole first text) as ``pwin``; with ``cross`` (strategies
+    ``longest_first`` and ``only_first``: ``post_processors.pair_cross_layout``), the pairs
+    it cuts (``_pair_crossed``). Offsets trimmed first with ``aps`` (``layout_processor``).
+    Pairs left out go through ``post_process`` (an error there is the reference's)."""
     from .cpu_ref import post_processors
     from .encoding import PairRows
 
@@ -1560,6 +1564,9 @@ def _pair_windowed(a, b, pair_at, room: int, trunc, pair, pwin, aps, made: dict)
                 rows = PairRows(xa, yb, pair)
                 for d, i, j in zip(np.asarray(ds)[fits].tolist(), xi[fits].tolist(), yi[fits].tolist()):
                     out[d] = Encoding._lazy(rows, rows.add(i, j))
+        if cross is not None and not fits.all():
+            out.update(_pair_crossed(xr, yr, np.asarray(ds)[~fits], xi[~fits], yi[~fits], n1[~fits], n2[~fits],
+                                     room, trunc, cross, aps))
         if pwin is None:
             continue
         r2 = room - n1  # the second text's windows (only_second)
@@ -1584,6 +1591,98 @@ def _pair_windowed(a, b, pair_at, room: int, trunc, pair, pwin, aps, made: dict)
             out[d] = e
     return out
 
+
+
+def _pair_keeps(n1, n2, room: int, strategy: str):
+    """``truncate_encodings``' lengths for pairs of ``n1`` and ``n2`` tokens over ``room``
+    (``longest_first``, or ``only_first``: the first text cut alone): ``(k1, k2)``, each
+    text's ``Encoding.truncate`` length (a text of no more tokens is not cut)."""
+    if strategy == "only_first":
+        return n1 - (n1 + n2 - room), n2.copy()
+    swap = n1 > n2  # (the reference swaps them so: t1 for the shorter text, t2 for the other)
+    t1 = np.minimum(n1, n2)
+    t2 = np.where(t1 > room, t1, np.maximum(t1, room - t1))
+    over = t1 + t2 > room
+    t1 = np.where(over, room // 2, t1)
+    t2 = np.where(over, room // 2 + room % 2, t2)
+    return np.where(swap, t2, t1), np.where(swap, t1, t2)
+
+
+def _row_windows(rows, at, n, k, stride: int, direction: str, aps):
+    """``Encoding.truncate(k)``'s windows of the rows ``at`` of ``rows`` (``n`` tokens each;
+    a row of ``k`` tokens or fewer whole), on one ``EncodingRows``: each row's first window
+    at its own place, then the others (``_window_cuts``' order), trimmed with ``aps`` where
+    it is not None; ``(windows, first)``, ``first`` as ``_window_cuts``' (row ``q``'s other
+    windows from ``m + first[q] - q``, ``m`` rows); None where they cannot be trimmed so."""
+    from .cpu_ref import post_processors
+
+    m = n.shape[0]
+    start, stop, per = np.zeros(m, np.int64), n.astype(np.int64), np.ones(m, np.int64)
+    rest_of, rest_start, rest_stop = (np.zeros(0, np.int64),) * 3
+    ci = np.flatnonzero(n > k)
+    if ci.shape[0]:
+        of, st, sp, fi = _window_cuts(n[ci], k[ci], stride, direction)
+        mc = ci.shape[0]
+        start[ci], stop[ci], per[ci] = st[:mc], sp[:mc], fi[1:] - fi[:-1]
+        rest_of, rest_start, rest_stop = ci[of[mc:]], st[mc:], sp[mc:]
+    first = np.zeros(m + 1, np.int64)
+    np.cumsum(per, out=first[1:])
+    of = np.concatenate([np.arange(m), rest_of])
+    start, stop = np.concatenate([start, rest_start]), np.concatenate([stop, rest_stop])
+    bounds, idx = gathered(rows.bounds[at][of] + start, stop - start)
+    w = EncodingRows(rows.ids[idx], rows.tokens[idx], rows.starts[idx], rows.ends[idx], rows.words[idx], bounds,
+                     rows.type_id)
+    if aps is not None:
+        w = post_processors.trim_rows(w, aps)
+    return None if w is None else (w, first)
+
+
+def _pair_crossed(xr, yr, ds, xi, yi, n1, n2, room: int, trunc, cross, aps) -> dict:
+    """``_pair_windowed``'s pairs ``ds`` (rows ``xi`` of ``xr`` and ``yi`` of ``yr``, ``n1``
+    and ``n2`` tokens, more than ``room`` together) that ``truncate_encodings`` cuts under
+    ``longest_first`` or ``only_first`` (``_pair_keeps``): each text into the windows of
+    ``Encoding.truncate`` (a text not cut: one window), the pair of their first windows laid
+    out as ``cross``' ``main``, its ``overflowing`` as the reference nests them
+    (``post_processors.pair_cross_layout``), lazy on four ``PairRows`` over the two texts'
+    windows. A pair the reference would refuse (a text cut to no tokens or to no more than
+    the stride, or ``only_first``'s first text too short) is left out (``post_process``
+    raises its error)."""
+    from .encoding import PairRows
+
+    if xr.type_id != 0 or yr.type_id != 1 or xr.starts is None or xr.words is None:  # (what the probes assumed)
+        return {}
+    k1, k2 = _pair_keeps(n1, n2, room, trunc.strategy)
+    ok = (k1 > 0) & (k2 > 0) & ((n1 <= k1) | (k1 > trunc.stride)) & ((n2 <= k2) | (k2 > trunc.stride))
+    if not ok.any():
+        return {}
+    ds, xi, yi, n1, n2, k1, k2 = ds[ok], xi[ok], yi[ok], n1[ok], n2[ok], k1[ok], k2[ok]
+    wa = _row_windows(xr, xi, n1, k1, trunc.stride, trunc.direction, aps)
+    wb = _row_windows(yr, yi, n2, k2, trunc.stride, trunc.direction, aps)
+    if wa is None or wb is None:
+        return {}
+    (wa, fa), (wb, fb) = wa, wb
+    main, wm, ww, mw = (PairRows(wa, wb, lay) for lay in cross)
+    m = ds.shape[0]
+    fa, fb = fa.tolist(), fb.tolist()
+    lazy = Encoding._lazy
+    out: dict = {}
+    for q, d in enumerate(ds.tolist()):
+        e = lazy(main, main.add(q, q))
+        ra, rb = range(m + fa[q] - q, m + fa[q + 1] - q - 1), range(m + fb[q] - q, m + fb[q + 1] - q - 1)
+        both = {(i, j): ww.add(i, j) for i in ra for j in rb}
+        ovf = []
+        for i in ra:
+            x = lazy(wm, wm.add(i, q))
+            x.overflowing = [lazy(ww, both[i, j]) for j in rb]
+            ovf.append(x)
+            ovf.extend(lazy(ww, both[i, j]) for j in rb)
+        for j in rb:
+            y = lazy(mw, mw.add(q, j))
+            y.overflowing = [lazy(ww, both[i, j]) for i in ra]
+            ovf.append(y)
+        e.overflowing = ovf
+        out[d] = e
+    return out
 
 def _stopped(engine, trunc, texts: List[str], type_id: int, limited: bool,
              num_threads: Optional[int]) -> List[Optional[Encoding]]:

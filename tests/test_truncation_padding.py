@@ -399,6 +399,57 @@ def test_windows_laid_out_lazily(model, monkeypatch):
             assert paired and paired[-1] >= len(pairs) // 2, paired
 
 
+@pytest.mark.parametrize("model", ["bert-base-uncased", "roberta-base", "t5-small", "mistral-v0.1"])
+def test_pairs_cut_lazily(model, monkeypatch):
+    """encode_batch of pairs that ``longest_first`` (either text or both cut into windows)
+    or ``only_first`` cuts, on device="cpu": ``fast_cpu._pair_crossed``'s lazy encodings,
+    every field and the overflowing windows as the reference nests them (each window of the
+    first with the second holding its windows with each of the second's, then those, then
+    the first with each of the second's windows holding theirs) equal to the reference's,
+    with stride and without, in both directions, padded or not, with the special tokens and
+    without; roberta-base trims offsets, t5-small's windows keep the second text's type id 1.
+    A pair the reference refuses (a text cut to no more tokens than the stride) fails the
+    batch as there."""
+    from gpu_tok import fast_cpu
+
+    path = model_path(model)
+    ours, ref = gpu_tok.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))
+    # (short: mistral-v0.1 makes each text one piece, which the early stop does not cut, and
+    # the reference path's encode of each pair copies every window)
+    texts = [t[:300] for t in corpus_texts(6)]
+    pairs = [(texts[i], texts[i + 1][:k]) for i, k in zip(range(5), (300, 40, 200, 5, 100))]
+    pairs += [(texts[0][:30], texts[5]), ("x", "y z"), ("", texts[2][:100]), (texts[3][:100], "")]
+    made = []
+    real = fast_cpu._pair_crossed
+
+    def spy(*args):
+        got = real(*args)
+        made.append((len(got), sum(len(e.overflowing) for e in got.values())))
+        return got
+
+    monkeypatch.setattr(fast_cpu, "_pair_crossed", spy)
+    for trunc, pad in (({"max_length": 64, "stride": 8}, None),
+                       ({"max_length": 23, "stride": 4, "direction": "left"}, {"pad_to_multiple_of": 8}),
+                       ({"max_length": 48, "stride": 0}, {"direction": "left"}),
+                       ({"max_length": 64, "stride": 10, "strategy": "only_first"}, None)):
+        configure(ours, trunc, pad)
+        configure(ref, trunc, pad)
+        for add in (True, False):
+            made.clear()
+            check_same(ours, ref, pairs, add, ids_too=False)
+            # pairs cut there, with their windows (under only_first, a long second text leaves
+            # the first no room: the reference's error for the whole batch above, so then the
+            # pairs with a short second text)
+            ps = pairs[:-3] if trunc.get("strategy") != "only_first" else [pairs[1], pairs[3], (texts[4], "a b")]
+            made.clear()
+            check_same(ours, ref, ps, add, ids_too=False)
+            assert made and made[-1][0] >= len(ps) - 1 and made[-1][1] >= made[-1][0], made
+    # a stride the cut text's budget does not exceed: the reference's error, raised for the batch
+    configure(ours, {"max_length": 12, "stride": 6}, None)
+    configure(ref, {"max_length": 12, "stride": 6}, None)
+    check_same(ours, ref, pairs[:2], True, ids_too=False)
+
+
 @pytest.mark.parametrize("model, post", [
     ("roberta-base", None),
     ("roberta-base", {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0], "trim_offsets": True,

@@ -423,6 +423,71 @@ def _pair_window_layout(cfg, add_special_tokens: bool):
     return ta, tb, before, mid, after, ranges
 
 
+_CROSS_A = (1, 0, 2)  # the first probe's windows in _pair_cross_layout (the second's: _WINDOW_SIZES)
+
+
+def _pair_cross_layout(cfg, add_special_tokens: bool):
+    """What ``process`` makes of a pair both of whose sequences truncation cut into windows
+    (``longest_first``; ``only_first`` cuts the first alone), as four ``_pair_layout``
+    layouts ``(main, wm, ww, mw)``: the pair itself (``main``), a window of the first with
+    the second (``wm``), a window of each (``ww``), the first with a window of the second
+    (``mw``). The reference's ``merge_with`` copies each encoding with its windows, so its
+    windows nest one level: for each window ``i`` of the first, ``(i, second)`` holding the
+    ``(i, j)`` of every window ``j`` of the second, then those ``(i, j)``; then for each
+    ``j``, ``(first, j)`` holding the ``(i, j)`` of every ``i`` (measured on tokenizers
+    0.23.1, bert-base-uncased). Found by running ``process`` on a pair of probes of 3 and 1
+    tokens holding windows of 1, 0 and 2 tokens (the first's, type id 0) and of 1, 0, 3 and
+    2 (the second's, type id 1), as ``Encoding.truncate`` makes them; used only where every
+    window came out in that order and layout, nested so, the four layouts differing in the
+    type ids alone. None where they did not, or where the processor's output depends on the
+    tokens themselves."""
+    if not _layout_safe(cfg):
+        return None
+    main = _pair_layout(cfg, add_special_tokens, 1)
+    if main is None:
+        return None
+    pa, pb = _probe(3), _probe_pair(1, 1)  # (_split_pair reads a second sequence of one token)
+    pa.overflowing = [_probe(n) for n in _CROSS_A]
+    pb.overflowing = [_probe_pair(m, 1) for m in _WINDOW_SIZES]
+    out = process(cfg, [pa, pb], add_special_tokens)
+    windows, out.overflowing = out.overflowing, []
+    if any(list(getattr(out, f)) != v for f, v in _pair_fields(*main[:5], _probe(3), _probe_pair(1, 1)).items()):
+        return None
+    na, nb = len(_CROSS_A), len(_WINDOW_SIZES)
+    if len(windows) != na * (1 + nb) + nb:
+        return None
+    wm, mw = _split_pair(windows[0], _CROSS_A[0]), _split_pair(windows[na * (1 + nb)], 3)
+    if wm is None or mw is None or wm[2:] != main[2:] or mw[2:] != main[2:] or wm[1] != main[1] or mw[0] != main[0]:
+        return None
+    ww = (wm[0], mw[1]) + main[2:]
+    ws = [(ww, _probe(n), _probe_pair(m, 1)) for n in _CROSS_A for m in _WINDOW_SIZES]  # (wa_i, wb_j), i-major
+    combos = []  # (layout, first probe, second probe, its own windows) of each window, in the reference's order
+    for i, n in enumerate(_CROSS_A):
+        mine = ws[i * nb:(i + 1) * nb]
+        combos.append((wm, _probe(n), _probe_pair(1, 1), mine))
+        combos.extend((lay, x, y, []) for lay, x, y in mine)
+    combos.extend((mw, _probe(3), _probe_pair(m, 1), ws[j::nb]) for j, m in enumerate(_WINDOW_SIZES))
+    return (main, wm, ww, mw) if all(_pair_window_is(w, main[5], *c) for w, c in zip(windows, combos)) else None
+
+
+def _pair_window_is(w: Encoding, ranges, lay, x: Encoding, y: Encoding, nested) -> bool:
+    """Whether ``w`` (a window of a processed pair of probes) is ``x`` and ``y`` laid out as
+    ``lay`` (``_pair_layout``'s), its sequence ranges as ``ranges`` say, and its own
+    windows ``nested``'s ``(layout, first, second)`` in order, with none of their own."""
+    n, m = len(x.ids), len(y.ids)
+    if w.sequence_ranges != {seq: (a + n, a + n + m) if second else (a, a + n) for seq, a, second in ranges}:
+        return False
+    if any(list(getattr(w, f)) != v for f, v in _pair_fields(*lay[:5], x, y).items()):
+        return False
+    return len(w.overflowing) == len(nested) and all(
+        _pair_window_is(o, ranges, *c, []) for o, c in zip(w.overflowing, nested))
+
+
+def pair_cross_layout(cfg, add_special_tokens: bool):
+    """``_pair_cross_layout``'s (see there), found once per processor."""
+    return _layout(_pair_cross_layout, cfg, add_special_tokens)
+
+
 _LAYOUTS: dict = {}  # (kind, id(cfg), arguments) -> (cfg, layout)
 
 
