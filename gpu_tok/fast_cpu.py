@@ -1403,13 +1403,17 @@ def truncated_batch(engine, ref, inputs, add_special_tokens: bool,
     firsts, seconds, pair_at = split_pairs(inputs)
     a = _stopped(engine, ref.truncation, firsts, 0, ref.truncation.strategy != "only_second", num_threads)
     b = _stopped(engine, ref.truncation, seconds, 1, True, num_threads) if seconds else []
+    if not offsets:  # encode_batch_fast's: ids alone, type id 0 (``without_offsets``), laid out as below
+        a, b = _bare(a), _bare(b)
     # a single text whose tokens fit the truncation's budget is not cut (``truncate_encodings``
     # returns it as it is, whatever the strategy): under a fixed layout its lazy encoding is
     # moved onto the laid-out rows, as ``batch_of_singles`` does (the caller pads the batch,
     # to the length ``post_process``'s own padding would reach)
     pp = engine.cfg.post_processor
     lay, aps = layout_processor(pp)
-    single = post_processors.single_layout(lay, add_special_tokens) if offsets and len(seconds) < len(firsts) else None
+    if not offsets:  # (every offset (0, 0): a processor's trim changes nothing)
+        aps = None
+    single = post_processors.single_layout(lay, add_special_tokens) if len(seconds) < len(firsts) else None
     room = (min(truncation.budget(ref.truncation, post_processors.added_tokens(pp, False), add_special_tokens), 1 << 62)
             if single is not None else 0)
     # a single text whose tokens do not fit is cut into windows (``Encoding.truncate``), each
@@ -1424,16 +1428,17 @@ def truncated_batch(engine, ref, inputs, add_special_tokens: bool,
     # pairs: lazy on PairRows where the pair's layout is fixed, those that fit as they are and
     # those cut into windows, the second text's under ``only_second``, either's or both's under
     # ``longest_first`` and the first's under ``only_first`` (``_pair_windowed``)
-    if offsets and seconds:
-        pair = post_processors.pair_layout(lay, add_special_tokens)
+    if seconds:
+        t2 = 1 if offsets else 0  # (the second texts' type id before the post-processor)
+        pair = post_processors.pair_layout(lay, add_special_tokens, t2)
         # (the budget wraps around below zero, as the reference's unsigned arithmetic: never cuts)
         p_room = min(truncation.budget(trunc, post_processors.added_tokens(pp, True), add_special_tokens), 1 << 62)
-        pwin = (post_processors.pair_window_layout(lay, add_special_tokens) if trunc.strategy == "only_second"
+        pwin = (post_processors.pair_window_layout(lay, add_special_tokens, t2) if trunc.strategy == "only_second"
                 else None)
-        cross = (post_processors.pair_cross_layout(lay, add_special_tokens) if trunc.strategy != "only_second"
+        cross = (post_processors.pair_cross_layout(lay, add_special_tokens, t2) if trunc.strategy != "only_second"
                  else None)
         if pair is not None and p_room > 0:
-            windowed.update(_pair_windowed(a, b, pair_at, p_room, trunc, pair, pwin, aps, made, cross))
+            windowed.update(_pair_windowed(a, b, pair_at, p_room, trunc, pair, pwin, aps, made, cross, t2))
     out: List[Encoding] = []
     for d, j in enumerate(pair_at):
         x, y = a[d], (None if j < 0 else b[j])
@@ -1474,7 +1479,7 @@ def _windowed(encs: List[Optional[Encoding]], pair_at, room: int, trunc, single,
             groups.setdefault(id(x._rows), (x._rows, []))[1].append(d)
     out: dict = {}
     for rows, ds in groups.values():
-        if rows.type_id != 0 or rows.starts is None or rows.words is None:  # (what the probes assumed)
+        if rows.type_id != 0 or not _whole(rows):  # (what the probes assumed)
             continue
         b = rows.bounds
         at = np.array([encs[d]._row for d in ds], np.int64)
@@ -1489,8 +1494,7 @@ def _windowed(encs: List[Optional[Encoding]], pair_at, room: int, trunc, single,
         m = n.shape[0]
         of, start, stop, first = _window_cuts(n, np.full(m, room, np.int64), trunc.stride, trunc.direction)
         bounds, idx = gathered(b[at][of] + start, stop - start)
-        w = EncodingRows(rows.ids[idx], rows.tokens[idx], rows.starts[idx], rows.ends[idx], rows.words[idx],
-                         bounds, rows.type_id)
+        w = _taken(rows, idx, bounds)
         if aps is not None:
             w = post_processors.trim_rows(w, aps)
             if w is None:  # (then post_process trims each one)
@@ -1501,6 +1505,39 @@ def _windowed(encs: List[Optional[Encoding]], pair_at, room: int, trunc, single,
             e = Encoding._lazy(main, q)
             e.overflowing = [Encoding._lazy(rest, r) for r in range(m + fl[q] - q, m + fl[q + 1] - q - 1)]
             out[d] = e
+    return out
+
+
+def _whole(rows) -> bool:
+    """Whether ``rows`` hold all their fields (offsets, tokens, words: ``encode_batch``'s) or
+    none (``encode_batch_fast``'s, ``_bare``), as the layouts' probes took them."""
+    return (rows.tokens is None) == (rows.starts is None) == (rows.ends is None) == (rows.words is None)
+
+
+def _taken(rows, idx, bounds) -> EncodingRows:
+    """The tokens ``idx`` of ``rows`` as rows of ``bounds`` (the fields ``rows`` lack absent)."""
+    def f(x):
+        return None if x is None else x[idx]
+
+    return EncodingRows(rows.ids[idx], f(rows.tokens), f(rows.starts), f(rows.ends), f(rows.words), bounds,
+                        rows.type_id)
+
+
+def _bare(encs: List[Optional[Encoding]]) -> List[Optional[Encoding]]:
+    """The engine's lazy encodings (new, read by no one) as ``encode_batch_fast`` makes them
+    before the post-processor (``pipeline.without_offsets``): on rows of their ids alone,
+    type id 0 (the second texts' too); the others as they are."""
+    made: dict = {}
+    out: List[Optional[Encoding]] = []
+    for e in encs:
+        r = None if e is None else e._rows
+        if r is None or not isinstance(r, EncodingRows) or r.before["ids"] or r.after["ids"]:
+            out.append(e)
+            continue
+        bare = made.get(id(r))
+        if bare is None:
+            bare = made[id(r)] = EncodingRows(r.ids, None, None, None, None, r.bounds, 0)
+        out.append(Encoding._lazy(bare, e._row))
     return out
 
 
@@ -1526,7 +1563,7 @@ def _window_cuts(n: np.ndarray, room: np.ndarray, stride: int, direction: str):
     return of, start, stop, first
 
 
-def _pair_windowed(a, b, pair_at, room: int, trunc, pair, pwin, aps, made: dict, cross=None) -> dict:
+def _pair_windowed(a, b, pair_at, room: int, trunc, pair, pwin, aps, made: dict, cross=None, t2: int = 1) -> dict:
     """The pairs (``pair_at`` >= 0) among the engine's lazy encodings ``a`` (first texts) and
     ``b`` (second texts) that ``truncate_encodings`` leaves whole (both texts' tokens within
     ``room``, the budget with the pair's special tokens) or, with ``pwin`` (strategy
@@ -1536,7 +1573,9 @@ def _pair_windowed(a, b, pair_at, room: int, trunc, pair, pwin, aps, made: dict,
     text's other windows with the whole first text) as ``pwin``; with ``cross`` (strategies
     ``longest_first`` and ``only_first``: ``post_processors.pair_cross_layout``), the pairs
     it cuts (``_pair_crossed``). Offsets trimmed first with ``aps`` (``layout_processor``).
-    Pairs left out go through ``post_process`` (an error there is the reference's)."""
+    ``t2``: the second texts' type id the layouts were probed with (0: ``encode_batch_fast``'s
+    bare rows, ``_bare``). Pairs left out go through ``post_process`` (an error there is the
+    reference's)."""
     from .cpu_ref import post_processors
     from .encoding import PairRows
 
@@ -1551,7 +1590,7 @@ def _pair_windowed(a, b, pair_at, room: int, trunc, pair, pwin, aps, made: dict,
     out: dict = {}
     for xr, yr, ds in groups.values():
         xa = _prepped(xr, aps, made)
-        if xa is None or yr.starts is None or yr.words is None:
+        if xa is None or not _whole(xr) or not _whole(yr) or xr.type_id != 0 or yr.type_id != t2:
             continue
         xi = np.array([a[d]._row for d in ds], np.int64)
         yi = np.array([b[pair_at[d]]._row for d in ds], np.int64)
@@ -1576,8 +1615,7 @@ def _pair_windowed(a, b, pair_at, room: int, trunc, pair, pwin, aps, made: dict,
         dc, xc, yc, nc, rc = np.asarray(ds)[cut], xi[cut], yi[cut], n2[cut], r2[cut]
         of, start, stop, first = _window_cuts(nc, rc, trunc.stride, trunc.direction)
         bounds, idx = gathered(yr.bounds[yc][of] + start, stop - start)
-        w = EncodingRows(yr.ids[idx], yr.tokens[idx], yr.starts[idx], yr.ends[idx], yr.words[idx], bounds,
-                         yr.type_id)
+        w = _taken(yr, idx, bounds)
         if aps is not None:
             w = post_processors.trim_rows(w, aps)
             if w is None:
@@ -1630,8 +1668,7 @@ def _row_windows(rows, at, n, k, stride: int, direction: str, aps):
     of = np.concatenate([np.arange(m), rest_of])
     start, stop = np.concatenate([start, rest_start]), np.concatenate([stop, rest_stop])
     bounds, idx = gathered(rows.bounds[at][of] + start, stop - start)
-    w = EncodingRows(rows.ids[idx], rows.tokens[idx], rows.starts[idx], rows.ends[idx], rows.words[idx], bounds,
-                     rows.type_id)
+    w = _taken(rows, idx, bounds)
     if aps is not None:
         w = post_processors.trim_rows(w, aps)
     return None if w is None else (w, first)
@@ -1649,8 +1686,6 @@ def _pair_crossed(xr, yr, ds, xi, yi, n1, n2, room: int, trunc, cross, aps) -> d
     raises its error)."""
     from .encoding import PairRows
 
-    if xr.type_id != 0 or yr.type_id != 1 or xr.starts is None or xr.words is None:  # (what the probes assumed)
-        return {}
     k1, k2 = _pair_keeps(n1, n2, room, trunc.strategy)
     ok = (k1 > 0) & (k2 > 0) & ((n1 <= k1) | (k1 > trunc.stride)) & ((n2 <= k2) | (k2 > trunc.stride))
     if not ok.any():

@@ -113,6 +113,21 @@ def check_same(ours, ref, inputs, add: bool, ids_too: bool = True):
             assert got == [w.ids for w in want], device
 
 
+def check_fast(ours, ref, inputs, add: bool):
+    """encode_batch_fast on device="cpu" against the reference's (or its error), every field
+    and window."""
+    want, err = outcome(lambda: ref.encode_batch_fast(inputs, add_special_tokens=add))
+    if err is not None:
+        with pytest.raises(TruncationError):
+            ours.encode_batch_fast(inputs, add_special_tokens=add, device="cpu")
+        return
+    got = ours.encode_batch_fast(inputs, add_special_tokens=add, device="cpu")
+    assert len(got) == len(want)
+    for item, g, w in zip(inputs, got, want):
+        d = diff(g, w)
+        assert d is None, (item, d)
+
+
 # ------------------------------------------------------------- hypothesis
 _WORDS = ["a", "b", "the", "hello", "word", "x", "<|x|>", "[MASK]", "<r>", "  sp", "é", "12", "Hé!", "", " "]
 texts = st.lists(st.sampled_from(_WORDS), max_size=9).map(" ".join)
@@ -368,6 +383,9 @@ def test_windows_laid_out_lazily(model, monkeypatch):
             # some texts cut into windows there (without the special tokens the early stop
             # leaves most at exactly max_length tokens: those fit)
             assert made and made[-1] >= 2, made
+            made.clear()
+            check_fast(ours, ref, texts, add)  # (encode_batch_fast's bare rows, windowed alike)
+            assert made and made[-1] >= 2, made
             check_same(ours, ref, [texts[0], (texts[1][:200], texts[2][:200]), texts[3]], add, ids_too=False)
     # pairs, a question and a context (strategy only_second): the context's windows, each with
     # the whole question (``fast_cpu._pair_windowed``), and the pairs that fit, lazy on PairRows
@@ -397,6 +415,9 @@ def test_windows_laid_out_lazily(model, monkeypatch):
             # (a question that leaves the context no more than the stride is the reference's
             # error, raised by post_process; mistral's "<s>" texts are the reference path's)
             assert paired and paired[-1] >= len(pairs) // 2, paired
+            paired.clear()
+            check_fast(ours, ref, pairs, add)  # (the second texts' type id 0 there)
+            assert paired and paired[-1] >= len(pairs) // 2, paired
 
 
 @pytest.mark.parametrize("model", ["bert-base-uncased", "roberta-base", "t5-small", "mistral-v0.1"])
@@ -409,7 +430,8 @@ def test_pairs_cut_lazily(model, monkeypatch):
     with stride and without, in both directions, padded or not, with the special tokens and
     without; roberta-base trims offsets, t5-small's windows keep the second text's type id 1.
     A pair the reference refuses (a text cut to no more tokens than the stride) fails the
-    batch as there."""
+    batch as there. encode_batch_fast alike (its bare rows: no tokens, offsets or words, the
+    second text's type id 0 before the post-processor)."""
     from gpu_tok import fast_cpu
 
     path = model_path(model)
@@ -443,6 +465,9 @@ def test_pairs_cut_lazily(model, monkeypatch):
             ps = pairs[:-3] if trunc.get("strategy") != "only_first" else [pairs[1], pairs[3], (texts[4], "a b")]
             made.clear()
             check_same(ours, ref, ps, add, ids_too=False)
+            assert made and made[-1][0] >= len(ps) - 1 and made[-1][1] >= made[-1][0], made
+            made.clear()
+            check_fast(ours, ref, ps, add)  # (the second texts' type id 0 there)
             assert made and made[-1][0] >= len(ps) - 1 and made[-1][1] >= made[-1][0], made
     # a stride the cut text's budget does not exceed: the reference's error, raised for the batch
     configure(ours, {"max_length": 12, "stride": 6}, None)

@@ -387,25 +387,26 @@ def _pair_fields(ta, tb, before, mid, after, pa: Encoding, pb: Encoding) -> dict
     return fields
 
 
-def _pair_window_layout(cfg, add_special_tokens: bool):
+def _pair_window_layout(cfg, add_special_tokens: bool, second_type: int = 1):
     """What ``process`` makes of each overflowing window of a pair's second sequence (the
     first not cut: truncation's ``only_second``), as ``_pair_layout``'s ``(ta, tb, before,
     mid, after, ranges)``: found by running ``process`` on a pair of probes, the second
-    (type id 1, as the engines encode second texts) holding windows of 1, 0, 3 and 2 tokens
+    (type id ``second_type``, as the engines encode second texts: 1, or 0 for
+    ``encode_batch_fast``) holding windows of 1, 0, 3 and 2 tokens
     (as ``Encoding.truncate`` makes them), and used only where the windows came out in
     order, each the first probe and the window in that layout, and the pair itself as
     ``_pair_layout`` says. None where they did not, or where the processor's output depends
     on the tokens themselves."""
     if not _layout_safe(cfg):
         return None
-    main = _pair_layout(cfg, add_special_tokens, 1)
+    main = _pair_layout(cfg, add_special_tokens, second_type)
     if main is None:
         return None
-    pb = _probe_pair(2, 1)
-    pb.overflowing = [_probe_pair(m, 1) for m in _WINDOW_SIZES]
+    pb = _probe_pair(2, second_type)
+    pb.overflowing = [_probe_pair(m, second_type) for m in _WINDOW_SIZES]
     out = process(cfg, [_probe(3), pb], add_special_tokens)
     windows, out.overflowing = out.overflowing, []
-    want = _pair_fields(*main[:5], _probe(3), _probe_pair(2, 1))
+    want = _pair_fields(*main[:5], _probe(3), _probe_pair(2, second_type))
     if len(windows) != len(_WINDOW_SIZES) or any(list(getattr(out, f)) != want[f] for f in _LAYOUT_FIELDS):
         return None
     got = _split_pair(windows[0], 3)
@@ -413,7 +414,7 @@ def _pair_window_layout(cfg, add_special_tokens: bool):
         return None
     ta, tb, before, mid, after, ranges = got
     for m, w in zip(_WINDOW_SIZES, windows):
-        pw = _probe_pair(m, 1)
+        pw = _probe_pair(m, second_type)
         fields = _pair_fields(ta, tb, before, mid, after, _probe(3), pw)
         if w.overflowing or w.sequence_ranges != {seq: (a + 3, a + 3 + m) if second else (a, a + 3)
                                                   for seq, a, second in ranges}:
@@ -426,7 +427,7 @@ def _pair_window_layout(cfg, add_special_tokens: bool):
 _CROSS_A = (1, 0, 2)  # the first probe's windows in _pair_cross_layout (the second's: _WINDOW_SIZES)
 
 
-def _pair_cross_layout(cfg, add_special_tokens: bool):
+def _pair_cross_layout(cfg, add_special_tokens: bool, second_type: int = 1):
     """What ``process`` makes of a pair both of whose sequences truncation cut into windows
     (``longest_first``; ``only_first`` cuts the first alone), as four ``_pair_layout``
     layouts ``(main, wm, ww, mw)``: the pair itself (``main``), a window of the first with
@@ -437,21 +438,22 @@ def _pair_cross_layout(cfg, add_special_tokens: bool):
     ``j``, ``(first, j)`` holding the ``(i, j)`` of every ``i`` (measured on tokenizers
     0.23.1, bert-base-uncased). Found by running ``process`` on a pair of probes of 3 and 1
     tokens holding windows of 1, 0 and 2 tokens (the first's, type id 0) and of 1, 0, 3 and
-    2 (the second's, type id 1), as ``Encoding.truncate`` makes them; used only where every
-    window came out in that order and layout, nested so, the four layouts differing in the
-    type ids alone. None where they did not, or where the processor's output depends on the
+    2 (the second's, type id ``second_type``: 1, or 0 for ``encode_batch_fast``), as
+    ``Encoding.truncate`` makes them; used only where every window came out in that order
+    and layout, nested so, the four layouts differing in the type ids alone. None where they did not, or where the processor's output depends on the
     tokens themselves."""
     if not _layout_safe(cfg):
         return None
-    main = _pair_layout(cfg, add_special_tokens, 1)
+    main = _pair_layout(cfg, add_special_tokens, second_type)
     if main is None:
         return None
-    pa, pb = _probe(3), _probe_pair(1, 1)  # (_split_pair reads a second sequence of one token)
+    pa, pb = _probe(3), _probe_pair(1, second_type)  # (_split_pair reads a second sequence of one token)
     pa.overflowing = [_probe(n) for n in _CROSS_A]
-    pb.overflowing = [_probe_pair(m, 1) for m in _WINDOW_SIZES]
+    pb.overflowing = [_probe_pair(m, second_type) for m in _WINDOW_SIZES]
     out = process(cfg, [pa, pb], add_special_tokens)
     windows, out.overflowing = out.overflowing, []
-    if any(list(getattr(out, f)) != v for f, v in _pair_fields(*main[:5], _probe(3), _probe_pair(1, 1)).items()):
+    want = _pair_fields(*main[:5], _probe(3), _probe_pair(1, second_type))
+    if any(list(getattr(out, f)) != v for f, v in want.items()):
         return None
     na, nb = len(_CROSS_A), len(_WINDOW_SIZES)
     if len(windows) != na * (1 + nb) + nb:
@@ -460,13 +462,14 @@ def _pair_cross_layout(cfg, add_special_tokens: bool):
     if wm is None or mw is None or wm[2:] != main[2:] or mw[2:] != main[2:] or wm[1] != main[1] or mw[0] != main[0]:
         return None
     ww = (wm[0], mw[1]) + main[2:]
-    ws = [(ww, _probe(n), _probe_pair(m, 1)) for n in _CROSS_A for m in _WINDOW_SIZES]  # (wa_i, wb_j), i-major
+    # (wa_i, wb_j), i-major
+    ws = [(ww, _probe(n), _probe_pair(m, second_type)) for n in _CROSS_A for m in _WINDOW_SIZES]
     combos = []  # (layout, first probe, second probe, its own windows) of each window, in the reference's order
     for i, n in enumerate(_CROSS_A):
         mine = ws[i * nb:(i + 1) * nb]
-        combos.append((wm, _probe(n), _probe_pair(1, 1), mine))
+        combos.append((wm, _probe(n), _probe_pair(1, second_type), mine))
         combos.extend((lay, x, y, []) for lay, x, y in mine)
-    combos.extend((mw, _probe(3), _probe_pair(m, 1), ws[j::nb]) for j, m in enumerate(_WINDOW_SIZES))
+    combos.extend((mw, _probe(3), _probe_pair(m, second_type), ws[j::nb]) for j, m in enumerate(_WINDOW_SIZES))
     return (main, wm, ww, mw) if all(_pair_window_is(w, main[5], *c) for w, c in zip(windows, combos)) else None
 
 
@@ -483,9 +486,9 @@ def _pair_window_is(w: Encoding, ranges, lay, x: Encoding, y: Encoding, nested) 
         _pair_window_is(o, ranges, *c, []) for o, c in zip(w.overflowing, nested))
 
 
-def pair_cross_layout(cfg, add_special_tokens: bool):
+def pair_cross_layout(cfg, add_special_tokens: bool, second_type: int = 1):
     """``_pair_cross_layout``'s (see there), found once per processor."""
-    return _layout(_pair_cross_layout, cfg, add_special_tokens)
+    return _layout(_pair_cross_layout, cfg, add_special_tokens, second_type)
 
 
 _LAYOUTS: dict = {}  # (kind, id(cfg), arguments) -> (cfg, layout)
@@ -515,9 +518,9 @@ def window_layout(cfg, add_special_tokens: bool):
     return _layout(_window_layout, cfg, add_special_tokens)
 
 
-def pair_window_layout(cfg, add_special_tokens: bool):
+def pair_window_layout(cfg, add_special_tokens: bool, second_type: int = 1):
     """``_pair_window_layout``'s (see there), found once per processor."""
-    return _layout(_pair_window_layout, cfg, add_special_tokens)
+    return _layout(_pair_window_layout, cfg, add_special_tokens, second_type)
 
 
 def pair_layout(cfg, add_special_tokens: bool, second_type: int = 1):
