@@ -692,11 +692,14 @@ class HostResult:
     """Where one call's host-bound ids go: each batch's ids copied from the device straight to
     their place in one array, its row splits to theirs (then offset by the ids before them),
     rather than an array per batch joined at the end (a second pass over every id, into
-    fresh memory). The array starts at ``cap`` ids (a guess: ``GpuEngine`` passes a third of
-    the input's bytes and the template's ids) and grows by half where the next batch's do not
-    fit, with ``ndarray.resize`` (``realloc``: a large block is remapped, not copied); ``done()``
-    shrinks it to the ids written, so the caller gets an array of its own and of its size.
-    Between calls to ``ids_at`` no view of the array is kept (a resize may move it)."""
+    fresh memory). The array starts at ``cap`` ids (``_host_result``: as many as the input has
+    bytes, within a share of the RAM: address space, its pages touched only where written) and
+    doubles where the next batch's do not fit (a fresh array, the ids written so far copied:
+    ``ndarray.resize`` copied the whole block and zeroed the new part, 25 ms for 40 MB on the
+    development host; on the H100 of 2026-12-06 a third of the bytes was too few for gpt2 on
+    code and the growth took 7-8 ms of a 15 ms run); ``done()`` shrinks it to the ids written
+    (``realloc`` to a smaller block: no copy), so the caller gets an array of its own and of
+    its size. Between calls to ``ids_at`` no view of the array is kept (a growth moves it)."""
 
     def __init__(self, n_docs: int, cap: int, threads: Optional[int] = None):
         self.ids = np.empty(max(int(cap), 1), np.int32)
@@ -708,7 +711,9 @@ class HostResult:
         """The place of the next ``count`` ids."""
         need = self.t + count
         if need > self.ids.shape[0]:
-            self.ids.resize(max(need, self.ids.shape[0] * 3 // 2), refcheck=False)
+            grown = np.empty(max(need, 2 * self.ids.shape[0]), np.int32)
+            grown[:self.t] = self.ids[:self.t]
+            self.ids = grown
         return self.ids[self.t:need]
 
     def done(self):
@@ -1482,11 +1487,24 @@ def _threads_reentrant() -> bool:
 
 
 def _host_result(offsets, prefix, suffix, threads: Optional[int] = None) -> HostResult:
-    """The ``HostResult`` of one call: room for a third of its bytes as ids at first, and the
-    template's ids around every row."""
+    """The ``HostResult`` of one call: room for an id per byte (no model makes more tokens than
+    its text has bytes, but for a "▁" it puts before a document) and the template's ids around
+    every row, two more per row; where that is over a sixteenth of the RAM, the larger of that
+    and a third of the bytes (one allocation far beyond the RAM is refused under the kernel's
+    heuristic overcommit; it grows then)."""
     n = offsets.shape[0] - 1
     extra = (prefix.shape[0] + suffix.shape[0]) if prefix is not None else 0
-    return HostResult(n, int(offsets[-1]) // 3 + n * extra + 1024, threads)
+    nbytes = int(offsets[-1])
+    want = nbytes + n * (extra + 2) + 1024
+    return HostResult(n, min(want, max(nbytes // 3 + n * extra + 1024, _ram_bytes() // 64)), threads)
+
+
+def _ram_bytes() -> int:
+    """The host's physical memory in bytes (8 GiB where it cannot be read)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
 
 
 def _byte_mid(offsets, d0, d1) -> int:

@@ -652,7 +652,7 @@ def test_twin_host_result_in_place_over_batches(family, monkeypatch):
     batches, with the template's ids around each row (roberta-base), documents NFC changes
     left to the CPU engine (qwen3), empty documents, and an array that starts too small to
     hold them (grown, its ids kept; shrunk to its ids at the end), the same ids and row splits
-    as ``device="cpu"``."""
+    as ``device="cpu"``; the room ``_host_result`` gives a call holds all its ids."""
     from gpu_tok import gpu_engine as G
 
     t = tok(family)
@@ -675,6 +675,7 @@ def test_twin_host_result_in_place_over_batches(family, monkeypatch):
     finally:
         g.engine.batch_bytes = old
     assert len(g.engine.batch_log) > 5 and made
+    assert made[0] >= want.ids.shape[0]  # (_host_result's room: every id of the call, no growth)
     import unicodedata
 
     assert sum(unicodedata.normalize("NFC", x) != x for x in texts) > 10
@@ -687,7 +688,7 @@ def test_twin_host_result_in_place_over_batches(family, monkeypatch):
     h.ids_at(0)
     out = h.done()[0]
     assert out.tolist() == [7, 8, 9, 9, 9, 9, 9] and out.flags.owndata and out.shape == (7,)
-    big = real(1, 1 << 22)  # a block the allocator maps: grown and shrunk in place or remapped
+    big = real(1, 1 << 22)  # a block the allocator maps: grown (a fresh array, the ids copied), then shrunk
     big.ids_at(1 << 22)[:] = np.arange(1 << 22, dtype=np.int32)
     big.t = 1 << 22
     big.ids_at(1 << 21)[:] = -1
