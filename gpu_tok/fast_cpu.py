@@ -1630,7 +1630,6 @@ def _pair_windowed(a, b, pair_at, room: int, trunc, pair, pwin, aps, made: dict,
     return out
 
 
-
 def _pair_keeps(n1, n2, room: int, strategy: str):
     """``truncate_encodings``' lengths for pairs of ``n1`` and ``n2`` tokens over ``room``
     (``longest_first``, or ``only_first``: the first text cut alone): ``(k1, k2)``, each
@@ -1681,13 +1680,13 @@ def _pair_crossed(xr, yr, ds, xi, yi, n1, n2, room: int, trunc, cross, aps) -> d
     ``Encoding.truncate`` (a text not cut: one window), the pair of their first windows laid
     out as ``cross``' ``main``, its ``overflowing`` as the reference nests them
     (``post_processors.pair_cross_layout``), lazy on four ``PairRows`` over the two texts'
-    windows. A pair the reference would refuse (a text cut to no tokens or to no more than
-    the stride, or ``only_first``'s first text too short) is left out (``post_process``
-    raises its error)."""
+    windows. A pair the reference would refuse or treats apart (a text cut to no more tokens
+    than the stride, to none, or ``only_first``'s first text too short) is left out
+    (``post_process`` raises the error or makes it)."""
     from .encoding import PairRows
 
     k1, k2 = _pair_keeps(n1, n2, room, trunc.strategy)
-    ok = (k1 > 0) & (k2 > 0) & ((n1 <= k1) | (k1 > trunc.stride)) & ((n2 <= k2) | (k2 > trunc.stride))
+    ok = ((n1 <= k1) | (k1 > trunc.stride)) & ((n2 <= k2) | (k2 > trunc.stride))  # (a text not cut: any length)
     if not ok.any():
         return {}
     ds, xi, yi, n1, n2, k1, k2 = ds[ok], xi[ok], yi[ok], n1[ok], n2[ok], k1[ok], k2[ok]
