@@ -508,6 +508,9 @@ class HostPieces:
     device: Optional[tuple] = None
     P: int = -1
     M: int = -1  # the device's data length where it is not buf's (SentencePiece cut on the device)
+    # every piece's special is -1 (no added token, no document left to the reference path, no
+    # huge piece): the device fills it (GpuEngine._launch) instead of copying P x 4 bytes
+    model_only: bool = False
 
 
 class ByteLevelHost:
@@ -535,7 +538,8 @@ class ByteLevelHost:
             t0 = time.perf_counter()
             huge = _byte_level_huge(eng, data, starts, special, huge_bytes, threads, parallel) if stats[3] else None
             H.lap(times, "huge", t0)
-        return HostPieces(data, starts, special, first, skip, stats[:3], huge)
+        return HostPieces(data, starts, special, first, skip, stats[:3], huge,
+                          model_only=stats[4] == 0 and huge is None)
 
 
 def _byte_level_huge(eng, data, starts, special, huge_bytes, threads: int, parallel: bool):
@@ -699,7 +703,8 @@ class HostResult:
     development host; on the H100 of 2026-12-06 a third of the bytes was too few for gpt2 on
     code, whose copy back took 8.8 ms of a 14 ms run, 0.7 where nothing grew); ``done()``
     shrinks it to the ids written (``realloc`` to a smaller block: no copy), so the caller
-    gets an array of its own and of its size. Between calls to ``ids_at`` no view of the array is kept (a growth moves it)."""
+    gets an array of its own and of its size. Between calls to ``ids_at`` no view of the array
+    is kept (a growth moves it)."""
 
     def __init__(self, n_docs: int, cap: int, threads: Optional[int] = None):
         self.ids = np.empty(max(int(cap), 1), np.int32)
@@ -872,7 +877,10 @@ class GpuEngine:
             a = f.arrays
             a["data"] = self._put(slot, "data", hp.buf, s)
             a["starts"] = self._put(slot, "starts", hp.starts, s)
-            a["special"] = self._put(slot, "special", hp.special, s)
+            if hp.model_only and P:  # all -1: its bytes all 0xFF, set on the device below (no copy)
+                a["special"] = self._scratch(slot, "special_ones", P, np.int32, False)
+            else:
+                a["special"] = self._put(slot, "special", hp.special, s)
             a["first"] = self._put(slot, "first", hp.first, s)
         huge = None
         if hp.huge is not None:  # pieces the host encoded: their ids in one array (k_place)
@@ -883,6 +891,8 @@ class GpuEngine:
                         self._put(slot, "huge_off", off, s), self._put(slot, "huge_ids", ids, s))
         self._tick("h2d_s", t0, s)
         t0 = time.perf_counter()
+        if hp.device is None and hp.model_only and P:
+            self._kernel(K.k_fill_u8, 4 * P, s, 4 * P, a["special"].view(np.uint8), np.uint8(0xFF))
         C = 16
         while C < 2 * P:
             C *= 2

@@ -645,6 +645,33 @@ def test_twin_bench_excerpt(family):
 
 
 @twin_only
+def test_twin_special_filled_on_the_device(monkeypatch):
+    """A byte-level batch with no added token, no document left to the reference path and no
+    piece encoded on the host has every ``special`` -1: ``HostPieces.model_only``, and the
+    engine sets it on the device instead of copying it; a batch with an added token copies
+    it. Both give ``device="cpu"``'s ids."""
+    from gpu_tok import gpu_engine as G
+
+    t = tok("gpt2")
+    g = G._engine_for(t, "twin", lambda be: G.GpuTokenizer(t, be))
+    seen = []
+    real = G.GpuEngine._launch
+
+    def spy(self, hp, d0, d1, slot):
+        seen.append(hp.model_only)
+        return real(self, hp, d0, d1, slot)
+
+    monkeypatch.setattr(G.GpuEngine, "_launch", spy)
+    plain = ["the cat sat on the mat", "", "x" * 40, "e\u0301 text"]  # (NFC is kept: qwen3's skip, not gpt2's)
+    for texts, want_flag in ((plain, True), (plain + ["a <|endoftext|> b"], False)):
+        seen.clear()
+        want = t.encode_batch_ids(texts, device="cpu")
+        ids, rs = g.encode_ids(texts, True, None, True)
+        assert np.array_equal(rs, want.row_splits) and np.array_equal(ids, want.ids)
+        assert seen == [want_flag], seen
+
+
+@twin_only
 @pytest.mark.parametrize("family", ["roberta-base", "qwen3"])
 def test_twin_host_result_in_place_over_batches(family, monkeypatch):
     """Host-bound ids go from each batch straight to their place in one array
@@ -859,11 +886,12 @@ def test_host_pieces_equal_cpu_engine(family, monkeypatch):
         assert np.array_equal(first[:-1], np.searchsorted(st, off[:-1])) and first[-1] == st.shape[0]
         lens = np.diff(starts)
         model = (special == -1) & (lens >= 2)
-        assert stats == (model.sum(), (model & (lens > 64)).sum(), lens[model & (lens > 64)].sum(), 0)
+        fixed = (special != -1).sum()
+        assert stats == (model.sum(), (model & (lens > 64)).sum(), lens[model & (lens > 64)].sum(), 0, fixed)
         *_s, stats2 = gpu_host.byte_level_pieces(eng, data, off, skip, parallel, 2, huge=1000)
         big = model & (lens > 1000)
         assert stats2 == (model.sum() - big.sum(), (model & (lens > 64)).sum() - big.sum(),
-                          lens[model & (lens > 64)].sum() - lens[big].sum(), big.sum())
+                          lens[model & (lens > 64)].sum() - lens[big].sum(), big.sum(), fixed)
     if family == "qwen3":
         assert skip is not None and skip.any()
 

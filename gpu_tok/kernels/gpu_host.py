@@ -215,9 +215,10 @@ def lap(times, key: str, t0: float) -> float:
 
 def byte_level_pieces(eng, data, doc_offsets, skip, parallel: bool, threads: int, alloc=None, scratch=None,
                       huge: int = 2 ** 62, times=None, hint=None):
-    """``(starts, special, first, (n_model, n_long, long_bytes, n_huge))`` for a
-    ``ByteBPEEngine`` (module docstring; ``huge``: see ``huge_byte_level``); ``skip``:
-    documents left to the reference path, or None.
+    """``(starts, special, first, (n_model, n_long, long_bytes, n_huge, n_fixed))`` for a
+    ``ByteBPEEngine`` (module docstring; ``huge``: see ``huge_byte_level``; ``n_fixed``: the
+    pieces whose ``special`` is not -1, added tokens and documents left to the reference
+    path); ``skip``: documents left to the reference path, or None.
     ``alloc(name, n, dtype)`` gives the output arrays (the GPU engine's pinned staging
     buffers, so nothing is copied again before the transfer); ``scratch(n)`` an ``int32``
     work array of at least ``n`` items kept between calls (fresh arrays by default).
@@ -281,7 +282,7 @@ def byte_level_pieces(eng, data, doc_offsets, skip, parallel: bool, threads: int
     stats = fn(rec_start, rec_count, rec_id, pos, out, data.shape[0], doc_offsets, starts, special, first,
                np.int64(huge))
     lap(times, "assemble", t0)
-    return starts, special, first, tuple(int(x) for x in stats)
+    return starts, special, first, tuple(int(x) for x in stats) + (int(m_s.shape[0] + sk.shape[0]),)
 
 
 def skipped_starts(skip, doc_offsets):
