@@ -113,6 +113,22 @@ def check_same(ours, ref, inputs, add: bool, ids_too: bool = True):
             assert got == [w.ids for w in want], device
 
 
+def spied(monkeypatch, name: str, measure=len) -> list:
+    """``fast_cpu.<name>`` wrapped: each call's ``measure(result)`` appended to the list returned."""
+    from gpu_tok import fast_cpu
+
+    seen = []
+    real = getattr(fast_cpu, name)
+
+    def spy(*args):
+        got = real(*args)
+        seen.append(measure(got))
+        return got
+
+    monkeypatch.setattr(fast_cpu, name, spy)
+    return seen
+
+
 def check_fast(ours, ref, inputs, add: bool):
     """encode_batch_fast on device="cpu" against the reference's (or its error), every field
     and window."""
@@ -352,20 +368,10 @@ def test_windows_laid_out_lazily(model, monkeypatch):
     with the texts that fit and pairs in the same batch; pairs whose second text is cut
     (t5-small: the windows keep the second text's type id 1 where the pair itself takes the
     template's 0, as the reference gives)."""
-    from gpu_tok import fast_cpu
-
     path = model_path(model)
     ours, ref = gpu_tok.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))
     texts = [t[:1500] for t in corpus_texts(6)] + ["", "x", "hello world " * 40]
-    made = []
-    real = fast_cpu._windowed
-
-    def spy(*args):
-        got = real(*args)
-        made.append(len(got))
-        return got
-
-    monkeypatch.setattr(fast_cpu, "_windowed", spy)
+    made = spied(monkeypatch, "_windowed")
     for trunc, pad in (({"max_length": 64, "stride": 16}, None),
                        ({"max_length": 9, "stride": 3, "direction": "left"}, {"pad_to_multiple_of": 8}),
                        ({"max_length": 5, "stride": 0, "strategy": "only_first"}, {"length": 12, "direction": "left"})):
@@ -383,15 +389,7 @@ def test_windows_laid_out_lazily(model, monkeypatch):
             check_same(ours, ref, [texts[0], (texts[1][:200], texts[2][:200]), texts[3]], add, ids_too=False)
     # pairs, a question and a context (strategy only_second): the context's windows, each with
     # the whole question (``fast_cpu._pair_windowed``), and the pairs that fit, lazy on PairRows
-    paired = []
-    real_pairs = fast_cpu._pair_windowed
-
-    def spy_pairs(*args):
-        got = real_pairs(*args)
-        paired.append(len(got))
-        return got
-
-    monkeypatch.setattr(fast_cpu, "_pair_windowed", spy_pairs)
+    paired = spied(monkeypatch, "_pair_windowed")
     # (questions short enough to leave every context more than the stride: an error fails the
     # whole batch, and the reference's error is all check_same compares then)
     questions = ["what is this about?", "who wrote it", "x", "why?", "Where, then?"]
@@ -426,8 +424,6 @@ def test_pairs_cut_lazily(model, monkeypatch):
     A pair the reference refuses (a text cut to no more tokens than the stride) fails the
     batch as there. encode_batch_fast alike (its bare rows: no tokens, offsets or words, the
     second text's type id 0 before the post-processor)."""
-    from gpu_tok import fast_cpu
-
     path = model_path(model)
     ours, ref = gpu_tok.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))
     # (short: mistral-v0.1 makes each text one piece, which the early stop does not cut, and
@@ -435,15 +431,7 @@ def test_pairs_cut_lazily(model, monkeypatch):
     texts = [t[:300] for t in corpus_texts(6)]
     pairs = [(texts[i], texts[i + 1][:k]) for i, k in zip(range(5), (300, 40, 200, 5, 100))]
     pairs += [(texts[0][:30], texts[5]), ("x", "y z"), ("", texts[2][:100]), (texts[3][:100], "")]
-    made = []
-    real = fast_cpu._pair_crossed
-
-    def spy(*args):
-        got = real(*args)
-        made.append((len(got), sum(len(e.overflowing) for e in got.values())))
-        return got
-
-    monkeypatch.setattr(fast_cpu, "_pair_crossed", spy)
+    made = spied(monkeypatch, "_pair_crossed", lambda got: (len(got), sum(len(e.overflowing) for e in got.values())))
     for trunc, pad in (({"max_length": 64, "stride": 8}, None),
                        ({"max_length": 23, "stride": 4, "direction": "left"}, {"pad_to_multiple_of": 8}),
                        ({"max_length": 48, "stride": 0}, {"direction": "left"}),
