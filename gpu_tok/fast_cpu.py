@@ -1470,8 +1470,6 @@ def _windowed(encs: List[Optional[Encoding]], pair_at, room: int, trunc, single,
     (``post_processors.single_layout`` / ``window_layout``); all of a rows object's windows
     on one rows object. ``aps``: not None where the post-processor trims offsets first
     (``layout_processor``): each window's trimmed (``post_processors.trim_rows``)."""
-    from .cpu_ref import post_processors
-
     groups: dict = {}
     for d, j in enumerate(pair_at):
         x = encs[d]
@@ -1492,13 +1490,10 @@ def _windowed(encs: List[Optional[Encoding]], pair_at, room: int, trunc, single,
         # text order, each text's in order), so that each layout's rows object reads rows of
         # its own, side by side (``EncodingRows`` makes its lists a chunk of rows at a time)
         m = n.shape[0]
-        of, start, stop, first = _window_cuts(n, np.full(m, room, np.int64), trunc.stride, trunc.direction)
-        bounds, idx = gathered(b[at][of] + start, stop - start)
-        w = _taken(rows, idx, bounds)
-        if aps is not None:
-            w = post_processors.trim_rows(w, aps)
-            if w is None:  # (then post_process trims each one)
-                continue
+        got = _row_windows(rows, at, n, np.full(m, room, np.int64), trunc.stride, trunc.direction, aps)
+        if got is None:  # (then post_process trims each one)
+            continue
+        w, first = got
         main, rest = w.with_layout(*single), w.with_layout(*window)
         fl = first.tolist()
         for q, d in enumerate(ds.tolist()):
@@ -1576,7 +1571,6 @@ def _pair_windowed(a, b, pair_at, room: int, trunc, pair, pwin, aps, made: dict,
     ``t2``: the second texts' type id the layouts were probed with (0: ``encode_batch_fast``'s
     bare rows, ``_bare``). Pairs left out go through ``post_process`` (an error there is the
     reference's)."""
-    from .cpu_ref import post_processors
     from .encoding import PairRows
 
     groups: dict = {}
@@ -1613,13 +1607,10 @@ def _pair_windowed(a, b, pair_at, room: int, trunc, pair, pwin, aps, made: dict,
         if not cut.any():
             continue
         dc, xc, yc, nc, rc = np.asarray(ds)[cut], xi[cut], yi[cut], n2[cut], r2[cut]
-        of, start, stop, first = _window_cuts(nc, rc, trunc.stride, trunc.direction)
-        bounds, idx = gathered(yr.bounds[yc][of] + start, stop - start)
-        w = _taken(yr, idx, bounds)
-        if aps is not None:
-            w = post_processors.trim_rows(w, aps)
-            if w is None:
-                continue
+        got = _row_windows(yr, yc, nc, rc, trunc.stride, trunc.direction, aps)
+        if got is None:
+            continue
+        w, first = got
         main, rest = PairRows(xa, w, pair), PairRows(xa, w, pwin)
         m = dc.shape[0]
         fl = first.tolist()

@@ -412,16 +412,10 @@ def _pair_window_layout(cfg, add_special_tokens: bool, second_type: int = 1):
     got = _split_pair(windows[0], 3)
     if got is None:
         return None
-    ta, tb, before, mid, after, ranges = got
-    for m, w in zip(_WINDOW_SIZES, windows):
-        pw = _probe_pair(m, second_type)
-        fields = _pair_fields(ta, tb, before, mid, after, _probe(3), pw)
-        if w.overflowing or w.sequence_ranges != {seq: (a + 3, a + 3 + m) if second else (a, a + 3)
-                                                  for seq, a, second in ranges}:
-            return None
-        if any(list(getattr(w, f)) != fields[f] for f in _LAYOUT_FIELDS):
-            return None
-    return ta, tb, before, mid, after, ranges
+    if not all(_pair_window_is(w, got[5], got, _probe(3), _probe_pair(m, second_type), [])
+               for m, w in zip(_WINDOW_SIZES, windows)):
+        return None
+    return got
 
 
 _CROSS_A = (1, 0, 2)  # the first probe's windows in _pair_cross_layout (the second's: _WINDOW_SIZES)
@@ -440,8 +434,8 @@ def _pair_cross_layout(cfg, add_special_tokens: bool, second_type: int = 1):
     tokens holding windows of 1, 0 and 2 tokens (the first's, type id 0) and of 1, 0, 3 and
     2 (the second's, type id ``second_type``: 1, or 0 for ``encode_batch_fast``), as
     ``Encoding.truncate`` makes them; used only where every window came out in that order
-    and layout, nested so, the four layouts differing in the type ids alone. None where they did not, or where the processor's output depends on the
-    tokens themselves."""
+    and layout, nested so, the four layouts differing in the type ids alone. None where they
+    did not, or where the processor's output depends on the tokens themselves."""
     if not _layout_safe(cfg):
         return None
     main = _pair_layout(cfg, add_special_tokens, second_type)
