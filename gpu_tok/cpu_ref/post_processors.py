@@ -336,19 +336,12 @@ def _pair_layout(cfg, add_special_tokens: bool, second_type: int):
     got = _split_pair(process(cfg, [_probe(1), _probe_pair(1, second_type)], add_special_tokens), 1)
     if got is None:
         return None
-    ta, tb, before, mid, after, ranges = got
     for n in (0, 1, 3):
         for m in (0, 1, 3):
-            pa, pb = _probe(n), _probe_pair(m, second_type)
-            fields = _pair_fields(ta, tb, before, mid, after, pa, pb)
-            out = process(cfg, [pa, pb], add_special_tokens)
-            want = {seq: (a + n, a + n + m) if second else (a, a + n) for seq, a, second in ranges}
-            if out.overflowing or out.sequence_ranges != want:
+            out = process(cfg, [_probe(n), _probe_pair(m, second_type)], add_special_tokens)
+            if not _pair_window_is(out, got[5], got, _probe(n), _probe_pair(m, second_type), []):
                 return None
-            for f in _LAYOUT_FIELDS:
-                if list(getattr(out, f)) != fields[f]:
-                    return None
-    return ta, tb, before, mid, after, ranges
+    return got
 
 
 def _split_pair(one: Encoding, n: int):
@@ -468,9 +461,9 @@ def _pair_cross_layout(cfg, add_special_tokens: bool, second_type: int = 1):
 
 
 def _pair_window_is(w: Encoding, ranges, lay, x: Encoding, y: Encoding, nested) -> bool:
-    """Whether ``w`` (a window of a processed pair of probes) is ``x`` and ``y`` laid out as
-    ``lay`` (``_pair_layout``'s), its sequence ranges as ``ranges`` say, and its own
-    windows ``nested``'s ``(layout, first, second)`` in order, with none of their own."""
+    """Whether ``w`` (a processed pair of probes, or one of its windows) is ``x`` and ``y``
+    laid out as ``lay`` (``_pair_layout``'s), its sequence ranges as ``ranges`` say, and its
+    own windows ``nested``'s ``(layout, first, second)`` in order, with none of their own."""
     n, m = len(x.ids), len(y.ids)
     if w.sequence_ranges != {seq: (a + n, a + n + m) if second else (a, a + n) for seq, a, second in ranges}:
         return False
