@@ -3,6 +3,7 @@
 * `--full`: tests marked `@pytest.mark.full` (exhaustive sweeps) are skipped unless it is given.
 * `models_dir()` / `corpora_dir()` / `model_path(name)` live in tests/_paths.py
   ($GPU_TOK_MODELS / $GPU_TOK_CORPORA, else ../shared/models and ../shared/corpora).
+* After each test file, what the files keep between tests (tests/_kept.py) is let go.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 if str(Path(__file__).resolve().parent) not in sys.path:  # also under --import-mode=importlib
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _kept import forget_all  # noqa: E402
 from _paths import corpora_dir, model_path as _model_path, models_dir  # noqa: F401  (re-exported)
 
 
@@ -45,3 +47,12 @@ def pytest_collection_modifyitems(config, items):
 def model_path():
     """model_path(name) -> Path of <models>/<name>/tokenizer.json; skips when it is absent."""
     return _model_path
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _forget_kept_after_each_file():
+    """Tokenizers and samples the test files keep (``kept_dict``, ``kept_cache``) live until
+    the file's last test: an xdist worker runs many files, and kept to the end they filled
+    this 24 GB host (tests/_kept.py)."""
+    yield
+    forget_all()

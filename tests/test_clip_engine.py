@@ -21,10 +21,11 @@ import pytest
 import gpu_tok
 from gpu_tok import fast_cpu
 from _paths import model_path
+from _kept import kept_dict
 from _samples import bench_texts
 
 FAMILY = "clip-vit-base-patch32"
-_TOK = {}
+_TOK = kept_dict()
 
 
 def tok() -> gpu_tok.Tokenizer:

@@ -21,6 +21,7 @@ if tokenizers.__version__ != "0.23.1":  # pragma: no cover
     pytest.skip(f"reference tokenizers==0.23.1 required, found {tokenizers.__version__}", allow_module_level=True)
 
 import gpu_tok  # noqa: E402
+from _kept import kept_dict  # noqa: E402
 
 from _small_bpe import (  # noqa: E402
     ADDED,
@@ -50,7 +51,7 @@ texts = st.lists(st.one_of(st.text(alphabet=_ALPHABET, max_size=12), st.sampled_
 
 _FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask", "word_ids")
 
-_cache = {}
+_cache = kept_dict()
 
 
 def _pair_of_tokenizers(key, _json=None, **parts):

@@ -27,6 +27,7 @@ from gpu_tok.kernels import hash_table as H
 from _oracle_io import DECODE_FIELDS, compare_fields, encoding_fields, is_long
 from _samples import bench_texts, golden_records
 from _paths import model_path, models_dir
+from _kept import kept_dict
 
 BYTE_LEVEL = ["gpt2", "roberta-base", "llama3", "qwen3", "gpt-4o", "gpt-oss"]
 # ids and Encodings compiled
@@ -39,7 +40,7 @@ UNIGRAM = ["t5-small"]
 CLIP = ["clip-vit-base-patch32"]
 SERVED = BYTE_LEVEL + SENTENCEPIECE + WORDPIECE + UNIGRAM + CLIP
 
-_TOKS: dict = {}
+_TOKS: dict = kept_dict()
 
 
 def tok(name: str) -> gpu_tok.Tokenizer:

@@ -33,6 +33,7 @@ import gpu_tok
 from _oracle_io import is_long
 from _samples import bench_texts, golden_records
 from _paths import REPO_ROOT, model_path, models_dir
+from _kept import kept_dict
 
 REAL = os.environ.get("GPU_TOK_REAL_CUDA") == "1"
 SIM = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" and not REAL
@@ -48,7 +49,7 @@ SIM_SAMPLE = 40  # golden records per family and flag under the simulator (all o
 # the simulator hashes with NumPy uint64 scalars, which report the wrap-around they are meant to do
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 
-_TOKS: dict = {}
+_TOKS: dict = kept_dict()
 
 
 def tok(name: str) -> gpu_tok.Tokenizer:
@@ -101,7 +102,7 @@ def _host(a):
 
 
 # ------------------------------------------------------------ parent <-> child
-_CHILD: dict = {}
+_CHILD: dict = kept_dict()
 
 
 def on_device(fn):

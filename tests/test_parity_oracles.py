@@ -32,6 +32,7 @@ from _oracle_io import (
     iter_golden,
 )
 from _paths import ORACLES_DIR, corpora_dir, model_path, parity_dir, parity_files, read_text_exact, sha256_file
+from _kept import kept_dict
 
 MAX_REPORTED = 10       # mismatching records shown in a failure message
 MAX_MESSAGE_CHARS = 700  # per field message
@@ -88,7 +89,7 @@ def _import_gpu_tok():
     return gpu_tok
 
 
-_OURS: dict[str, object] = {}
+_OURS: dict[str, object] = kept_dict()
 
 
 def _ours(family: str):
@@ -107,7 +108,7 @@ def _reference_module():
     return tokenizers if tokenizers.__version__ == REFERENCE_VERSION else None
 
 
-_REFS: dict[str, object] = {}
+_REFS: dict[str, object] = kept_dict()
 
 
 def _reference(family: str):

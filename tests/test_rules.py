@@ -14,6 +14,7 @@ import pytest
 
 import gpu_tok
 from _paths import ORACLES_DIR, model_file, sha256_file
+from _kept import kept_dict
 from _small_bpe import NORMALIZERS, POST_PROCESSORS, PRE_TOKENIZERS, small_wordpiece_json, sp_tokenizer_json, tokenizer_json
 from _small_unigram import small_unigram_json
 
@@ -32,7 +33,7 @@ BY_RULE = defaultdict(list)
 for _r in RECORDS:
     BY_RULE[_r["rule"]].append(_r)
 
-_cache = {}
+_cache = kept_dict()
 
 
 def _tokenizer(spec):

@@ -12,7 +12,6 @@ Decision records: docs/decisions/0014-0017.
 """
 from __future__ import annotations
 
-import functools
 import importlib.util
 import itertools
 import os
@@ -36,6 +35,7 @@ from gpu_tok.tiktoken_encoding import (  # noqa: E402
     named_encodings,
 )
 from _paths import TESTS_DIR, model_file, models_dir, parity_dir, parity_files, read_text_exact  # noqa: E402
+from _kept import kept_cache  # noqa: E402
 
 NAMES = ["r50k_base", "p50k_base", "p50k_edit", "cl100k_base", "o200k_base", "o200k_harmony"]
 REFERENCE_VERSION = "0.14.0"
@@ -70,7 +70,7 @@ def _definition_from_tiktoken(name: str, loader):
         openai_public.load_tiktoken_bpe = real
 
 
-@functools.lru_cache(maxsize=None)
+@kept_cache
 def ref(name: str):
     """The reference: tiktoken.Encoding from tiktoken's own definition and the local file."""
     path = rank_path(name)
@@ -90,7 +90,7 @@ def ref(name: str):
     return tiktoken.Encoding(**_definition_from_tiktoken(name, local))
 
 
-@functools.lru_cache(maxsize=None)
+@kept_cache
 def ours(name: str) -> TiktokenEncoding:
     return gpu_tok.Tokenizer.from_tiktoken(name, path=rank_path(name))
 
@@ -200,7 +200,7 @@ def long_lines() -> list[tuple[str, str]]:
     ]
 
 
-@functools.lru_cache(maxsize=None)
+@kept_cache
 def synthetic(name: str) -> list[tuple[str, str]]:
     specials = list(named_definition(name)["special_tokens"])
     fake_json = {"added_tokens": [{"content": s} for s in specials]}
@@ -209,7 +209,7 @@ def synthetic(name: str) -> list[tuple[str, str]]:
     return items + tiktoken_synthetic()
 
 
-@functools.lru_cache(maxsize=1)
+@kept_cache(maxsize=1)
 def corpus() -> list[tuple[str, str]]:
     if not parity_dir().is_dir():
         pytest.skip(f"corpus folder not found: {parity_dir()} (set GPU_TOK_CORPORA)")

@@ -28,6 +28,7 @@ from gpu_tok.errors import TruncationError  # noqa: E402
 
 from _encodings import diff  # noqa: E402
 from _paths import model_path, parity_files, read_text_exact  # noqa: E402
+from _kept import kept_dict  # noqa: E402
 from _small_bpe import POST_PROCESSORS, PRE_TOKENIZERS, tokenizer_json  # noqa: E402
 
 os.environ.setdefault("RUST_BACKTRACE", "0")
@@ -41,7 +42,7 @@ ODD_TEMPLATE = {"type": "TemplateProcessing",
                                    "[SEP]": {"id": "[SEP]", "ids": [261, 262], "tokens": ["[SEP]", "[SEP2]"]}}}
 PROCESSORS = dict(POST_PROCESSORS, odd=ODD_TEMPLATE)
 
-_cache = {}
+_cache = kept_dict()
 
 
 def corpus_texts(n: int):

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import random
-from functools import lru_cache
 
 import pytest
 
@@ -39,6 +38,7 @@ from tokenizers import pre_tokenizers as RP  # noqa: E402
 from tokenizers.models import WordLevel  # noqa: E402
 
 import gpu_tok  # noqa: E402
+from _kept import kept_cache  # noqa: E402
 from gpu_tok import config as C  # noqa: E402
 from gpu_tok.cpu_ref.added_tokens import AddedVocabulary  # noqa: E402
 from gpu_tok.cpu_ref.byte_level import BYTE_TO_CHAR  # noqa: E402
@@ -50,7 +50,7 @@ from gpu_tok.cpu_ref.unicode_props import tables  # noqa: E402
 ALL = [c for c in range(0x110000) if not (0xD800 <= c <= 0xDFFF)]
 
 
-@lru_cache(maxsize=1)
+@kept_cache(maxsize=1)
 def _sample():
     T = tables()
     cps = set(range(0, 0x110000, 97))
@@ -299,7 +299,7 @@ FIXED = [
 ]
 
 
-@lru_cache(maxsize=1)
+@kept_cache(maxsize=1)
 def _random_sequences():
     T = tables()
     rng = random.Random(20231)
@@ -334,7 +334,7 @@ def _random_sequences():
     return out
 
 
-@lru_cache(maxsize=None)
+@kept_cache
 def _pair(name):
     js = _tokenizer_json(ALIGN_NORMALIZERS[name])
     return gpu_tok.Tokenizer.from_str(js), RefTokenizer.from_str(js)

@@ -18,6 +18,7 @@ if tokenizers.__version__ != "0.23.1":  # pragma: no cover
     pytest.skip(f"reference tokenizers==0.23.1 required, found {tokenizers.__version__}", allow_module_level=True)
 
 import gpu_tok  # noqa: E402
+from _kept import kept_dict  # noqa: E402
 from gpu_tok.fast_wordpiece import CpuWordPieceEngine  # noqa: E402
 
 from _encodings import diff  # noqa: E402
@@ -28,7 +29,7 @@ from test_components_vs_reference import _SETTINGS, _WP_CHARS, wp_texts  # noqa:
 # NFD holds one (U+1D15F), next to marks it drops: canonical reordering decides their order
 _KEPT_NON_STARTERS = ["\U0001d165", "\U0001d15f", "a\u0301\U0001d165\u0323", "e\U0001d165\U0001d16d\u0301x"]
 
-_cache = {}
+_cache = kept_dict()
 
 
 def _pair(key, js, engine=CpuWordPieceEngine):
