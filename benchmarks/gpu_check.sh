@@ -10,8 +10,12 @@
 #   3. in the order of what a short lease must bring back first:
 #      benchmarks/gpu_bench.py: device="cuda" == device="cpu" on the whole bench corpus (the first
 #      8 MB of each bench file), end-to-end MB/s (ids back on the host, and left on the device),
-#      and the split host / copies / kernels (GPU_CHECK_HOST_PIECE=64,32 adds runs with the
-#      longer pieces encoded on the host; on 2026-12-05 each such run was slower);
+#      and the split host / copies / kernels, then again with the pieces over 512, 256, 128 and
+#      64 bytes encoded on the host (GPU_CHECK_HOST_PIECE, empty: none): one GPU thread runs a
+#      long piece's heap BPE as a serial chain of loads, and the longest piece of a batch sets
+#      k_long's time (longest pieces, scratch count: o200k_base multilingual 591 bytes, llama2
+#      multilingual some 4,400 split at spaces; k_long 4.2-5.1 ms per 8 MB on 2026-12-05), while the host step encodes the few such pieces on
+#      its threads (this 2-core host: 0.5-1.4 ms per 4 MB at 128 bytes, 2 threads);
 #      "ab": gpu_bench with FastLauncher off, the overlapped host step on and the pieces cut
 #      on the device on (byte-level and SentencePiece), each against the default (ab.log);
 #      tests/test_gpu_sim.py on the real GPU (GPU_TOK_REAL_CUDA=1: every golden record of every
@@ -174,7 +178,7 @@ fi
 has_step gpu && step "gpu_bench" 200 "$OUT/gpu_bench.log" \
   $PY benchmarks/gpu_bench.py --device $DEVICE --models "$MODELS" --files code,english_prose,multilingual \
     --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" --out "$OUT" --budget-s 140 \
-    --host-piece "${GPU_CHECK_HOST_PIECE:-}"
+    --host-piece "${GPU_CHECK_HOST_PIECE-512,256,128,64}"
 
 # A/B of the engine's switches on the same machine, same texts: Numba's launches against
 # FastLauncher's (GPU_TOK_CUDA_FAST_LAUNCH), the plain batch loop against the host step on a
