@@ -601,7 +601,8 @@ class SentencePieceHost:
                 huge = (idx,) + H.huge_sentencepiece(buf, starts, special, idx, sp.char_id, sp.byte_id, sp.mtab,
                                                      new_pair_cache(sp.pfilt), threads if parallel else 1)
         H.lap(times, "huge", t0)
-        return HostPieces(buf, starts, special, first, None, stats[:3], huge)
+        return HostPieces(buf, starts, special, first, None, stats[:3], huge,
+                          model_only=stats[4] == 0 and huge is None)
 
 
 def _sp_cut_trie(sp):
@@ -685,7 +686,7 @@ class ClipHost:
             huge = _byte_level_huge(eng, packed, starts32, special32, huge_bytes, threads, parallel) if stats[3] else None
         H.lap(times, "huge", t0)
         return HostPieces(packed, starts32, special32, first, skip if skip.any() else None,
-                          tuple(int(x) for x in stats[:3]), huge)
+                          tuple(int(x) for x in stats[:3]), huge, model_only=int(stats[4]) == 0 and huge is None)
 
 
 # ------------------------------------------------------------------ the engine

@@ -646,14 +646,17 @@ def test_twin_bench_excerpt(family):
 
 
 @twin_only
-def test_twin_special_filled_on_the_device(monkeypatch):
-    """A byte-level batch with no added token, no document left to the reference path and no
-    piece encoded on the host has every ``special`` -1: ``HostPieces.model_only``, and the
-    engine sets it on the device instead of copying it; a batch with an added token copies
-    it. Both give ``device="cpu"``'s ids."""
+@pytest.mark.parametrize("family,added", [("gpt2", "<|endoftext|>"), ("llama2", "</s>"),
+                                          ("clip-vit-base-patch32", "<|endoftext|>")])
+def test_twin_special_filled_on_the_device(monkeypatch, family, added):
+    """A byte-level, SentencePiece or CLIP batch with no added token, no document left to the
+    reference path (CLIP leaves those out of its pieces) and no piece encoded on the host has
+    every ``special`` -1: ``HostPieces.model_only``, and the engine sets it on the device
+    instead of copying it; a batch with an added token copies it. Both give ``device="cpu"``'s
+    ids."""
     from gpu_tok import gpu_engine as G
 
-    t = tok("gpt2")
+    t = tok(family)
     g = G._engine_for(t, "twin", lambda be: G.GpuTokenizer(t, be))
     seen = []
     real = G.GpuEngine._launch
@@ -664,7 +667,7 @@ def test_twin_special_filled_on_the_device(monkeypatch):
 
     monkeypatch.setattr(G.GpuEngine, "_launch", spy)
     plain = ["the cat sat on the mat", "", "x" * 40, "e\u0301 text"]  # (NFC is kept: qwen3's skip, not gpt2's)
-    for texts, want_flag in ((plain, True), (plain + ["a <|endoftext|> b"], False)):
+    for texts, want_flag in ((plain, True), (plain + [f"a {added} b"], False)):
         seen.clear()
         want = t.encode_batch_ids(texts, device="cpu")
         ids, rs = g.encode_ids(texts, True, None, True)
@@ -1117,6 +1120,7 @@ def test_clip_host_pieces_equal_the_engines_items(monkeypatch):
             big = model & (lens > huge)
             ok = model & ~big
             assert hp.stats == (ok.sum(), (ok & (lens > SHORT)).sum(), lens[ok & (lens > SHORT)].sum()), (threads, huge)
+            assert not hp.model_only  # the added tokens' pieces
             assert np.array_equal(hp.special[~big], special[~big]), (threads, huge)
             if big.any():  # encoded on the host: marked, in order
                 assert np.array_equal(hp.huge[0], np.flatnonzero(big)) and (hp.special[big] != -1).all()
@@ -1148,6 +1152,8 @@ def test_sentencepiece_host_blocks_equal_one_thread(family):
     lens = np.diff(starts)
     model = (special == -1) & (lens >= 2)
     want_stats = (int(model.sum()), int((model & (lens > SHORT)).sum()), int(lens[model & (lens > SHORT)].sum()))
+    fixed = int((special != -1).sum())  # the added tokens' pieces (and whole pieces found in the vocabulary)
+    assert fixed > 0
     n = len(texts)
     # the regions fresh, then kept (``KeptArray``s, as ``SentencePieceHost`` holds them), reused
     # by later calls of other layouts and over the bytes an earlier call left there
@@ -1158,7 +1164,7 @@ def test_sentencepiece_host_blocks_equal_one_thread(family):
             b, st, spc, fi, stats = sp_host.sp_pieces_parallel(data, off, np.array(blocks, np.int64), *args, SHORT,
                                                                regions=regions)
             assert st.dtype == np.int32 and np.array_equal(b, buf) and np.array_equal(st, starts), blocks[:5]
-            assert np.array_equal(spc, special) and np.array_equal(fi, first) and stats == want_stats + (0,), blocks[:5]
+            assert np.array_equal(spc, special) and np.array_equal(fi, first) and stats == want_stats + (0, fixed), blocks[:5]
             got = sp_host.sp_pieces_parallel(*small, np.array([0, 12], np.int64), *args, SHORT, regions=regions)
             for x, y in zip(got[:4], sp_host.sp_pieces(*small, *args)):
                 assert np.array_equal(x, y), blocks[:5]
@@ -1166,9 +1172,10 @@ def test_sentencepiece_host_blocks_equal_one_thread(family):
     big = model & (lens > 100)  # with pieces over 100 bytes left to the host: counted apart
     *_a, stats = sp_host.sp_pieces_parallel(data, off, np.array([0, 5, n], np.int64), *args, SHORT, None, 100)
     assert big.sum() > 0 and stats == (want_stats[0] - big.sum(), want_stats[1] - big.sum(),
-                                       want_stats[2] - lens[big].sum(), big.sum())
+                                       want_stats[2] - lens[big].sum(), big.sum(), fixed)
     hp = G.SentencePieceHost(sp).pieces(data, off, 2)
     assert np.array_equal(hp.buf, buf) and np.array_equal(hp.starts, starts) and hp.stats == want_stats
+    assert not hp.model_only
     assert np.array_equal(hp.special, special) and np.array_equal(hp.first, first)
     # each model piece is a word: no "▁" inside it is a place to cut (one whose previous
     # character no token holds right before a "▁": ``held``'s column for "▁"), and those places

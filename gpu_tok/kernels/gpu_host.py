@@ -324,7 +324,7 @@ def clip_fill(buf, starts, ends, special, doc, nbytes, last, packed, ostarts, os
     to back in ``packed: uint8[M]`` (an added token: one byte, 0, which no kernel reads),
     ``ostarts: int32[P+1]``, ``ospecial: int32[P]``, ``first: int64[n+1]`` (the first item of
     each document, ``P`` at the end); returns the sums of ``piece_terms`` ``(n_model, n_long,
-    long_bytes, n_huge)``."""
+    long_bytes, n_huge)`` and the items whose ``special`` is not -1."""
     nb = nbytes.shape[0]
     R = special.shape[0]
     mo = np.zeros(nb + 1, np.int64)
@@ -339,10 +339,11 @@ def clip_fill(buf, starts, ends, special, doc, nbytes, last, packed, ostarts, os
     n_long = np.zeros(nb, np.int64)
     lb = np.zeros(nb, np.int64)
     nh = np.zeros(nb, np.int64)
+    nf = np.zeros(nb, np.int64)
     for c in prange(nb):
         m = mo[c]
         pd = prev[c]
-        t0 = t1 = t2 = t3 = 0
+        t0 = t1 = t2 = t3 = t4 = 0
         for r in range(c * R // nb, (c + 1) * R // nb):
             sp = special[_U(r)]
             dr = doc[_U(r)]
@@ -362,12 +363,13 @@ def clip_fill(buf, starts, ends, special, doc, nbytes, last, packed, ostarts, os
             t1 += a1
             t2 += a2
             t3 += a3
+            t4 += np.int64(sp != -1)
             m += ln
-        n_model[c], n_long[c], lb[c], nh[c] = t0, t1, t2, t3
+        n_model[c], n_long[c], lb[c], nh[c], nf[c] = t0, t1, t2, t3, t4
     ostarts[R] = np.int32(mo[nb])
     for e in range(d + 1, first.shape[0]):
         first[e] = R
-    return n_model.sum(), n_long.sum(), lb.sum(), nh.sum()
+    return n_model.sum(), n_long.sum(), lb.sum(), nh.sum(), nf.sum()
 
 
 # ------------------------------------------------------------ huge pieces

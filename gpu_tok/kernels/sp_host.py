@@ -277,6 +277,7 @@ def _gather_pieces(rstarts, rspecial, s0, c, end, shift, starts, special, p0, sh
     nl = np.int64(0)
     lbs = np.int64(0)
     nhh = np.int64(0)
+    nf = np.int64(0)
     for j in range(c):
         a = rstarts[_U(s0 + j)]
         e = rstarts[_U(s0 + j + 1)] if j + 1 < c else end
@@ -288,7 +289,8 @@ def _gather_pieces(rstarts, rspecial, s0, c, end, shift, starts, special, p0, sh
         nl += a1
         lbs += a2
         nhh += a3
-    return nm, nl, lbs, nhh
+        nf += np.int64(sp != -1)
+    return nm, nl, lbs, nhh, nf
 
 
 @njit_cached(parallel=True, nogil=True)
@@ -296,9 +298,9 @@ def sp_gather(blocks, rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp, buf, star
     """The second half of ``sp_pieces_parallel``: the blocks' regions back to back into
     ``buf`` (``uint8[M]``), ``starts`` (``int32[P+1]``), ``special`` (``int32[P]``), ``first``
     (``int64[n+1]``), in parallel; returns ``(model pieces of >= 2 bytes, those over
-    ``short`` bytes, their bytes, model pieces over ``huge`` bytes)``, the first three
-    without the pieces over ``huge`` (the host encodes those: ``gpu_host.byte_level_pieces``'
-    counts)."""
+    ``short`` bytes, their bytes, model pieces over ``huge`` bytes, pieces whose ``special``
+    is not -1)``, the first three without the pieces over ``huge`` (the host encodes those:
+    ``gpu_host.byte_level_pieces``' counts)."""
     nb = blocks.shape[0] - 1
     mo = np.zeros(nb + 1, np.int64)
     po = np.zeros(nb + 1, np.int64)
@@ -309,16 +311,17 @@ def sp_gather(blocks, rbuf, bo, rstarts, so, rspecial, rfirst, cm, cp, buf, star
     n_long = np.zeros(nb, np.int64)
     lb = np.zeros(nb, np.int64)
     nh = np.zeros(nb, np.int64)
+    nf = np.zeros(nb, np.int64)
     for k in prange(nb):
         buf[mo[k]:mo[k + 1]] = rbuf[bo[k]:bo[k] + cm[k]]
-        n_model[k], n_long[k], lb[k], nh[k] = _gather_pieces(rstarts, rspecial, so[k], cp[k], bo[k] + cm[k],
-                                                             mo[k] - bo[k], starts, special, po[k], short, huge)
+        n_model[k], n_long[k], lb[k], nh[k], nf[k] = _gather_pieces(rstarts, rspecial, so[k], cp[k], bo[k] + cm[k],
+                                                                    mo[k] - bo[k], starts, special, po[k], short, huge)
         for d in range(blocks[k], blocks[k + 1]):
             first[d] = rfirst[d] - so[k] + po[k]
     n = first.shape[0] - 1
     first[n] = po[nb]
     starts[po[nb]] = np.int32(mo[nb])
-    return n_model.sum(), n_long.sum(), lb.sum(), nh.sum()
+    return n_model.sum(), n_long.sum(), lb.sum(), nh.sum(), nf.sum()
 
 
 def sp_pieces_parallel(data, doc_offsets, blocks, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first,
