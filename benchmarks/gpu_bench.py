@@ -230,7 +230,8 @@ def engine_switches(G, device: str) -> dict:
     overlapped host step), and the launch path (launches FastLauncher made, and the kernels
     it left to Numba, with why)."""
     out = {"overlap": os.environ.get("GPU_TOK_CUDA_OVERLAP") == "1",
-           "device_cut": os.environ.get("GPU_TOK_CUDA_DEVICE_CUT") == "1"}
+           "device_cut": os.environ.get("GPU_TOK_CUDA_DEVICE_CUT") == "1",
+           "medium": os.environ.get("GPU_TOK_CUDA_MEDIUM") or None}
     be = G._BACKENDS.get(device) if device == "cuda" else None
     fast = getattr(be, "fast", None)
     out["fast_launch"] = None if fast is None else {"launches": fast.fast, "refused": dict(fast.refused)}
@@ -240,13 +241,16 @@ def engine_switches(G, device: str) -> dict:
 def render(meta, results) -> str:
     eng = meta.get("engine", {})
     fl = eng.get("fast_launch")
+    medium = int(eng.get("medium") or 64)
     fl_text = ("off (Numba's launches)" if fl is None else
                f"{fl['launches']} launches" + (f", left to Numba: {fl['refused']}" if fl["refused"] else ", none left to Numba"))
     lines = [f"## {meta['date_utc']}: GPU engine ({meta['device']}) on {meta['card']}", "",
              f"- host: `{meta['host']}`, {meta['cores']} cores, threads {meta['threads']}; git {meta['git']}",
              f"- engine: batch loop {'overlapped (GPU_TOK_CUDA_OVERLAP=1)' if eng.get('overlap') else 'plain'}; "
              f"FastLauncher: {fl_text}; byte-level pieces cut "
-             f"{'on the device (GPU_TOK_CUDA_DEVICE_CUT=1)' if eng.get('device_cut') else 'on the host'}",
+             f"{'on the device (GPU_TOK_CUDA_DEVICE_CUT=1)' if eng.get('device_cut') else 'on the host'}; "
+             + (f"distinct pieces of 65 to {medium} bytes rescanned by k_medium (GPU_TOK_CUDA_MEDIUM={medium})"
+                if medium > 64 else "no k_medium (the default)"),
              f"- versions: {', '.join(f'{k} {v}' for k, v in meta['versions'].items())}",
              f"- first {meta['max_mb']:g} MB of each bench file; best of {meta['repeat']} after a warm-up; "
              "MB = 10^6 bytes of UTF-8 input; e2e = texts in, ids out (host: NumPy ids; device: CuPy ids); "

@@ -4,7 +4,8 @@
 #
 #   1. the card, the driver and the Python packages;
 #   2. "warm": one small gpu_bench run (gpt2, llama2; 0.3 MB a file) with the pieces cut on the
-#      host, then one with them cut on the device: it compiles every kernel the later steps launch
+#      host, then one with them cut on the device, then one with k_medium on (GPU_TOK_CUDA_MEDIUM=256):
+#      it compiles every kernel the later steps launch
 #      into Numba's on-disk cache (GPU_TOK_CUDA_CACHE=1), so each later process loads them
 #      (about 2 minutes on a fresh machine, once);
 #   3. in the order of what a short lease must bring back first:
@@ -16,8 +17,11 @@
 #      k_long's time (longest pieces, scratch count: o200k_base multilingual 591 bytes, llama2
 #      multilingual some 4,400 split at spaces; k_long 4.2-5.1 ms per 8 MB on 2026-12-05), while the host step encodes the few such pieces on
 #      its threads (this 2-core host: 0.5-1.4 ms per 4 MB at 128 bytes, 2 threads);
-#      "ab": gpu_bench with FastLauncher off, the overlapped host step on and the pieces cut
-#      on the device on (byte-level and SentencePiece), each against the default (ab.log);
+#      "ab": gpu_bench with the distinct pieces of 65-256 and of 65-128 bytes rescanned by
+#      k_medium (GPU_TOK_CUDA_MEDIUM) and with the pieces cut on the device (byte-level and
+#      SentencePiece), each against the default (ab.log; GPU_CHECK_AB lists the settings, e.g.
+#      "1 0 0 64 0 0 0 64" adds FastLauncher off: 1.02-1.45x slower on 2026-12-06, and the
+#      overlapped host step: 0.36-0.64x);
 #      tests/test_gpu_sim.py on the real GPU (GPU_TOK_REAL_CUDA=1: every golden record of every
 #      family whose model is there, tiktoken encodings, edge cases, OOM halving, twins, both
 #      device cuts);
@@ -166,11 +170,12 @@ export GPU_TOK_CUDA_CACHE=${GPU_CHECK_CUDA_CACHE:-1}
 # cut on the host (the default), then on the device (byte-level: gpt2; SentencePiece: llama2);
 # a small gpu_bench run each (0.3 MB of each file, ids checked too)
 if has_step warm; then
-  for cut in 0 1; do
-    step "warm: compile the kernels, device cut $cut" "${GPU_CHECK_WARM_LIMIT:-240}" "$OUT/gpu_bench.log" \
-      env GPU_TOK_CUDA_DEVICE_CUT=$cut $PY benchmarks/gpu_bench.py \
+  for warm in "0 64" "1 64" "0 256"; do  # (device cut, medium): the last compiles k_medium
+    set -- $warm
+    step "warm: compile the kernels, device cut $1, medium $2" "${GPU_CHECK_WARM_LIMIT:-240}" "$OUT/gpu_bench.log" \
+      env GPU_TOK_CUDA_DEVICE_CUT=$1 GPU_TOK_CUDA_MEDIUM=$2 $PY benchmarks/gpu_bench.py \
         --device $DEVICE --models gpt2,llama2 --files code,english_prose,multilingual --max-mb 0.3 --repeat 1 \
-        --threads "$THREADS" --out "/tmp/gpu_tok_warm_$cut"
+        --threads "$THREADS" --out "/tmp/gpu_tok_warm_$1_$2"
   done
 fi
 
@@ -180,20 +185,22 @@ has_step gpu && step "gpu_bench" 200 "$OUT/gpu_bench.log" \
     --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" --out "$OUT" --budget-s 140 \
     --host-piece "${GPU_CHECK_HOST_PIECE-512,256,128,64}"
 
-# A/B of the engine's switches on the same machine, same texts: Numba's launches against
-# FastLauncher's (GPU_TOK_CUDA_FAST_LAUNCH), the plain batch loop against the host step on a
-# worker thread (GPU_TOK_CUDA_OVERLAP), the pieces cut on the host against on the device
-# (GPU_TOK_CUDA_DEVICE_CUT: byte-level files, and llama2's SentencePiece pieces since
-# 2026-12-06, kernels.sp_cuda), each switched alone against the defaults ("1 0 0", run again
-# here between them, so its spread shows); each a gpu_bench run (ids checked against
-# device="cpu"), its table into ab.log; the device cut first (the new question)
+# A/B of the engine's switches on the same machine, same texts: FastLauncher
+# (GPU_TOK_CUDA_FAST_LAUNCH), the overlapped host step (GPU_TOK_CUDA_OVERLAP), the pieces cut on
+# the device (GPU_TOK_CUDA_DEVICE_CUT), the distinct pieces of 65 to N bytes rescanned by
+# k_medium rather than k_long's heap (GPU_TOK_CUDA_MEDIUM=N; 64: none, the default), each
+# setting against the defaults ("1 0 0 64", run first and again last, so its spread shows);
+# each a gpu_bench run (ids checked against device="cpu"), its table into ab.log
+AB=${GPU_CHECK_AB:-"1 0 0 64 1 0 0 256 1 0 0 128 1 0 1 64 1 0 0 64"}
 if has_step ab; then
-  for ab in "1 0 1" "1 1 0" "1 0 0" "0 0 0"; do
-    set -- $ab
-    step "ab: fast launch $1, overlap $2, device cut $3" "${GPU_CHECK_AB_LIMIT:-60}" "$OUT/ab.log" \
-      env GPU_TOK_CUDA_FAST_LAUNCH=$1 GPU_TOK_CUDA_OVERLAP=$2 GPU_TOK_CUDA_DEVICE_CUT=$3 $PY benchmarks/gpu_bench.py \
-        --device $DEVICE --models "${GPU_CHECK_AB_MODELS:-gpt2,llama3,llama2}" --files code,english_prose,multilingual \
-        --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" --out "/tmp/gpu_tok_ab_$1$2$3"
+  set -- $AB
+  while [ $# -ge 4 ]; do
+    step "ab: fast launch $1, overlap $2, device cut $3, medium $4" "${GPU_CHECK_AB_LIMIT:-60}" "$OUT/ab.log" \
+      env GPU_TOK_CUDA_FAST_LAUNCH=$1 GPU_TOK_CUDA_OVERLAP=$2 GPU_TOK_CUDA_DEVICE_CUT=$3 GPU_TOK_CUDA_MEDIUM=$4 \
+        $PY benchmarks/gpu_bench.py --device $DEVICE --models "${GPU_CHECK_AB_MODELS:-gpt2,o200k_base,llama2}" \
+        --files code,english_prose,multilingual --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" \
+        --out "/tmp/gpu_tok_ab_$1$2$3_$4"
+    shift 4
   done
 fi
 

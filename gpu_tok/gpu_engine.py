@@ -756,6 +756,11 @@ class GpuEngine:
         self.batch_bytes = int(batch_bytes or (float(env) * (1 << 20) if env else _BATCH_BYTES))
         env = os.environ.get("GPU_TOK_CUDA_HOST_PIECE")
         self.huge_bytes = int(env) if env else _HUGE_BYTES  # longer pieces: BPE on the host
+        # GPU_TOK_CUDA_MEDIUM=N (at most K.MEDIUM): distinct pieces of K.SHORT + 1 .. N bytes
+        # rescanned by k_medium (local arrays) rather than by k_long's heap; K.SHORT: none
+        # (the default until a card has timed it: benchmarks/gpu_check.sh's ab step)
+        env = os.environ.get("GPU_TOK_CUDA_MEDIUM")
+        self.medium_bytes = min(max(int(env), self.K.SHORT), self.K.MEDIUM) if env else self.K.SHORT
         self.key_mask = np.uint64(0xFFFFFFFFFFFFFFFF)  # dedupe key bits (tests narrow it to force collisions)
         self.profile = False  # synchronize after each phase and kernel and time it (stats); no overlap
         # CUDA events around each kernel, scan and copy (no waits added): their device time
@@ -918,12 +923,16 @@ class GpuEngine:
             L(K.k_place, n_ids, s, n_ids, n_huge, d_idx, d_off, d_ids, starts, out)
         L(K.k_clear, C, s, C, tkeys, towner, bcount, lcur)
         L(K.k_insert, P, s, P, data, starts, special, ph, self.key_mask, tkeys, towner)
-        L(K.k_resolve, P, s, P, data, starts, special, ph, self.key_mask, tkeys, towner, rep, bcount)
+        medium = np.int64(self.medium_bytes)
+        L(K.k_resolve, P, s, P, data, starts, special, ph, self.key_mask, tkeys, towner, rep, bcount, medium)
         L(K.k_bounds, 1, s, 1, bcount, bounds, bcur)
-        L(K.k_fill, P, s, P, starts, special, rep, bounds, bcur, work, loff, lcur)
+        L(K.k_fill, P, s, P, starts, special, rep, bounds, bcur, work, loff, lcur, medium)
         n_short = n_model - n_long  # at most this many distinct short pieces
         L(K.k_short, n_short, s, n_short, work, bounds, data, starts, ph, T.mode, T.init_ids, T.grid, T.char_id,
           T.byte_id, T.mtab, T.whole_first, T.arena, T.tok_off, T.bkeys, T.bvals, out, cnt)
+        if self.medium_bytes > K.SHORT:  # (at most n_long distinct pieces between SHORT and medium)
+            L(K.k_medium, n_long, s, n_long, work, bounds, data, starts, ph, T.mode, T.init_ids, T.grid, T.char_id,
+              T.byte_id, T.mtab, T.whole_first, T.arena, T.tok_off, T.bkeys, T.bvals, out, cnt)
         L(K.k_long, n_long, s, n_long, work, bounds, data, starts, ph, loff, T.mode, T.init_ids, T.char_id,
           T.byte_id, T.mtab, T.whole_first, T.arena, T.tok_off, T.bkeys, T.bvals, lsym, llen, lprv, lnxt, hkey, hnew,
           out, cnt)

@@ -353,6 +353,39 @@ def test_device_huge_pieces_on_the_host(family):
     assert on_host[4] > on_host[100] >= 2, on_host
 
 
+_MEDIUM_TEXTS = ["q" * 150 + " tail", "short one", "\u4e2d" * 60, "z" * 90, "q" * 150 + " tail", "", "w " * 80,
+                 "x" * 300, "y" * 64, "ab" * 40 + " " + "ab" * 40, "\u4e2d" * 100, "k" * 65 + " " + "k" * 256]
+
+
+def _check_medium(device, family, spy=None):
+    """``GpuEngine.medium_bytes``: the distinct pieces of 65 to ``medium_bytes`` bytes rescanned
+    by ``k_medium``, the longer ones by ``k_long``'s heap, on ``device``: the same ids as
+    ``device="cpu"`` for each setting (``SHORT``: none, the default). ``spy(medium)``: called
+    before each run (the twin test counts the buckets)."""
+    from gpu_tok import gpu_engine as G
+
+    t = tok(family)
+    want = t.encode_batch_ids(_MEDIUM_TEXTS, device="cpu")
+    g = G._engine_for(t, device, lambda be: G.GpuTokenizer(t, be))
+    K = g.engine.K
+    assert g.engine.medium_bytes == K.SHORT
+    try:
+        for medium in (K.SHORT, 128, K.MEDIUM):
+            g.engine.medium_bytes = medium
+            if spy is not None:
+                spy(medium)
+            ids, rs = g.encode_ids(_MEDIUM_TEXTS, True, None, True)
+            assert np.array_equal(rs, want.row_splits) and np.array_equal(ids, want.ids), (family, medium)
+    finally:
+        g.engine.medium_bytes = K.SHORT
+
+
+@on_device
+@pytest.mark.parametrize("family", ["gpt2", "llama2"])
+def test_device_medium_bucket(family):
+    _check_medium("cuda", family)
+
+
 @on_device
 def test_device_oom_halves_the_batch(monkeypatch):
     _check_oom_halving("cuda", monkeypatch)
@@ -643,6 +676,43 @@ def test_twin_bench_excerpt(family):
     ids, rs = G.tokenizer_batch_ids(t, texts, True, "twin", None, True)
     want = t.encode_batch_ids(texts, device="cpu")
     assert np.array_equal(rs, want.row_splits) and np.array_equal(ids, want.ids)
+
+
+@twin_only
+@pytest.mark.parametrize("family", ["gpt2", "llama2"])
+def test_twin_medium_bucket(family, monkeypatch):
+    """``_check_medium`` on the twins, with each batch's buckets read where ``k_long`` starts:
+    the medium bucket holds the distinct pieces of 65 to ``medium`` bytes, the long one the
+    rest, and ``k_medium`` runs only when ``medium`` is above ``SHORT``."""
+    from gpu_tok import gpu_engine as G
+
+    K = G.backend("twin").K
+    sizes, launched = [], []
+    real_long, real_medium = K.k_long, K.k_medium
+
+    def long_spy(n_items, work, bounds, *args):
+        sizes.append((int(bounds[K.MEDIUM_BUCKET + 1] - bounds[K.MEDIUM_BUCKET]),
+                      int(bounds[K.LONG_BUCKET + 1] - bounds[K.LONG_BUCKET])))
+        return real_long(n_items, work, bounds, *args)
+
+    def medium_spy(*args):
+        launched.append(True)
+        return real_medium(*args)
+
+    monkeypatch.setattr(K, "k_long", long_spy)
+    monkeypatch.setattr(K, "k_medium", medium_spy)
+    runs = []
+    _check_medium("twin", family, lambda medium: runs.append((medium, len(sizes), len(launched))))
+    runs.append((None, len(sizes), len(launched)))
+    got = {}
+    for (medium, a, la), (_m, b, lb) in zip(runs, runs[1:]):
+        got[medium] = (tuple(map(sum, zip(*sizes[a:b]))), lb - la)
+    (m64, l64), n64 = got[64]
+    (m128, l128), n128 = got[128]
+    (m256, l256), n256 = got[256]
+    assert m64 == 0 and n64 == 0 and l64 >= 6, got  # all long pieces on the heap, no k_medium
+    assert 0 < m128 < m256 and l256 < l128 < l64 and m128 + l128 == m256 + l256 == l64, got
+    assert n128 > 0 and n256 > 0, got
 
 
 @twin_only

@@ -77,6 +77,13 @@ _S32 = np.uint64(32)
 
 SHORT = 64  # pieces of at most this many bytes: one thread, rescanning in local arrays
 LOCAL_N = 65  # SHORT + 1: the per-thread local arrays (a plain constant, as cuda.local.array needs)
+# pieces of SHORT + 1 .. ``medium`` bytes (a kernel argument, at most MEDIUM; ``medium = SHORT``:
+# none) are rescanned too, by ``k_medium`` in local arrays of MEDIUM_N, rather than by the heap
+# of ``k_long``: a long piece's heap is one thread's serial chain of global-memory loads
+# (sift-down per merge), the bucket's longest piece setting k_long's time; a bounded rescan
+# touches only its thread's local arrays (at most MEDIUM^2 / 2 steps a piece: a constant)
+MEDIUM = 256
+MEDIUM_N = 257
 MODE_BYTE = 0  # byte-level BPE (tokenizer.json ByteLevel, tiktoken)
 MODE_SP = 1  # SentencePiece-style BPE with byte_fallback
 
@@ -368,9 +375,28 @@ def whole_hit(data, s, e, h, whole_first, arena, tok_off, bkeys, bvals, out):
 def short_one(i, work, bounds, data, starts, ph, mode, init_ids, grid, char_id, byte_id, mtab, whole_first,
               arena, tok_off, bkeys, bvals, ids, rank, out, cnt):
     """Work item ``i`` of the short buckets: the distinct piece ``work[i]``."""
-    if i >= bounds[LONG_BUCKET]:
+    if i >= bounds[MEDIUM_BUCKET]:
         return
-    p = work[i]
+    rescan_one(work[i], data, starts, ph, mode, init_ids, grid, char_id, byte_id, mtab, whole_first,
+               arena, tok_off, bkeys, bvals, ids, rank, out, cnt)
+
+
+@dev
+def medium_one(i, work, bounds, data, starts, ph, mode, init_ids, grid, char_id, byte_id, mtab, whole_first,
+               arena, tok_off, bkeys, bvals, ids, rank, out, cnt):
+    """Work item ``i`` of the medium bucket: the distinct piece ``work[bounds[MEDIUM_BUCKET] + i]``."""
+    j = bounds[MEDIUM_BUCKET] + i
+    if j >= bounds[MEDIUM_BUCKET + 1]:
+        return
+    rescan_one(work[j], data, starts, ph, mode, init_ids, grid, char_id, byte_id, mtab, whole_first,
+               arena, tok_off, bkeys, bvals, ids, rank, out, cnt)
+
+
+@dev
+def rescan_one(p, data, starts, ph, mode, init_ids, grid, char_id, byte_id, mtab, whole_first,
+               arena, tok_off, bkeys, bvals, ids, rank, out, cnt):
+    """The distinct piece ``p`` by rescanning (``encode_short``) in the local arrays ``ids``,
+    ``rank`` (longer than the piece)."""
     s = np.int64(starts[p])
     e = np.int64(starts[p + 1])
     if whole_hit(data, s, e, ph[p], whole_first, arena, tok_off, bkeys, bvals, out):
@@ -404,13 +430,15 @@ def long_one(i, work, bounds, data, starts, ph, loff, mode, init_ids, char_id, b
 
 
 # Buckets of distinct pieces by length (bytes), so that a warp's threads do alike work:
-# 2-4, 5-8, 9-16, 17-32, 33-SHORT, long. ``bounds[b]:bounds[b+1]`` is bucket b in ``work``.
-NBUCKETS = 6
-LONG_BUCKET = 5
+# 2-4, 5-8, 9-16, 17-32, 33-SHORT, SHORT+1-medium, long. ``bounds[b]:bounds[b+1]`` is bucket b
+# in ``work``.
+NBUCKETS = 7
+MEDIUM_BUCKET = 5
+LONG_BUCKET = 6
 
 
 @dev
-def bucket_of(n):
+def bucket_of(n, medium):
     if n <= 4:
         return 0
     if n <= 8:
@@ -421,6 +449,8 @@ def bucket_of(n):
         return 3
     if n <= SHORT:
         return 4
+    if n <= medium:
+        return MEDIUM_BUCKET
     return LONG_BUCKET
 
 
@@ -435,6 +465,16 @@ if _KIND == "cuda":
             rank = cuda.local.array(LOCAL_N, np.uint64)
             short_one(i, work, bounds, data, starts, ph, mode, init_ids, grid, char_id, byte_id, mtab, whole_first,
                       arena, tok_off, bkeys, bvals, ids, rank, out, cnt)
+
+    @kernel
+    def k_medium(n_items, work, bounds, data, starts, ph, mode, init_ids, grid, char_id, byte_id, mtab, whole_first,
+                 arena, tok_off, bkeys, bvals, out, cnt):
+        i = cuda.grid(1)
+        if i < n_items:
+            ids = cuda.local.array(MEDIUM_N, np.int32)
+            rank = cuda.local.array(MEDIUM_N, np.uint64)
+            medium_one(i, work, bounds, data, starts, ph, mode, init_ids, grid, char_id, byte_id, mtab, whole_first,
+                       arena, tok_off, bkeys, bvals, ids, rank, out, cnt)
 
     @kernel
     def k_long(n_items, work, bounds, data, starts, ph, loff, mode, init_ids, char_id, byte_id, mtab, whole_first,
@@ -452,6 +492,15 @@ else:
         for i in range(n_items):
             short_one(i, work, bounds, data, starts, ph, mode, init_ids, grid, char_id, byte_id, mtab, whole_first,
                       arena, tok_off, bkeys, bvals, ids, rank, out, cnt)
+
+    @njit_cached
+    def k_medium(n_items, work, bounds, data, starts, ph, mode, init_ids, grid, char_id, byte_id, mtab, whole_first,
+                 arena, tok_off, bkeys, bvals, out, cnt):
+        ids = np.empty(MEDIUM_N, np.int32)
+        rank = np.empty(MEDIUM_N, np.uint64)
+        for i in range(n_items):
+            medium_one(i, work, bounds, data, starts, ph, mode, init_ids, grid, char_id, byte_id, mtab, whole_first,
+                       arena, tok_off, bkeys, bvals, ids, rank, out, cnt)
 
     @njit_cached
     def k_long(n_items, work, bounds, data, starts, ph, loff, mode, init_ids, char_id, byte_id, mtab, whole_first,

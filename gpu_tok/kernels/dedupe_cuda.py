@@ -21,7 +21,7 @@ free), ``C`` a power of two at least ``2 P``; the key of a piece is its ``bytes_
 3. ``k_bounds`` turns the bucket counts into ``bounds`` (one thread), ``k_fill`` lists the
    distinct pieces bucket by bucket in ``work`` and gives each long one its scratch offset
    ``loff`` (the order inside a bucket depends on the threads; the ids do not).
-4. BPE (``k_short``, ``k_long``), then ``k_counts``: pieces of one byte, fixed ids, pieces
+4. BPE (``k_short``, ``k_medium``, ``k_long``), then ``k_counts``: pieces of one byte, fixed ids, pieces
    the host encoded (``special = -3 - count``; their ids, copied to the device in one array,
    put in ``out`` by ``k_place``, one thread per id), and every duplicate
    take their count (``cnt[rep[p]]``); ``scan`` gives ``pos: int64[P+1]``;
@@ -115,7 +115,7 @@ def same_bytes(data, a, b, n):
 
 
 @dev
-def resolve_one(p, data, starts, special, ph, kmask, tkeys, towner, rep, bcount):
+def resolve_one(p, data, starts, special, ph, kmask, tkeys, towner, rep, bcount, medium):
     rep[p] = p
     if not is_model(special, starts, p):
         return
@@ -132,7 +132,7 @@ def resolve_one(p, data, starts, special, ph, kmask, tkeys, towner, rep, bcount)
         if np.int64(starts[r + 1]) - rs == n and same_bytes(data, rs, s, n):
             rep[p] = r
             return
-    atomic_add(bcount, bucket_of(n), np.int64(1))
+    atomic_add(bcount, bucket_of(n, medium), np.int64(1))
 
 
 @dev
@@ -144,11 +144,11 @@ def bounds_one(bcount, bounds, bcur):
 
 
 @dev
-def fill_one(p, starts, special, rep, bounds, bcur, work, loff, lcur):
+def fill_one(p, starts, special, rep, bounds, bcur, work, loff, lcur, medium):
     if not is_model(special, starts, p) or rep[p] != p:
         return
     n = np.int64(starts[p + 1]) - np.int64(starts[p])
-    b = bucket_of(n)
+    b = bucket_of(n, medium)
     k = atomic_add(bcur, b, np.int64(1))
     work[bounds[b] + k] = p
     if b == LONG_BUCKET:
@@ -304,10 +304,10 @@ if _KIND == "cuda":
             insert_one(p, data, starts, special, ph, kmask, tkeys, towner)
 
     @kernel
-    def k_resolve(P, data, starts, special, ph, kmask, tkeys, towner, rep, bcount):
+    def k_resolve(P, data, starts, special, ph, kmask, tkeys, towner, rep, bcount, medium):
         p = cuda.grid(1)
         if p < P:
-            resolve_one(p, data, starts, special, ph, kmask, tkeys, towner, rep, bcount)
+            resolve_one(p, data, starts, special, ph, kmask, tkeys, towner, rep, bcount, medium)
 
     @kernel
     def k_bounds(n, bcount, bounds, bcur):
@@ -315,10 +315,10 @@ if _KIND == "cuda":
             bounds_one(bcount, bounds, bcur)
 
     @kernel
-    def k_fill(P, starts, special, rep, bounds, bcur, work, loff, lcur):
+    def k_fill(P, starts, special, rep, bounds, bcur, work, loff, lcur, medium):
         p = cuda.grid(1)
         if p < P:
-            fill_one(p, starts, special, rep, bounds, bcur, work, loff, lcur)
+            fill_one(p, starts, special, rep, bounds, bcur, work, loff, lcur, medium)
 
     @kernel
     def k_counts(P, data, starts, special, rep, mode, init_ids, char_id, byte_id, out, cnt):
@@ -390,18 +390,18 @@ else:
             insert_one(p, data, starts, special, ph, kmask, tkeys, towner)
 
     @njit_cached
-    def k_resolve(P, data, starts, special, ph, kmask, tkeys, towner, rep, bcount):
+    def k_resolve(P, data, starts, special, ph, kmask, tkeys, towner, rep, bcount, medium):
         for p in range(P):
-            resolve_one(p, data, starts, special, ph, kmask, tkeys, towner, rep, bcount)
+            resolve_one(p, data, starts, special, ph, kmask, tkeys, towner, rep, bcount, medium)
 
     @njit_cached
     def k_bounds(n, bcount, bounds, bcur):
         bounds_one(bcount, bounds, bcur)
 
     @njit_cached
-    def k_fill(P, starts, special, rep, bounds, bcur, work, loff, lcur):
+    def k_fill(P, starts, special, rep, bounds, bcur, work, loff, lcur, medium):
         for p in range(P):
-            fill_one(p, starts, special, rep, bounds, bcur, work, loff, lcur)
+            fill_one(p, starts, special, rep, bounds, bcur, work, loff, lcur, medium)
 
     @njit_cached
     def k_counts(P, data, starts, special, rep, mode, init_ids, char_id, byte_id, out, cnt):
