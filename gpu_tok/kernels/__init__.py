@@ -10,3 +10,7 @@
 Submodules are imported on demand (they need Numba); importing ``gpu_tok`` compiles
 nothing and imports neither ``numba.cuda`` nor CuPy.
 """
+
+from ._cache import install as _install_cache_locator  # noqa: E402
+
+_install_cache_locator()  # Numba's on-disk cache notices a change in any kernel file (_cache.py)

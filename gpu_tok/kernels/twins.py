@@ -54,6 +54,9 @@ def load(kind: str) -> types.ModuleType:
         if mod is None:
             if kind == "cuda":
                 numpy_aliases_for_numba_cuda()
+                from ._cache import install
+
+                install(("numba.cuda.core.caching",))  # numba-cuda's copy of Numba's cache (GPU_TOK_CUDA_CACHE=1)
             if kind == "cuda" and simulator_enabled():
                 import warnings
 
