@@ -29,7 +29,8 @@ Array layouts (all on the device; ``P`` pieces, ``N`` bytes of one batch)
   bkeys, bvals`` of ``engine_cpu.build_bytes_table``; a hit is confirmed byte by byte.
 * ``out: int32[N]``: scratch; a distinct piece writes its ids at ``out[starts[p]:]`` (a piece
   never has more ids than bytes).
-* long pieces (more than ``SHORT`` bytes): per piece a region at ``loff[p]`` of ``lsym,
+* long pieces (more than ``medium`` bytes: ``SHORT`` unless ``k_medium`` takes those up to
+  ``medium``): per piece a region at ``loff[p]`` of ``lsym,
   llen, lprv, lnxt: int32[LB]`` and ``3 * loff[p]`` of the heap ``hkey: uint64[3 LB]``,
   ``hnew: int32[3 LB]`` (``LB``: the bytes of all long pieces).
 
