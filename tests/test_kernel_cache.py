@@ -95,3 +95,25 @@ def test_the_digest_follows_any_kernel_file(tmp_path):
     with open(tmp_path / "bpe_cuda.py", "a") as f:
         f.write("# one more line\n")
     assert _cache.sources_digest(tmp_path) != same
+
+
+def test_a_caching_module_it_cannot_serve_is_left_alone(monkeypatch):
+    """A caching module whose locator base asks for a method this locator lacks (a future
+    numba-cuda, say) keeps its own locators: nothing is installed there."""
+    import abc
+    import types
+
+    from gpu_tok.kernels import _cache
+
+    class Base(abc.ABC):
+        @abc.abstractmethod
+        def something_new(self):
+            ...
+
+    class Impl:
+        _locator_classes = ["theirs"]
+
+    fake = types.ModuleType("fake_caching")
+    fake._CacheLocator, fake.CacheImpl = Base, Impl
+    monkeypatch.setitem(__import__("sys").modules, "fake_caching", fake)
+    assert _cache.install(("fake_caching",)) == [] and Impl._locator_classes == ["theirs"]

@@ -105,6 +105,8 @@ def install(modules=("numba.core.caching",)) -> list:
         if any(getattr(k, "_gpu_tok_kernels", False) for k in classes):
             continue
         cls = _locator_class(caching)
+        if getattr(cls, "__abstractmethods__", None):  # a caching module asking for more: leave it as it is
+            continue
         cls._gpu_tok_kernels = True
         classes.insert(0, cls)
         changed.append(name)
