@@ -18,14 +18,12 @@ locators that accepts the function).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
-import threading
 from pathlib import Path
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_LOCK = threading.Lock()
-_DIGEST: list = []
 
 
 def sources_digest(here=None) -> str:
@@ -39,12 +37,10 @@ def sources_digest(here=None) -> str:
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
 def kernels_digest() -> str:
     """``sources_digest()`` of this directory, computed once per process."""
-    with _LOCK:
-        if not _DIGEST:
-            _DIGEST.append(sources_digest())
-        return _DIGEST[0]
+    return sources_digest()
 
 
 def _locator_class(caching):
