@@ -33,17 +33,13 @@ def kept_cache(fn=None, *, maxsize=None):
     return cached
 
 
-def forget_all() -> int:
+def forget_all() -> None:
     """Empty every registered dict and cache, collect, and hand freed heap back to the
-    system (glibc's ``malloc_trim``; freed blocks otherwise stay in the process's RSS).
-    Returns how many registered things held something."""
-    held = 0
+    system (glibc's ``malloc_trim``; freed blocks otherwise stay in the process's RSS)."""
     for k in _KEPT:
         if isinstance(k, dict):
-            held += bool(k)
             k.clear()
         else:
-            held += k.cache_info().currsize > 0
             k.cache_clear()
     gc.collect()
     if sys.platform.startswith("linux"):
@@ -51,4 +47,3 @@ def forget_all() -> int:
             ctypes.CDLL("libc.so.6").malloc_trim(0)
         except (OSError, AttributeError):  # not glibc (musl): nothing to trim
             pass
-    return held
