@@ -357,6 +357,52 @@ def test_sentencepiece_parts_of_new_words(family, monkeypatch):
             eng._wcache = None
 
 
+def test_sp_marks_skip_only_the_runs_of_spaces():
+    """``engine_cpu._sp_marks`` (the places a SentencePiece piece may be cut, 64 at a time):
+    every "▁" not right after a "▁" is among its places (after the callers' middle-byte
+    check), every place kept is a "▁", and with ``runs_held`` the "▁"s right after a "▁" of
+    the same window are left out (runs of spaces in code), never one after a character that
+    shares the "▁"'s first and last bytes (U+2001 E2 80 81, U+2541 E2 95 81)."""
+    from numba import njit
+
+    from gpu_tok.kernels import engine_cpu as K
+
+    @njit
+    def places(buf, n, runs):
+        out = []
+        for i in range(0, n - 2, 64):
+            m = K._sp_marks(buf, i, runs)
+            while m != 0:
+                b = i + int(K._ctz64(m))
+                m &= m - np.uint64(1)
+                if b + 2 < n and buf[b + 1] == 0x96:
+                    out.append(b)
+        return out
+
+    mark = "\u2581".encode()
+    rng = random.Random(7)
+    pool = [mark] * 6 + [b" ", b"a", b">", "\u2001".encode(), "\u2541".encode(), "\u00e9".encode()]
+    for trial in range(300):
+        text = b"".join(rng.choice(pool) for _ in range(rng.randint(0, 120)))
+        n = len(text)
+        buf = np.frombuffer(text + b"\0" * 70, np.uint8)
+        starts, k = [], 0
+        while k < n:  # character starts ("▁" and the others are whole characters here)
+            starts.append(k)
+            k += 1 if text[k] < 0x80 else (2 if text[k] < 0xE0 else 3)
+        marks = [b for b in starts if text[b:b + 3] == mark]
+        after = {b for b in marks if b >= 3 and text[b - 3:b] == mark}
+        for runs in (False, True):
+            got = places(buf, n, runs)
+            assert set(got) <= set(marks)
+            need = set(marks) - after if runs else set(marks)
+            assert need <= set(got)
+            if runs:
+                assert not any(b in after and b % 64 >= 3 for b in got)
+            else:
+                assert set(got) == set(marks)
+
+
 def test_held_pairs_empty_when_a_merge_joins_a_byte_token():
     """``_held_pairs`` gives no cuts when a merge has a ``<0xXX>`` token on a side (a
     token's text then does not show the characters it joins) or a token holds a character

@@ -2615,16 +2615,38 @@ def _sp_nocut_before(buf, i, held):
 
 
 @njit_noalloc(inline="always")
-def _sp_next_place(buf, i, wbase, wend, wm):
-    """``(j, wbase, wend, wm)``: ``j`` the first place from ``i`` where a "▁" may start (its
-    first and last byte there), else ``wend``, the end of the window of 64 places
+def _sp_marks(buf, i, runs_held):
+    """Bit ``k`` set where a "▁" may start at ``buf[i + k]`` (its first and last byte there:
+    the caller checks the middle one), for 64 places (the caller keeps ``i + 66 <=
+    buf.shape[0]``), less, when ``runs_held`` (a token holds "▁" right before "▁":
+    ``_sp_nocut_before`` is true after a "▁"), the "▁"s right after another "▁" of these
+    places: no cut is there, and a run of spaces in code (indentation) was a "▁" tested one
+    at a time. The middle bytes are compared only for a window with two places 3 apart
+    (prose and most text have none: a third compare in every window cost them a few %)."""
+    m = _range_mask64(buf, i, 0xE2, 0xE2) & _range_mask64(buf, i + 2, 0x81, 0x81)
+    if runs_held and (m & (m << np.uint64(3))) != np.uint64(0):
+        m &= _range_mask64(buf, i + 1, 0x96, 0x96)
+        m &= ~(m << np.uint64(3))
+    return m
+
+
+@njit_noalloc(inline="always")
+def _sp_runs_held(held):
+    """Whether a token holds "▁" right before "▁" (``held`` not empty): ``_sp_marks``' flag."""
+    return held[_U(128 * _PAIR_ROW + 128)] != 0
+
+
+@njit_noalloc(inline="always")
+def _sp_next_place(buf, i, wbase, wend, wm, runs_held):
+    """``(j, wbase, wend, wm)``: ``j`` the first place from ``i`` where a "▁" may start that
+    may be a cut (``_sp_marks``), else ``wend``, the end of the window of 64 places
     ``[wbase, wend)`` whose bits ``wm`` are kept between calls (a new window is read when
     ``i`` is past it; ``wend = -1`` at first). The caller keeps ``i + 66 <= buf.shape[0]``
     and checks the middle byte."""
     if i >= wend:
         wbase = i
         wend = i + 64
-        wm = _range_mask64(buf, i, 0xE2, 0xE2) & _range_mask64(buf, i + 2, 0x81, 0x81)
+        wm = _sp_marks(buf, i, runs_held)
     m = wm & (_ALL64 << np.uint64(i - wbase))
     if m == 0:
         return wend, wbase, wend, wm
@@ -2661,6 +2683,7 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
     w0 = a
     i = a
     nbuf = buf.shape[0]
+    runs = _sp_runs_held(held)
     wbase = np.int64(0)  # the window of places looked at: [wbase, wend), their bits wm
     wend = np.int64(-1)
     wm = np.uint64(0)
@@ -2670,7 +2693,7 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
             cut = b
             while i < b:  # the next "▁" (0xE2 is a lead byte: never inside another character)
                 if i + 66 <= nbuf:
-                    i, wbase, wend, wm = _sp_next_place(buf, i, wbase, wend, wm)
+                    i, wbase, wend, wm = _sp_next_place(buf, i, wbase, wend, wm, runs)
                     if i == wend:  # none in the window
                         continue
                     if i >= b:

@@ -34,7 +34,8 @@ from numba import prange
 
 from ._intrinsics import ctz64 as _ctz64
 from ._intrinsics import range_mask64 as _range_mask64
-from .engine_cpu import _sp_gap_bytes, _sp_nocut_before, _sp_spaces, _split_added, bytes_lookup
+from .engine_cpu import (_sp_gap_bytes, _sp_marks, _sp_nocut_before, _sp_runs_held, _sp_spaces, _split_added,
+                         bytes_lookup)
 from .gpu_host import _alloc, lap, piece_terms
 from .hash_table import njit_cached, njit_noalloc
 from .hash_table import uidx as _U
@@ -76,10 +77,11 @@ def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, held, arena,
     p += 1
     if held.shape[0] > 0:
         N = src.shape[0]
+        runs = _sp_runs_held(held)
         i = x + 1
         while i + 2 < y:
-            if i + 66 <= N:  # 64 places at a time: where a "▁" may start (its first and last byte)
-                wm = _range_mask64(src, i, 0xE2, 0xE2) & _range_mask64(src, i + 2, 0x81, 0x81)
+            if i + 66 <= N:  # 64 places at a time: where a "▁" that may be a cut may start
+                wm = _sp_marks(src, i, runs)
                 while wm != 0:
                     j = i + np.int64(_ctz64(wm))
                     wm &= wm - np.uint64(1)
