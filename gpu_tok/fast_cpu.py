@@ -150,13 +150,35 @@ class _KeptHold:
             self.kept._lock.release()
 
 
+_HUGE_PAGE = 1 << 21  # a transparent huge page (x86-64, and the usual arm64 setting)
+
+
 def aligned_zeros(shape, dtype, align: int = 64) -> np.ndarray:
     """``np.zeros(shape, dtype)`` whose data starts on an ``align``-byte boundary (the word
-    cache's two-entry sets must each sit in one 64-byte cache line)."""
+    cache's two-entry sets must each sit in one 64-byte cache line). From ``_HUGE_PAGE``
+    bytes: an anonymous mapping of its own, on a huge-page boundary, that the system is
+    asked to back with transparent huge pages (``madvise(MADV_HUGEPAGE)``: Linux's default
+    THP setting, "madvise", gives them to no other memory). The word caches are probed at
+    random places, each probe a miss in the address-translation cache on 4 KiB pages (a
+    short cache is 32 MiB a worker); with 2 MiB pages their translations stay cached. Where
+    the system has no such pages or refuses, the same zeroed memory on ordinary pages."""
+    import mmap
+
     dtype = np.dtype(dtype)
     n = int(np.prod(shape)) * dtype.itemsize
-    raw = np.zeros(n + align, np.uint8)
-    k = (-raw.ctypes.data) % align
+    if n >= _HUGE_PAGE and hasattr(mmap, "MADV_HUGEPAGE"):
+        # private (the default anonymous mapping is shared memory, whose huge pages are
+        # another setting, off by default); zeroed; unmapped when the last view of it goes
+        m = mmap.mmap(-1, n + _HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        try:
+            m.madvise(mmap.MADV_HUGEPAGE)
+        except OSError:
+            pass
+        raw = np.frombuffer(m, np.uint8)
+        k = (-raw.ctypes.data) % _HUGE_PAGE
+    else:
+        raw = np.zeros(n + align, np.uint8)
+        k = (-raw.ctypes.data) % align
     return raw[k:k + n].view(dtype).reshape(shape)
 
 
@@ -248,9 +270,9 @@ def long_caches(workers: int, small: bool = False):
     ``small``: 1/256 of the size (a call that cannot use the kept ones), one set at least
     (the sizes are powers of two: the index and the rings are addressed by masks)."""
     k = 8 if small else 0
-    return (np.zeros((workers, max(_LONG_SLOTS >> k, 4) + 1, 4), np.uint64),
-            np.zeros((workers, max(_LONG_BYTES >> k, 64)), np.uint8),
-            np.zeros((workers, max(_LONG_ID_SLOTS >> k, 32)), np.int32))
+    return (aligned_zeros((workers, max(_LONG_SLOTS >> k, 4) + 1, 4), np.uint64),
+            aligned_zeros((workers, max(_LONG_BYTES >> k, 64)), np.uint8),
+            aligned_zeros((workers, max(_LONG_ID_SLOTS >> k, 32)), np.int32))
 
 
 MAX_IDS = 1 << 21  # ids the engines serve (kernels.engine_cpu._ID_BITS: three to a 64-bit word)

@@ -357,6 +357,38 @@ def test_sentencepiece_parts_of_new_words(family, monkeypatch):
             eng._wcache = None
 
 
+def _anon_huge_kib() -> int:
+    with open("/proc/self/smaps_rollup") as f:
+        return sum(int(line.split()[1]) for line in f if line.startswith("AnonHugePages:"))
+
+
+@pytest.mark.parametrize("shape,dtype,align", [((3, 5), np.uint64, 64), ((2, 1 << 18, 4), np.uint64, 128),
+                                                ((1 << 22,), np.uint8, 64), ((7, 1 << 19), np.int32, 128)])
+def test_aligned_zeros(shape, dtype, align):
+    """``fast_cpu.aligned_zeros``: zeros of the shape and type asked, writable, on the
+    boundary asked; from 2 MiB on, its own mapping on a huge-page boundary, and where the
+    system gives transparent huge pages on request (Linux's "madvise" or "always" setting)
+    the pages written are huge ones (the word caches' probes then miss no translation)."""
+    a = fast_cpu.aligned_zeros(shape, dtype, align)
+    assert a.shape == shape and a.dtype == np.dtype(dtype) and a.flags.writeable and a.flags.c_contiguous
+    assert a.ctypes.data % align == 0 and not a.any()
+    if a.nbytes < fast_cpu._HUGE_PAGE:
+        return
+    assert a.ctypes.data % fast_cpu._HUGE_PAGE == 0
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            thp = f.read()
+        before = _anon_huge_kib()
+    except OSError:
+        pytest.skip("no /proc/self/smaps_rollup or transparent huge page setting here")
+    if "[never]" in thp:
+        pytest.skip("transparent huge pages are off on this system")
+    fast_cpu.faulted_in(a)
+    assert _anon_huge_kib() - before >= (a.nbytes // fast_cpu._HUGE_PAGE) * 2048 // 2
+    a.reshape(-1)[-1] = 1  # its last item is its own
+    assert a.reshape(-1)[-1] == 1 and a.sum() == 1
+
+
 def test_sp_marks_skip_only_the_runs_of_spaces():
     """``engine_cpu._sp_marks`` (the places a SentencePiece piece may be cut, 64 at a time):
     every "▁" not right after a "▁" is among its places (after the callers' middle-byte
