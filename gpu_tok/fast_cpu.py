@@ -192,6 +192,17 @@ def byte_blocks(starts, total: int, n: int, parts: int) -> np.ndarray:
     return np.unique(np.concatenate(([0], cuts.clip(0, n), [n]))).astype(np.int64)
 
 
+def on_huge_pages(a: np.ndarray) -> np.ndarray:
+    """``a``, or from ``_HUGE_PAGE`` bytes a copy of it in ``aligned_zeros``' memory (transparent
+    huge pages where the system gives them): for the tables the miss path probes at random
+    (the merge table: 16 MiB for llama3, and the vocabulary's bytes table)."""
+    if a.nbytes < _HUGE_PAGE:
+        return a
+    b = aligned_zeros(a.shape, a.dtype)
+    b[...] = a
+    return b
+
+
 def faulted_in(*arrays):
     """The arrays, each page of them written once here (with the byte it holds: pages the
     system maps on the first write). A kept word cache is filled at random places, a page
@@ -320,14 +331,16 @@ class ByteBPEEngine:
         self._K = K
         self._pretok = pretok_cpu
         self.init_ids = np.ascontiguousarray(spec.init_ids, np.int32)
-        self.mtab = interleave(*spec.merges)
+        self.mtab = on_huge_pages(interleave(*spec.merges))
         self.grid = K.byte_pair_grid(self.init_ids, self.mtab)
         self.pfilt = pair_filter(self.mtab)  # after each worker's pair cache (``_alloc_word_cache``)
         bt = spec.bytes_table if spec.bytes_table is not None else K.build_bytes_table(spec.token_bytes)
+        bt = tuple(on_huge_pages(x) for x in bt)
         self.arena, self.tok_off, self.bkeys, self.bvals = bt
         # the table the miss path looks pieces up in (whole_first): only the exceptions
-        self.wkeys, self.wvals = (K.whole_first_table(*bt, self.init_ids, self.grid, self.mtab) if spec.whole_first
-                                  else (self.bkeys, self.bvals))
+        self.wkeys, self.wvals = (tuple(on_huge_pages(x) for x in K.whole_first_table(*bt, self.init_ids, self.grid,
+                                                                                      self.mtab))
+                                  if spec.whole_first else (self.bkeys, self.bvals))
         self.tok_len = np.diff(self.tok_off).astype(np.int64)
         from .cpu_ref.unicode_props import _np_flags
 
@@ -1983,8 +1996,8 @@ class CpuSentencePieceEngine:
         self.ref = ref
         self.whole_first = bool(m.ignore_merges)
         self.held = _held_pairs(vocab, m)
-        self.bt = K.build_bytes_table(token_bytes)
-        self.mtab = interleave(*merge_table_from_model(ref.model))
+        self.bt = tuple(on_huge_pages(x) for x in K.build_bytes_table(token_bytes))
+        self.mtab = on_huge_pages(interleave(*merge_table_from_model(ref.model)))
         self.pfilt = pair_filter(self.mtab)
         raw, norm = _added_token_lists(ref)
         self.rt = _trie_tuple(K, raw)
