@@ -2622,7 +2622,8 @@ def _sp_marks(buf, i, runs_held):
     ``_sp_nocut_before`` is true after a "▁"), the "▁"s right after another "▁" of these
     places: no cut is there, and a run of spaces in code (indentation) was a "▁" tested one
     at a time. The middle bytes are compared only for a window with two places 3 apart
-    (prose and most text have none: a third compare in every window cost them a few %)."""
+    (prose and most text have none: a third compare in every window cost gemma3's
+    multilingual text about 2%, RESULTS 2026-12-06 15:10)."""
     m = _range_mask64(buf, i, 0xE2, 0xE2) & _range_mask64(buf, i + 2, 0x81, 0x81)
     if runs_held and (m & (m << np.uint64(3))) != np.uint64(0):
         m &= _range_mask64(buf, i + 1, 0x96, 0x96)
