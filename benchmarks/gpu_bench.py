@@ -184,6 +184,10 @@ def run_case(name, fname, texts, mb, cpu, gpu, obj, args, cp, np, G):
     run_s, st = one_run(eng, gpu, texts, G)
     r["host_thread"] = {k: round(st[k], 4) for k in ("pack_s", "host_s", "h2d_s", "kernel_s", "d2h_s")}
     r["host_thread"]["total_s"] = round(run_s, 4)
+    if st.get("hybrid_share") is not None:  # GPU_TOK_CUDA_HYBRID: the CPU engine's part of that run
+        r["hybrid"] = {"share": round(st["hybrid_share"], 3), "cpu_mb": round(st["hybrid_cpu_bytes"] / 1e6, 3),
+                       "cpu_s": round(st["hybrid_cpu_s"], 4),
+                       "rates_ns_per_byte": [None if x is None else round(x * 1e9, 3) for x in (eng._rates or [])]}
     # the device's own time (CUDA events around each kernel, scan and copy; no waits added)
     ev_s, st = one_run(eng, gpu, texts, G, "events")
     gt = st.get("gpu", {})
@@ -231,7 +235,8 @@ def engine_switches(G, device: str) -> dict:
     it left to Numba, with why)."""
     out = {"overlap": os.environ.get("GPU_TOK_CUDA_OVERLAP") == "1",
            "device_cut": os.environ.get("GPU_TOK_CUDA_DEVICE_CUT") == "1",
-           "medium": os.environ.get("GPU_TOK_CUDA_MEDIUM") or None}
+           "medium": os.environ.get("GPU_TOK_CUDA_MEDIUM") or None,
+           "hybrid": os.environ.get("GPU_TOK_CUDA_HYBRID") or None}
     be = G._BACKENDS.get(device) if device == "cuda" else None
     fast = getattr(be, "fast", None)
     out["fast_launch"] = None if fast is None else {"launches": fast.fast, "refused": dict(fast.refused)}
@@ -250,7 +255,9 @@ def render(meta, results) -> str:
              f"FastLauncher: {fl_text}; byte-level pieces cut "
              f"{'on the device (GPU_TOK_CUDA_DEVICE_CUT=1)' if eng.get('device_cut') else 'on the host'}; "
              + (f"distinct pieces of 65 to {medium} bytes rescanned by k_medium (GPU_TOK_CUDA_MEDIUM={medium})"
-                if medium > 64 else "no k_medium (the default)"),
+                if medium > 64 else "no k_medium (the default)")
+             + (f"; hybrid loop (GPU_TOK_CUDA_HYBRID={eng['hybrid']}): host-bound calls shared with the CPU "
+                "engine" if eng.get("hybrid") not in (None, "0") else ""),
              f"- versions: {', '.join(f'{k} {v}' for k, v in meta['versions'].items())}",
              f"- first {meta['max_mb']:g} MB of each bench file; best of {meta['repeat']} after a warm-up; "
              "MB = 10^6 bytes of UTF-8 input; e2e = texts in, ids out (host: NumPy ids; device: CuPy ids); "
@@ -273,6 +280,12 @@ def render(meta, results) -> str:
                      "and the run's total:",
                      lambda h: f"pack {h['pack_s']}, pieces {h['host_s']}, h2d {h['h2d_s']}, kernel {h['kernel_s']}, "
                                f"d2h {h['d2h_s']}, total {h['total_s']}")
+    lines += section(results, lambda r: r.get("hybrid"),
+                     "The hybrid loop in that run (GPU_TOK_CUDA_HYBRID): the device's share of the bytes in its "
+                     "last round, the MB the CPU engine encoded meanwhile and its seconds, the learnt rates (ns per "
+                     "byte: host part of the device's documents, device, CPU engine):",
+                     lambda h: f"share {h['share']}, CPU engine {h['cpu_mb']} MB in {h['cpu_s']} s, rates "
+                               f"{h['rates_ns_per_byte']}")
     lines += section(results, lambda r: r.get("device_time"),
                      "The device's own time in one overlapped run (CUDA events around each kernel, the scan and "
                      "each copy; seconds): span from the first event to the last, the run's wall time, kernels "

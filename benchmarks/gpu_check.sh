@@ -19,9 +19,10 @@
 #      its threads (this 2-core host: 0.5-1.4 ms per 4 MB at 128 bytes, 2 threads);
 #      "ab": gpu_bench with the distinct pieces of 65-256 and of 65-128 bytes rescanned by
 #      k_medium (GPU_TOK_CUDA_MEDIUM) and with the pieces cut on the device (byte-level and
-#      SentencePiece), each against the default (ab.log; GPU_CHECK_AB lists the settings, e.g.
-#      "1 0 0 64 0 0 0 64" adds FastLauncher off: 1.02-1.45x slower on 2026-12-06, and the
-#      overlapped host step: 0.36-0.64x);
+#      SentencePiece), and with the hybrid loop (GPU_TOK_CUDA_HYBRID=auto: the CPU engine encodes
+#      a share of each call while the device runs the rest), each against the default (ab.log;
+#      GPU_CHECK_AB lists the settings, five per run, e.g. "1 0 0 64 0 0 0 0 64 0" adds
+#      FastLauncher off: 1.02-1.45x slower on 2026-12-06, and the overlapped host step: 0.36-0.64x);
 #      tests/test_gpu_sim.py on the real GPU (GPU_TOK_REAL_CUDA=1: every golden record of every
 #      family whose model is there, tiktoken encodings, edge cases, OOM halving, twins, both
 #      device cuts);
@@ -188,19 +189,22 @@ has_step gpu && step "gpu_bench" 200 "$OUT/gpu_bench.log" \
 # A/B of the engine's switches on the same machine, same texts: FastLauncher
 # (GPU_TOK_CUDA_FAST_LAUNCH), the overlapped host step (GPU_TOK_CUDA_OVERLAP), the pieces cut on
 # the device (GPU_TOK_CUDA_DEVICE_CUT), the distinct pieces of 65 to N bytes rescanned by
-# k_medium rather than k_long's heap (GPU_TOK_CUDA_MEDIUM=N; 64: none, the default), each
-# setting against the defaults ("1 0 0 64", run first and again last, so its spread shows);
-# each a gpu_bench run (ids checked against device="cpu"), its table into ab.log
-AB=${GPU_CHECK_AB:-"1 0 0 64 1 0 0 256 1 0 0 128 1 0 1 64 1 0 0 64"}
+# k_medium rather than k_long's heap (GPU_TOK_CUDA_MEDIUM=N; 64: none, the default), the hybrid
+# loop (GPU_TOK_CUDA_HYBRID=auto: the CPU engine encodes a share of each call on the host's
+# threads while the device runs the rest; 0: off, the default), each setting against the
+# defaults ("1 0 0 64 0", run first and again last, so its spread shows); each a gpu_bench run
+# (ids checked against device="cpu"), its table into ab.log
+AB=${GPU_CHECK_AB:-"1 0 0 64 0 1 0 0 64 auto 1 0 0 256 0 1 0 0 128 0 1 0 1 64 0 1 0 0 64 0"}
 if has_step ab; then
   set -- $AB
-  while [ $# -ge 4 ]; do
-    step "ab: fast launch $1, overlap $2, device cut $3, medium $4" "${GPU_CHECK_AB_LIMIT:-60}" "$OUT/ab.log" \
-      env GPU_TOK_CUDA_FAST_LAUNCH=$1 GPU_TOK_CUDA_OVERLAP=$2 GPU_TOK_CUDA_DEVICE_CUT=$3 GPU_TOK_CUDA_MEDIUM=$4 \
+  while [ $# -ge 5 ]; do
+    step "ab: fast launch $1, overlap $2, device cut $3, medium $4, hybrid $5" "${GPU_CHECK_AB_LIMIT:-60}" \
+      "$OUT/ab.log" env GPU_TOK_CUDA_FAST_LAUNCH=$1 GPU_TOK_CUDA_OVERLAP=$2 GPU_TOK_CUDA_DEVICE_CUT=$3 \
+        GPU_TOK_CUDA_MEDIUM=$4 GPU_TOK_CUDA_HYBRID=$5 \
         $PY benchmarks/gpu_bench.py --device $DEVICE --models "${GPU_CHECK_AB_MODELS:-gpt2,o200k_base,llama2}" \
         --files code,english_prose,multilingual --max-mb "$MAX_MB" --repeat 3 --threads "$THREADS" \
-        --out "/tmp/gpu_tok_ab_$1$2$3_$4"
-    shift 4
+        --out "/tmp/gpu_tok_ab_$1$2$3_$4_$5"
+    shift 5
   done
 fi
 

@@ -2034,10 +2034,16 @@ class CpuSentencePieceEngine:
     def _encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int], kept: Optional[KeptArray]):
         from .cpu_ref.pipeline import check_text
 
-        K = self.K
         texts = texts if isinstance(texts, list) else list(texts)
         data, offsets = pack(texts, check_text, num_threads, kept)
-        n = len(texts)
+        return self.encode_packed(data, offsets, add_special_tokens, num_threads)
+
+    def encode_packed(self, data: np.ndarray, offsets: np.ndarray, add_special_tokens: bool,
+                      num_threads: Optional[int]):
+        """``(ids, row_splits)`` of packed documents (``pack``'s ``data``/``offsets``; the GPU
+        engine's hybrid loop gives it a range of its call's documents)."""
+        K = self.K
+        n = offsets.shape[0] - 1
         dst = np.zeros(n + 1, np.int64)
         np.cumsum(3 * np.diff(offsets) + 3, out=dst[1:])
         counts = np.zeros(n, np.int64)

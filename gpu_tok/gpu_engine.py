@@ -48,6 +48,12 @@ _SPLIT = 4  # so the host's work on one batch overlaps the device's on the previ
 _PINNED_TEXT_MAX = 256 << 20  # bytes of packed text kept in pinned host memory between calls
 _HUGE_BYTES = 8 << 10  # pieces longer than this are encoded on the host (GPU_TOK_CUDA_HOST_PIECE overrides)
 _CUDA_ERROR_OUT_OF_MEMORY = 2
+# the hybrid loop (GpuEngine._encode_hybrid): calls of at least this many bytes; the device's
+# share of a round kept within [_HYBRID_LO, _HYBRID_HI] ("auto", so that both parts stay
+# measured); a part's rates are learnt from rounds where it had at least _HYBRID_SAMPLE bytes
+_HYBRID_MIN_BYTES = 1 << 20
+_HYBRID_LO, _HYBRID_HI = 0.05, 0.95
+_HYBRID_SAMPLE = 32 << 10
 
 
 class DeviceNotAvailable(RuntimeError):
@@ -783,6 +789,14 @@ class GpuEngine:
         # SentencePiece files sp_cuda takes: _device_step_sp)
         self.device_cut = os.environ.get("GPU_TOK_CUDA_DEVICE_CUT") == "1"
         self._scanners: dict = {}  # id(engine) -> its scanner's tables on the device
+        # GPU_TOK_CUDA_HYBRID: host-bound calls shared between the device and the CPU engine on the
+        # host's threads, which encodes the first documents of each round while the device runs
+        # the rest (_encode_hybrid): "auto", the device's share of the bytes set from the rates
+        # measured so far; a number in (0, 1], that share fixed; unset or 0, off (the default
+        # until a card has timed it: benchmarks/gpu_check.sh's ab step)
+        self.hybrid = hybrid_setting(os.environ.get("GPU_TOK_CUDA_HYBRID"))
+        self.hybrid_min_bytes = _HYBRID_MIN_BYTES
+        self._rates: Optional[List[Optional[float]]] = None  # seconds per byte: host, device, CPU engine
 
     # ----------------------------------------------------------- memory pools
     def _scratch(self, slot: int, name: str, n: int, dtype, exact: bool = True):
@@ -987,14 +1001,7 @@ class GpuEngine:
             self._ev_end("d2h", e0, s)
             be.sync(s)
             if stage is not None and count:
-                from .kernels.gpu_host import copy_parallel
-
-                threads, parallel = plan_threads(sink.threads, count * 4)
-                if parallel and _threads_reentrant():
-                    with numba_threads(threads):
-                        copy_parallel(stage[:count], dst, np.int64(4 * threads))
-                else:
-                    dst[:] = stage[:count]
+                _copy_ids(stage[:count], dst, sink.threads)
             if sink.t:
                 r += sink.t
             sink.t += count
@@ -1089,15 +1096,18 @@ class GpuEngine:
 
     def encode_packed(self, host, data: np.ndarray, offsets: np.ndarray, num_threads: Optional[int] = None,
                       device_out: bool = False, prefix: Optional[np.ndarray] = None,
-                      suffix: Optional[np.ndarray] = None, hint: Optional[np.ndarray] = None):
+                      suffix: Optional[np.ndarray] = None, hint: Optional[np.ndarray] = None, cpu=None):
         """``(ids, row_splits, skip)`` of packed documents; ``host`` makes the pieces
         (``ByteLevelHost``/``SentencePieceHost``); ``prefix``/``suffix``: the template's ids
         around every row. ``skip``: documents whose rows hold only the template, left for
         the reference path (None when there are none). CuPy arrays when ``device_out``.
         ``hint``: ``fast_cpu.pack_probed``'s flags per document (the host step then skips the
-        added-token and NFC passes over documents that cannot hold what they look for)."""
+        added-token and NFC passes over documents that cannot hold what they look for).
+        ``cpu(d0, d1)``: documents ``[d0, d1)`` of ``data`` encoded by the CPU engine, ``(ids,
+        row_splits, skip)`` as a batch's (the template's ids around each row), for the hybrid
+        loop (``hybrid``; None: the device alone)."""
         with self._lock:
-            return self._encode_packed(host, data, offsets, num_threads, device_out, prefix, suffix, hint)
+            return self._encode_packed(host, data, offsets, num_threads, device_out, prefix, suffix, hint, cpu)
 
     def _host_step(self, host, data, offsets, d0: int, d1: int, num_threads, slot: int, hint=None) -> HostPieces:
         """Documents ``[d0, d1)``'s pieces, into ``slot``'s pinned staging (``hint``: the call's
@@ -1284,7 +1294,19 @@ class GpuEngine:
             self._streams.append(self.be.stream())
             self._pools.append({})
 
-    def _encode_packed(self, host, data, offsets, num_threads, device_out, prefix, suffix, hint):
+    def _encode_packed(self, host, data, offsets, num_threads, device_out, prefix, suffix, hint, cpu=None):
+        if (self.hybrid is not None and cpu is not None and not device_out and not self.profile
+                and not self._cuts_on_device(host) and offsets.shape[0] > 2
+                and int(offsets[-1]) >= self.hybrid_min_bytes):
+            log = len(self.batch_log)
+            try:
+                return self._encode_hybrid(host, data, offsets, num_threads, prefix, suffix, hint, cpu)
+            except Exception as e:  # noqa: BLE001
+                if not is_oom(e):
+                    raise
+                # out of memory: the whole call again on the plain loop, which halves batches
+                del self.batch_log[log:]
+                self.release()
         plan = self.plan(offsets)
         if self.overlap and not self.profile and len(plan) > 1 and not self._cuts_on_device(host):
             log = len(self.batch_log)
@@ -1396,6 +1418,113 @@ class GpuEngine:
         self._ev_collect()
         return self._join(parts, skips, n, sink)
 
+    def _encode_hybrid(self, host, data, offsets, num_threads, prefix, suffix, hint, cpu):
+        """The device and the CPU engine on one call (host-bound ids): in each round of at most
+        ``batch_bytes`` bytes, the device's share of the bytes (``_gpu_share``) is its last
+        documents, whose host step runs and whose copies and kernels are launched; while the
+        device runs them, ``cpu`` encodes the round's first documents on the host's threads
+        into ``sink``; then the device's ids are collected after them. Where the host's cores
+        wait for the device in the plain loop (its copies and kernels took 2-10 ms per 8 MB on
+        the H100 of 2026-12-06, whose 16 cores ran the CPU engine at 1.0-3.4 GB/s), a round
+        takes about the time of the slower part, not of both. Same ids, rows and order as
+        ``_encode_plain``; each round's parts are timed for the next share (``_learn``)."""
+        self._ev = []
+        be = self.be
+        n = offsets.shape[0] - 1
+        sink = _host_result(offsets, prefix, suffix, num_threads)
+        parts: list = []
+        skips: list = []
+        s = self._streams[0]
+        for r0, r1 in self._rounds(offsets):
+            f = self._gpu_share()
+            lo = int(offsets[r0])
+            at = lo + (1.0 - f) * (int(offsets[r1]) - lo)
+            c = min(max(int(np.searchsorted(offsets, at, side="left")), r0), r1)
+            if c > r0 and at - int(offsets[c - 1]) < int(offsets[c]) - at:
+                c -= 1  # the document boundary nearest the share
+            # the CPU engine: documents [r0, c); the device: [c, r1)
+            host_s = dev_s = cpu_s = 0.0
+            flight = e0 = e1 = None
+            t0 = time.perf_counter()
+            if c < r1:
+                hp = self._host_step(host, data, offsets, c, r1, num_threads, 0, hint)
+                t1 = time.perf_counter()
+                e0 = be.event(s)
+                flight = self._launch(hp, c, r1, 0)
+                e1 = be.event(s)
+                t2 = time.perf_counter()
+                # the launches' time is the host's (the twins ran the kernels in it: their device time)
+                host_s = t1 - t0 + (t2 - t1 if e0 is not None else 0.0)
+                dev_s = 0.0 if e0 is not None else t2 - t1
+            t2 = time.perf_counter()
+            if c > r0:
+                ids, rs, skip = cpu(r0, c)
+                count = int(ids.shape[0])
+                _copy_ids(ids, sink.ids_at(count), sink.threads)
+                sink.rs[r0:c + 1] = rs + sink.t
+                sink.t += count
+                skips.append((skip, c - r0))
+                cpu_s = time.perf_counter() - t2
+                self.stats["hybrid_cpu_bytes"] += int(offsets[c]) - lo
+                self.stats["hybrid_cpu_s"] += cpu_s
+            if flight is not None:
+                be.sync(s)
+                t4 = time.perf_counter()
+                self._take(flight, parts, skips, prefix, suffix, sink)
+                host_s += time.perf_counter() - t4
+                if e0 is not None:
+                    dev_s = e0.elapsed_time(e1) / 1e3
+            self.stats["hybrid_share"] = f
+            self._learn(int(offsets[r1]) - int(offsets[c]), int(offsets[c]) - lo, host_s, dev_s, cpu_s)
+        self._ev_collect()
+        return self._join(parts, skips, n, sink)
+
+    def _rounds(self, offsets) -> List[Tuple[int, int]]:
+        """The hybrid loop's rounds: document ranges of at most ``batch_bytes`` bytes (at least
+        one document each)."""
+        n = offsets.shape[0] - 1
+        out = []
+        d0 = 0
+        while d0 < n:
+            d1 = int(np.searchsorted(offsets, offsets[d0] + self.batch_bytes, side="right")) - 1
+            d1 = min(max(d1, d0 + 1), n)
+            out.append((d0, d1))
+            d0 = d1
+        return out
+
+    def _gpu_share(self) -> float:
+        """The device's share of a round's bytes: ``hybrid`` where it is a number; "auto": 1/2
+        until both parts were timed, then the share the rates say is fastest. A round takes
+        ``h f + max(c (1 - f), g f)`` seconds per byte (``h``: the host's work on the device's
+        documents, their host step, launches and collection; ``g``: the device's copies and
+        kernels, which run while the CPU engine's ``c`` does): the least of the bounds and
+        ``f = c / (c + g)``, where the two parts end together."""
+        if self.hybrid != "auto":
+            return float(self.hybrid)
+        r = self._rates
+        if r is None or None in r:
+            return 0.5
+        h, g, c = r
+        best = None
+        for f in (_HYBRID_LO, c / (c + g) if c + g > 0 else 0.5, _HYBRID_HI):
+            f = min(max(f, _HYBRID_LO), _HYBRID_HI)
+            t = h * f + max(c * (1.0 - f), g * f)
+            if best is None or t < best[0]:
+                best = (t, f)
+        return best[1]
+
+    def _learn(self, bg: int, bc: int, host_s: float, dev_s: float, cpu_s: float) -> None:
+        """A round's times (its device part's ``bg`` bytes, its CPU part's ``bc``) into the
+        rates: each new one weighs half, but one under half the rate it follows replaces it
+        (a first call's compiling, or a slow spell, is not carried for calls after it); a
+        part under ``_HYBRID_SAMPLE`` bytes is not counted."""
+        r = self._rates if self._rates is not None else [None, None, None]
+        new = [host_s / bg, dev_s / bg, None] if bg >= _HYBRID_SAMPLE else [None, None, None]
+        if bc >= _HYBRID_SAMPLE:
+            new[2] = cpu_s / bc
+        self._rates = [old if x is None else (x if old is None or x < 0.5 * old else 0.5 * (old + x))
+                       for old, x in zip(r, new)]
+
     def _join(self, parts, skips, n, sink):
         """``(ids, row_splits, skip)`` of the call: ``sink``'s (host-bound), or the batches'
         CuPy ``parts`` joined (device-bound, ``sink`` None)."""
@@ -1494,6 +1623,20 @@ def _chunks(seg_s, seg_e, size: int):
             (k == 0).astype(np.uint8))
 
 
+def _copy_ids(src: np.ndarray, dst: np.ndarray, threads: Optional[int]) -> None:
+    """``dst[:] = src`` (ids into their place in a call's result), on the call's threads where
+    it is large enough and Numba's threading layer allows it (``_threads_reentrant``)."""
+    from .kernels.gpu_host import copy_parallel
+
+    count = int(src.shape[0])
+    t, parallel = plan_threads(threads, count * 4)
+    if parallel and _threads_reentrant():
+        with numba_threads(t):
+            copy_parallel(src, dst, np.int64(4 * t))
+    else:
+        dst[:] = src
+
+
 def _threads_reentrant() -> bool:
     """Whether Numba's threading layer takes parallel kernels from two threads at once (omp,
     tbb; not workqueue, which ends the process): the overlapped loop's worker runs the host
@@ -1540,7 +1683,26 @@ def _kernel_name(kernel) -> str:
 
 def _new_stats() -> dict:
     return {"pack_s": 0.0, "host_s": 0.0, "h2d_s": 0.0, "kernel_s": 0.0, "d2h_s": 0.0, "batches": 0, "bytes": 0, "pieces": 0,
-            "distinct": 0, "host_pieces": 0, "oom_splits": 0, "device_cut": 0, "device_cut_refused": 0}
+            "distinct": 0, "host_pieces": 0, "oom_splits": 0, "device_cut": 0, "device_cut_refused": 0,
+            "hybrid_cpu_bytes": 0, "hybrid_cpu_s": 0.0, "hybrid_share": None}
+
+
+def hybrid_setting(v: Optional[str]):
+    """``GPU_TOK_CUDA_HYBRID``'s value as ``GpuEngine.hybrid``: None (unset, empty or 0: off),
+    "auto", or the device's share of the bytes, a number in (0, 1]; anything else is refused
+    by name."""
+    if v is None or v.strip() in ("", "0"):
+        return None
+    v = v.strip()
+    if v == "auto":
+        return "auto"
+    try:
+        f = float(v)
+    except ValueError:
+        f = -1.0
+    if not 0.0 < f <= 1.0:
+        raise ValueError(f"GPU_TOK_CUDA_HYBRID={v!r}: expected 0 (off), 'auto' or the device's share in (0, 1]")
+    return f
 # ------------------------------------------------------------------ front ends
 _BACKENDS: dict = {}
 
@@ -1615,7 +1777,9 @@ class GpuTokenizer:
         pre = suf = None
         if add_special_tokens:
             pre, suf = self.cpu.prefix, self.cpu.suffix
-        ids, rs, skip = self.engine.encode_packed(self.host, data, offsets, num_threads, device_out, pre, suf, hint)
+        cpu = None if device_out else self._cpu_part(data, offsets, hint, pre, suf, num_threads)
+        ids, rs, skip = self.engine.encode_packed(self.host, data, offsets, num_threads, device_out, pre, suf, hint,
+                                                  cpu)
         if skip is not None and skip.any():  # documents NFC changes (fast_cpu)
             if device_out:
                 ids, rs = ids.get(), rs.get()
@@ -1627,6 +1791,30 @@ class GpuTokenizer:
                 cp = _cupy()
                 ids, rs = cp.asarray(ids), cp.asarray(rs)
         return ids, rs
+
+    def _cpu_part(self, data, offsets, hint, pre, suf, num_threads):
+        """``GpuEngine.encode_packed``'s ``cpu`` for this tokenizer (the hybrid loop): the CPU
+        engine on documents ``[d0, d1)`` of the packed ``data``, with the template's ids
+        ``pre``/``suf`` around each row (None: no template); None for CLIP's engine."""
+        from .fast_cpu import CpuSentencePieceEngine, CpuTokenizerEngine
+
+        cpu = self.cpu
+        if isinstance(cpu, CpuTokenizerEngine):
+            eng = cpu.engine
+            template = (pre, suf) if pre is not None and (pre.shape[0] or suf.shape[0]) else None
+
+            def run(d0, d1):
+                a, b = int(offsets[d0]), int(offsets[d1])
+                return eng.run_ids(data[a:b], offsets[d0:d1 + 1] - a, num_threads=num_threads, template=template,
+                                   hint=None if hint is None else hint[d0:d1])
+            return run
+        if isinstance(cpu, CpuSentencePieceEngine):
+            def run_sp(d0, d1):
+                a, b = int(offsets[d0]), int(offsets[d1])
+                ids, rs = cpu.encode_packed(data[a:b], offsets[d0:d1 + 1] - a, pre is not None, num_threads)
+                return ids, rs, None
+            return run_sp
+        return None
 
     def warm_up(self):
         """Compile the kernels now (``device="auto"`` falls back to the CPU engine if they do not)."""
@@ -1649,7 +1837,13 @@ class GpuTiktoken:
         if host is None:
             host = self._hosts[allowed] = ByteLevelHost(self.cpu._engine(allowed))
         device_out = not return_numpy and self.engine.be.name == "cuda" and _cupy() is not None
-        ids, rs, _skip = self.engine.encode_packed(host, data, offsets, num_threads, device_out)
+        eng = host.eng
+
+        def cpu(d0, d1):  # the CPU engine on documents [d0, d1) (the hybrid loop)
+            a, b = int(offsets[d0]), int(offsets[d1])
+            return eng.run_ids(data[a:b], offsets[d0:d1 + 1] - a, num_threads=num_threads)
+
+        ids, rs, _skip = self.engine.encode_packed(host, data, offsets, num_threads, device_out, cpu=cpu)
         return ids, rs
 
     def warm_up(self):

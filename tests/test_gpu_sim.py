@@ -878,6 +878,145 @@ def test_device_overlapped_host_step(family, monkeypatch):
     _check_overlapped("cuda", family, monkeypatch)
 
 
+def _check_hybrid(device, family, monkeypatch):
+    """``GpuEngine.hybrid`` (``GPU_TOK_CUDA_HYBRID``): each round's first documents encoded by
+    the CPU engine while the device runs the rest. With fixed shares and small rounds (many
+    rounds, some all device, some all CPU), the template's ids, empty and NFC-changed
+    documents: the same ids as ``device="cpu"``, the device's batches in order with the CPU
+    engine's parts between them; ids left on the device (CuPy) and CLIP's engine take the
+    plain loop; an out-of-memory error mid-call runs the whole call again on the plain loop."""
+    from numba.cuda.cudadrv.driver import CudaAPIError
+
+    from gpu_tok import gpu_engine as G
+
+    t = tok(family)
+    texts = [f"caf\u00e9 {i} cafe\u0301 " * (i % 3) + "the cat sat on it " * (i % 6) for i in range(40)] + ["", "x"]
+    texts += shorter_on_sim(bench_texts(20000)[:3])
+    g = G._engine_for(t, device, lambda be: G.GpuTokenizer(t, be))
+    eng = g.engine
+    monkeypatch.setattr(eng, "hybrid_min_bytes", 0)
+    hybrid_calls = []
+    real_hybrid = G.GpuEngine._encode_hybrid
+
+    def hybrid(self, *a):
+        hybrid_calls.append(1)
+        return real_hybrid(self, *a)
+
+    monkeypatch.setattr(G.GpuEngine, "_encode_hybrid", hybrid)
+    served = not isinstance(t._cpu_engine(), __import__("gpu_tok.fast_clip", fromlist=["x"]).CpuClipEngine)
+    for special in (True, False):
+        want = t.encode_batch_ids(texts, device="cpu", add_special_tokens=special)
+        for share, batch in ((0.5, 1 << 30), (0.35, 700), (1.0, 900), (0.9, 1 << 30)):
+            monkeypatch.setattr(eng, "hybrid", share)
+            monkeypatch.setattr(eng, "batch_bytes", batch)
+            eng.stats = G._new_stats()
+            eng.batch_log.clear()
+            hybrid_calls.clear()
+            ids, rs = g.encode_ids(texts, special, None, True)
+            what = f"{family} share {share} rounds of {batch} bytes"
+            assert np.array_equal(np.asarray(rs), want.row_splits) and np.array_equal(np.asarray(ids), want.ids), what
+            log = eng.batch_log
+            assert bool(hybrid_calls) == served, what
+            if not served:
+                continue
+            cpu_bytes = eng.stats["hybrid_cpu_bytes"]
+            assert (cpu_bytes == 0) == (share == 1.0) and eng.stats["hybrid_share"] == share, what
+            assert log and all(a[1] <= b[0] for a, b in zip(log, log[1:])), what
+            assert sum(len("".join(texts[a:b]).encode()) for a, b in log) + cpu_bytes == len("".join(texts).encode())
+            if batch < 1000 and share < 1.0:  # rounds: many batches, with the CPU engine's documents between
+                assert len(log) > 3 and any(a[1] < b[0] for a, b in zip(log, log[1:])), what
+    if not served:
+        return
+    if device == "cuda" and not SIM:  # ids left on the device: the plain loop
+        hybrid_calls.clear()
+        g.encode_ids(texts, True, None, False)
+        assert not hybrid_calls
+    # out of memory on the device's second batch: the plain loop does the whole call, halving
+    monkeypatch.setattr(eng, "hybrid", 0.5)
+    monkeypatch.setattr(eng, "batch_bytes", 900)
+    real_launch = G.GpuEngine._launch
+    launches = []
+
+    def launch(self, hp, d0, d1, slot):
+        launches.append((d0, d1))
+        if len(launches) == 2:
+            raise CudaAPIError(2, "CUDA_ERROR_OUT_OF_MEMORY (injected)")
+        return real_launch(self, hp, d0, d1, slot)
+
+    monkeypatch.setattr(G.GpuEngine, "_launch", launch)
+    eng.batch_log.clear()
+    eng.stats = G._new_stats()
+    want = t.encode_batch_ids(texts, device="cpu")
+    ids, rs = g.encode_ids(texts, True, None, True)
+    want = t.encode_batch_ids(texts, device="cpu", add_special_tokens=True)
+    assert np.array_equal(np.asarray(rs), want.row_splits) and np.array_equal(np.asarray(ids), want.ids)
+    log = eng.batch_log
+    assert log[0][0] == 0 and log[-1][1] == len(texts) and all(a[1] == b[0] for a, b in zip(log, log[1:]))
+
+
+@twin_only
+@pytest.mark.parametrize("family", ["roberta-base", "qwen3", "llama2", "clip-vit-base-patch32"])
+def test_twin_hybrid_loop(family, monkeypatch):
+    _check_hybrid("twin", family, monkeypatch)
+
+
+@on_device
+@pytest.mark.parametrize("family", ["roberta-base", "llama2"])
+def test_device_hybrid_loop(family, monkeypatch):
+    _check_hybrid("cuda", family, monkeypatch)
+
+
+@twin_only
+def test_twin_hybrid_tiktoken(monkeypatch):
+    """The hybrid loop for a tiktoken encoding (its own front end, ``GpuTiktoken``): the same ids
+    as ``device="cpu"`` with the allowed special tokens matched in both parts."""
+    from gpu_tok import gpu_engine as G
+
+    enc = tiktoken_enc("cl100k_base")
+    texts = [f"line {i} <|endoftext|> caf\u00e9 " * (i % 4) for i in range(60)] + bench_texts(20000)[:2]
+    want = enc.encode_batch_ids(texts, allowed_special="all", device="cpu")
+    g = G._engine_for(enc, "twin", lambda be: G.GpuTiktoken(enc, be))
+    monkeypatch.setattr(g.engine, "hybrid_min_bytes", 0)
+    monkeypatch.setattr(g.engine, "hybrid", 0.5)
+    monkeypatch.setattr(g.engine, "batch_bytes", 2000)
+    g.engine.stats = G._new_stats()
+    ids, rs = G.tiktoken_batch_ids(enc, texts, *enc._resolve_special("all", ()), "twin", None, True)
+    assert np.array_equal(rs, want.row_splits) and np.array_equal(ids, want.ids)
+    assert g.engine.stats["hybrid_cpu_bytes"] > 0 and g.engine.batch_log
+
+
+def test_hybrid_setting_and_share():
+    """``GPU_TOK_CUDA_HYBRID``'s values, and the "auto" share from the learnt rates: 1/2 until
+    both parts were timed; then where the two parts end together (``c / (c + g)``), within
+    the bounds; the device's least share where its host work alone costs more than the CPU
+    engine's; a rate under half the last replaces it, others are averaged in."""
+    from gpu_tok import gpu_engine as G
+
+    assert G.hybrid_setting(None) is None and G.hybrid_setting("") is None and G.hybrid_setting("0") is None
+    assert G.hybrid_setting("auto") == "auto" and G.hybrid_setting(" 0.25 ") == 0.25 and G.hybrid_setting("1") == 1.0
+    for bad in ("2", "-0.5", "yes", "nan"):
+        with pytest.raises(ValueError, match="GPU_TOK_CUDA_HYBRID"):
+            G.hybrid_setting(bad)
+    e = G.GpuEngine.__new__(G.GpuEngine)
+    e.hybrid, e._rates = "auto", None
+    assert e._gpu_share() == 0.5
+    e._learn(1 << 20, 1 << 20, 0.001, 0.002, 0.003)
+    h, g, c = (x * (1 << 20) for x in e._rates)
+    assert (round(h, 6), round(g, 6), round(c, 6)) == (0.001, 0.002, 0.003)
+    assert abs(e._gpu_share() - 0.003 / 0.005) < 1e-9  # the parts end together: 0.6
+    e._learn(1 << 20, 0, 0.003, 0.002, 0.0)  # host part averaged (0.002); the CPU rate kept (no bytes)
+    assert abs(e._rates[0] * (1 << 20) - 0.002) < 1e-12 and abs(e._rates[2] * (1 << 20) - 0.003) < 1e-12
+    e._learn(1 << 20, 1 << 20, 0.002, 0.0001, 0.003)  # a device rate under half the last: replaces it
+    assert abs(e._rates[1] * (1 << 20) - 0.0001) < 1e-12
+    assert e._gpu_share() == G._HYBRID_HI  # c / (c + g) = 0.97: the upper bound
+    e._rates = [5e-9, 1e-9, 2e-9]  # the device's host work alone costs more than the CPU engine's
+    assert e._gpu_share() == G._HYBRID_LO
+    e._learn(1000, 1000, 1.0, 1.0, 1.0)  # parts under _HYBRID_SAMPLE bytes: not counted
+    assert e._rates == [5e-9, 1e-9, 2e-9]
+    e.hybrid = 0.3
+    assert e._gpu_share() == 0.3
+
+
 @twin_only
 def test_twin_oom_halves_the_batch(monkeypatch):
     _check_oom_halving("twin", monkeypatch)
