@@ -504,7 +504,7 @@ def sentencepiece_tables(be: _Backend, sp) -> DeviceTables:
 class HostPieces:
     buf: np.ndarray  # uint8[M]
     starts: np.ndarray  # int32[P+1]
-    special: np.ndarray  # int32[P]
+    special: np.ndarray  # int32[P] (byte-level: left unwritten where model_only)
     first: np.ndarray  # int64[n+1]
     skip: Optional[np.ndarray]  # uint8[n]: documents the reference path encodes (rows left empty)
     stats: Tuple[int, int, int]  # model pieces of >= 2 bytes, long ones, the long ones' bytes (huge excluded)
@@ -540,7 +540,7 @@ class ByteLevelHost:
             skip = eng._nfc_skip(data, offsets, None, hint)
             H.lap(times, "nfc", t0)
             starts, special, first, stats = H.byte_level_pieces(eng, data, offsets, skip, parallel, threads, alloc,
-                                                                scratch, huge_bytes, times, hint)
+                                                                scratch, huge_bytes, times, hint, False)
             t0 = time.perf_counter()
             huge = _byte_level_huge(eng, data, starts, special, huge_bytes, threads, parallel) if stats[3] else None
             H.lap(times, "huge", t0)

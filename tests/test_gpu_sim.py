@@ -1105,8 +1105,35 @@ def test_host_pieces_equal_cpu_engine(family, monkeypatch):
         big = model & (lens > 1000)
         assert stats2 == (model.sum() - big.sum(), (model & (lens > 64)).sum() - big.sum(),
                           lens[model & (lens > 64)].sum() - lens[big].sum(), big.sum(), fixed)
+        # fill_special=False: with fixed pieces (these texts) every special is written all the same
+        _st, sp2, _f, stats3 = gpu_host.byte_level_pieces(eng, data, off, skip, parallel, 2, fill_special=False)
+        assert stats3 == stats and (np.array_equal(sp2, sp) or not fixed)
+    # without fixed pieces: the specials are left unwritten (the device sets them), but where a
+    # piece is over the huge limit (its ids are marked there): the rest -1; the rest as before
+    plain = [x for x in texts if not any(a in x for a in added)]
+    data, off = fast_cpu.pack(plain, None)
+    skip = None if family == "qwen3" else eng._nfc_skip(data, off, None)
+    if family == "qwen3":  # (its NFC check leaves documents to the reference path: fixed pieces)
+        plain = [x for x in plain if "\u0301" not in x]
+        data, off = fast_cpu.pack(plain, None)
+        skip = eng._nfc_skip(data, off, None)
+    st, _en, sp = eng.pieces(data, off, skip, False)
+    assert (sp == -1).all()
+    for parallel in (False, True):
+        for huge in (2 ** 62, 1000):
+            want = gpu_host.byte_level_pieces(eng, data, off, skip, parallel, 2, huge=huge)
+            alloc = lambda name, n, dt: np.full(n, 7, dt)  # noqa: E731 - unwritten items stay 7
+            got = gpu_host.byte_level_pieces(eng, data, off, skip, parallel, 2, alloc=alloc, huge=huge,
+                                             fill_special=False)
+            assert got[3] == want[3] and got[3][4] == 0 and np.array_equal(got[0], want[0])
+            assert np.array_equal(got[2], want[2])
+            if got[3][3]:
+                assert np.array_equal(got[1], want[1]), (parallel, huge)
+            else:
+                assert (got[1] == 7).all() and got[3][3] == 0, (parallel, huge)
+    assert (np.diff(st) > 1000).any()  # the huge case had one
     if family == "qwen3":
-        assert skip is not None and skip.any()
+        assert skip is not None and not skip.any()
 
 
 def _byte_level_engine(family):

@@ -106,13 +106,31 @@ def cut_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, out):
 
 
 @njit_noalloc(inline="always")
-def _gather_one(r, rec_start, rec_count, rec_id, pos, out, starts, special):
+def piece_terms(sp, n, short, huge):
+    """A piece's terms of the host step's counts ``(n_model, n_long, long_bytes, n_huge)``
+    (``sp``: its fixed id or -1, ``n``: its bytes; long: over ``short``), as 0/1 (no branch: whether a piece is a
+    model piece of two bytes or more is data no predictor follows). Shared by the byte-level,
+    SentencePiece (``sp_host``) and CLIP host steps."""
+    model = np.int64(sp == -1) & np.int64(n >= 2)
+    h = model & np.int64(n > huge)
+    mm = model & (1 - h)
+    lg = mm & np.int64(n > short)
+    return mm, lg, lg * n, h
+
+
+@njit_noalloc(inline="always")
+def _gather_one(r, rec_start, rec_count, rec_id, pos, out, starts, special, fill):
+    """Record ``r``'s pieces into ``starts`` from ``pos[r]``, and their ``special`` where
+    ``fill`` (with no fixed piece in the batch every ``special`` is -1: the GPU engine sets it
+    on the device, ``HostPieces.model_only``, and the copy of the starts is all that is left)."""
     o = pos[_U(r)]
     if rec_id[_U(r)] == -1:
         a = rec_start[_U(r)]
         for k in range(rec_count[_U(r)]):
             starts[_U(o + k)] = out[_U(a + k)]
-            special[_U(o + k)] = -1
+        if fill:
+            for k in range(rec_count[_U(r)]):
+                special[_U(o + k)] = -1
     else:
         starts[_U(o)] = np.int32(rec_start[_U(r)])
         special[_U(o)] = rec_id[_U(r)]
@@ -132,28 +150,33 @@ def piece_terms(sp, n, short, huge):
 
 
 @njit_noalloc(inline="always")
-def _stats_one(p, starts, special, huge):
-    """Piece ``p``'s ``piece_terms`` from the assembled arrays."""
-    return piece_terms(special[_U(p)], np.int64(starts[_U(p + 1)]) - np.int64(starts[_U(p)]), SHORT, huge)
+def _stats_one(p, starts, special, huge, fill):
+    """Piece ``p``'s ``piece_terms`` from the assembled arrays (its ``special`` -1 where not
+    ``fill``)."""
+    sp = special[_U(p)] if fill else np.int32(-1)
+    return piece_terms(sp, np.int64(starts[_U(p + 1)]) - np.int64(starts[_U(p)]), SHORT, huge)
 
 
 @njit_cached(parallel=True, nogil=True)
-def assemble_parallel(rec_start, rec_count, rec_id, pos, out, N, doc_offsets, starts, special, first, huge):
-    """Fill ``starts: int32[P+1]``, ``special: int32[P]``, ``first: int64[n+1]`` from the records
-    (``rec_id`` -1: pieces cut into ``out``; else one piece with that id) in text order;
-    returns ``(n_model, n_long, long_bytes, n_huge)``: model pieces of ``huge`` bytes or less
-    (2 bytes or more), the long ones among them and their bytes, and the pieces over ``huge``."""
+def assemble_parallel(rec_start, rec_count, rec_id, pos, out, N, doc_offsets, starts, special, first, huge, fill):
+    """Fill ``starts: int32[P+1]``, ``special: int32[P]`` (where ``fill``: ``_gather_one``),
+    ``first: int64[n+1]`` from the records (``rec_id`` -1: pieces cut into ``out``; else one
+    piece with that id) in text order; returns ``(n_model, n_long, long_bytes, n_huge)``:
+    model pieces of ``huge`` bytes or less (2 bytes or more), the long ones among them and
+    their bytes, and the pieces over ``huge``. (Counting as the records are gathered, each
+    piece's end the next one's start, was slower: 1.2-2x on this host's two threads, the
+    copy and the count no longer two plain loops.)"""
     R = rec_start.shape[0]
     P = pos[R]
     for r in prange(R):
-        _gather_one(r, rec_start, rec_count, rec_id, pos, out, starts, special)
+        _gather_one(r, rec_start, rec_count, rec_id, pos, out, starts, special, fill)
     starts[P] = N
     n_model = 0
     n_long = 0
     lb = 0
     nh = 0
     for p in prange(P):
-        a, b, c, h = _stats_one(p, starts, special, huge)
+        a, b, c, h = _stats_one(p, starts, special, huge, fill)
         n_model += a
         n_long += b
         lb += c
@@ -166,18 +189,18 @@ def assemble_parallel(rec_start, rec_count, rec_id, pos, out, N, doc_offsets, st
 
 
 @njit_cached
-def assemble_serial(rec_start, rec_count, rec_id, pos, out, N, doc_offsets, starts, special, first, huge):
+def assemble_serial(rec_start, rec_count, rec_id, pos, out, N, doc_offsets, starts, special, first, huge, fill):
     R = rec_start.shape[0]
     P = pos[R]
     for r in range(R):
-        _gather_one(r, rec_start, rec_count, rec_id, pos, out, starts, special)
+        _gather_one(r, rec_start, rec_count, rec_id, pos, out, starts, special, fill)
     starts[P] = N
     n_model = 0
     n_long = 0
     lb = 0
     nh = 0
     for p in range(P):
-        a, b, c, h = _stats_one(p, starts, special, huge)
+        a, b, c, h = _stats_one(p, starts, special, huge, fill)
         n_model += a
         n_long += b
         lb += c
@@ -214,7 +237,7 @@ def lap(times, key: str, t0: float) -> float:
 
 
 def byte_level_pieces(eng, data, doc_offsets, skip, parallel: bool, threads: int, alloc=None, scratch=None,
-                      huge: int = 2 ** 62, times=None, hint=None):
+                      huge: int = 2 ** 62, times=None, hint=None, fill_special: bool = True):
     """``(starts, special, first, (n_model, n_long, long_bytes, n_huge, n_fixed))`` for a
     ``ByteBPEEngine`` (module docstring; ``huge``: see ``huge_byte_level``; ``n_fixed``: the
     pieces whose ``special`` is not -1, added tokens and documents left to the reference
@@ -223,7 +246,10 @@ def byte_level_pieces(eng, data, doc_offsets, skip, parallel: bool, threads: int
     buffers, so nothing is copied again before the transfer); ``scratch(n)`` an ``int32``
     work array of at least ``n`` items kept between calls (fresh arrays by default).
     ``times``: a dict its parts' seconds are added to (``lap``), or None; ``hint``:
-    ``fast_cpu.pack_probed``'s flags of these documents (``ByteBPEEngine._segments``), or None."""
+    ``fast_cpu.pack_probed``'s flags of these documents (``ByteBPEEngine._segments``), or None.
+    ``fill_special=False``: where every piece's ``special`` is -1 (no fixed piece, no huge
+    one: ``n_fixed == 0`` and ``n_huge == 0``), it is left unwritten (the GPU engine sets it
+    on the device, ``HostPieces.model_only``)."""
     if data.shape[0] >= 2 ** 31:
         raise ValueError("a batch must stay below 2**31 bytes")
     if alloc is None:
@@ -278,11 +304,15 @@ def byte_level_pieces(eng, data, doc_offsets, skip, parallel: bool, threads: int
     starts = alloc("starts", P + 1, np.int32)
     special = alloc("special", P, np.int32)
     first = alloc("first", n + 1, np.int64)
+    n_fixed = int(m_s.shape[0] + sk.shape[0])
+    fill = fill_special or n_fixed > 0
     fn = assemble_parallel if parallel else assemble_serial
     stats = fn(rec_start, rec_count, rec_id, pos, out, data.shape[0], doc_offsets, starts, special, first,
-               np.int64(huge))
+               np.int64(huge), fill)
+    if not fill and stats[3]:  # huge pieces: marked in special (huge_byte_level), the rest -1
+        special[:] = -1
     lap(times, "assemble", t0)
-    return starts, special, first, tuple(int(x) for x in stats) + (int(m_s.shape[0] + sk.shape[0]),)
+    return starts, special, first, tuple(int(x) for x in stats) + (n_fixed,)
 
 
 def skipped_starts(skip, doc_offsets):
