@@ -2468,13 +2468,19 @@ def _sp_key(buf, a, b, cache, lidx, w, q, kw0, kw1, kh):
 @njit_noalloc(inline="always")
 def _sp_find(buf, a, n, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o):
     """The ids of word ``buf[a:a + n]`` (keyed by ``_sp_key``) from the word
-    caches to ``out[o:]``; returns how many, or -1 when they do not hold it."""
+    caches to ``out[o:]``; returns how many, or -1 when they do not hold it. A short-cache
+    hit is the byte-level engine's ``_encode_hit`` (three ids written whatever the count, no
+    loop; ``out`` has room for ``n`` ids from ``o``: ids never outnumber the normalized
+    bytes); the wide cache is probed only for words of more than ``_SHORT_IDS`` bytes (a
+    shorter word has at most that many ids: it is in the short cache if anywhere), so a
+    miss of a short word does not wait on memory for it. Both together: llama2, gemma3 and
+    mistral 4-14% faster (RESULTS 2026-12-06 17:20)."""
     if 2 <= n <= _SHORT_KEY:
-        slot = _short_slot(cache, h)
-        if _find_to_front(cache, w, slot, pw0, pw1):
-            return _entry_ids(cache, w, slot, out, o)
+        o2 = _encode_hit(n, _short_slot(cache, h), pw0, pw1, cache, w, out, o)
+        if o2 >= 0:
+            return o2 - o
         wslot = _wide_slot(wide, h)
-        if _find_to_front(wide, w, wslot, pw0, pw1):
+        if n > _SHORT_IDS and _find_to_front(wide, w, wslot, pw0, pw1):
             return _entry_ids(wide, w, wslot, out, o)
     elif _SHORT_KEY < n <= _LONG_MAX:
         return _long_find(buf, a, n, h, _long_set(lidx, h), lidx, lbytes, lids, w, out, o)
