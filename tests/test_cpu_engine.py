@@ -712,6 +712,40 @@ def test_long_cache_rings_forget_what_they_overwrote():
     assert get(90, 70, 28) is None
 
 
+def test_long_cache_compares_every_byte():
+    """``_long_find`` confirms a hash hit on the bytes, eight at a time where eight bytes past
+    both ends can be read (else byte by byte): a piece of the same length and hash that
+    differs in any one byte (the first, either side of a word boundary, the last, in the
+    masked tail) is not found; the same bytes elsewhere in the text are, by either path."""
+    from gpu_tok.kernels import engine_cpu as K
+
+    lidx = np.zeros((1, 9, 4), np.uint64)
+    lbytes = np.zeros((1, 256), np.uint8)
+    lids = np.zeros((1, 64), np.int32)
+    word = b"abcdefghijklmnopqrstu"  # 21 bytes: two words and a tail of 5
+    n = len(word)
+    texts = [word]
+    for k in (0, 6, 7, 8, 15, 16, 17, 20):
+        texts.append(word[:k] + b"#" + word[k + 1:])
+    blob = b"".join(texts) + word  # the same bytes again at the very end: the byte-by-byte path
+    data = np.frombuffer(bytearray(blob), np.uint8)
+    out = np.zeros(64, np.int32)
+    h = np.uint64(40)
+    out[:3] = [7, 8, 9]
+    K._long_insert(data, 0, n, 3, h, K._long_set(lidx, h), lidx, lbytes, lids, 0, out, 0)
+
+    def get(a):
+        out[:] = -1
+        c = K._long_find(data, a, n, h, K._long_set(lidx, h), lidx, lbytes, lids, 0, out, 0)
+        return None if c < 0 else out[:c].tolist()
+
+    assert get(0) == [7, 8, 9]
+    for i in range(1, len(texts)):
+        assert get(i * n) is None, texts[i]
+    end = len(blob) - n
+    assert end + n + 8 > data.shape[0] and get(end) == [7, 8, 9]
+
+
 def test_nfc_check_equals_reference():
     from gpu_tok.config import UnicodeNormalizer
     from gpu_tok.cpu_ref.normalizers import normalize_str

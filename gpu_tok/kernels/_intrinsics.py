@@ -69,6 +69,19 @@ def load64(typingctx, arr, i):
 
 
 @intrinsic
+def load64_2(typingctx, arr, i, j):
+    """``load64`` of ``arr[i, j:j + 8]`` in a two-dimensional ``uint8`` array (a row's bytes;
+    the caller keeps ``j + 8`` within the row)."""
+    sig = types.uint64(arr, i, j)
+
+    def codegen(context, builder, signature, args):
+        ptr = _item_ptr(context, builder, signature, args, 2)
+        return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
+
+    return sig, codegen
+
+
+@intrinsic
 def ctz64(typingctx, x):
     """Trailing zero bits of a ``uint64`` (64 for 0), LLVM ``llvm.cttz.i64``."""
     sig = types.uint64(types.uint64)

@@ -40,6 +40,7 @@ from numba import prange
 from ._intrinsics import ctz64 as _ctz64
 from ._intrinsics import range_mask64 as _range_mask64
 from ._intrinsics import load64 as _load64
+from ._intrinsics import load64_2 as _load64_2
 from ._intrinsics import prefetch1 as _prefetch1
 from ._intrinsics import prefetch3 as _prefetch3
 from ._intrinsics import cas3 as _cas3
@@ -1942,6 +1943,22 @@ def _long_set(lidx, lh):
 
 
 @njit_noalloc(inline="always")
+def _words_equal(data, a, lbytes, w, bo, n):
+    """Whether ``data[a:a + n]`` equals ``lbytes[w, bo:bo + n]``, compared eight bytes at a
+    time (the last word masked to the bytes left; the caller keeps eight bytes past both
+    ends readable). The byte loop it replaces was a sixth of the SentencePiece engine's time
+    on code (llama2: an indentation and its word are one long-cache word)."""
+    k = 0
+    while k + 8 <= n:
+        if _load64(data, a + k) != _load64_2(lbytes, w, bo + k):
+            return False
+        k += 8
+    if k < n:
+        return ((_load64(data, a + k) ^ _load64_2(lbytes, w, bo + k)) & _KEY_MASKS[_U(n - k)]) == np.uint64(0)
+    return True
+
+
+@njit_noalloc(inline="always")
 def _long_find(data, a, n, lh, lslot, lidx, lbytes, lids, w, out, o):
     """The ids of piece ``data[a:a + n]`` (hash ``lh``) from the long cache to ``out[o:]``;
     returns how many, or -1 when it is not there (or the rings overwrote it)."""
@@ -1957,11 +1974,14 @@ def _long_find(data, a, n, lh, lslot, lidx, lbytes, lids, w, out, o):
             if btot > bp + nb or itot > ip + ni:
                 continue  # the rings went round past it
             bo = bp & (nb - 1)
-            same = True
-            for k in range(n):
-                if lbytes[_U(w), _U(bo + k)] != data[_U(a + k)]:
-                    same = False
-                    break
+            if a + n + 8 <= data.shape[0] and bo + n + 8 <= nb:  # eight bytes at a time
+                same = _words_equal(data, a, lbytes, w, bo, n)
+            else:
+                same = True
+                for k in range(n):
+                    if lbytes[_U(w), _U(bo + k)] != data[_U(a + k)]:
+                        same = False
+                        break
             if same:
                 c = np.int64(lidx[_U(w), _U(e), 3] >> np.uint64(32))
                 io = ip & (ni - 1)
