@@ -1186,7 +1186,9 @@ def test_device_cut_equals_host_step(family):
         P = want.special.shape[0]
         assert got.device is not None and got.P == P, family
         assert np.array_equal(got.starts[:P + 1], want.starts), family
-        assert np.array_equal(got.special[:P], want.special), family
+        # (a batch with no fixed piece: the host step leaves every special to the device, -1)
+        want_special = np.full(P, -1, np.int32) if want.model_only else want.special
+        assert np.array_equal(got.special[:P], want_special), family
         assert np.array_equal(got.first[:n + 1], want.first), family
         assert tuple(got.stats) == tuple(want.stats), family
         assert np.array_equal(np.asarray(got.buf), np.asarray(want.buf))
@@ -1197,7 +1199,7 @@ def test_device_cut_equals_host_step(family):
     if family == "qwen3":
         assert want.skip is not None and want.skip.any()
     if eng.spec.raw_tokens or eng.spec.norm_tokens:
-        assert (want.special >= 0).any()
+        assert not want.model_only and (want.special >= 0).any()
     E.huge_bytes = 1000  # the long line and the runs: pieces the host encodes
     got = E._device_step(host, data, off, 0, n, None, 1, hint)
     assert got.device is None and got.huge is not None and E.stats["device_cut_refused"] == 1
