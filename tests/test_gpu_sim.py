@@ -804,8 +804,6 @@ def _check_overlapped(device, family, monkeypatch):
     NFC-changed documents, the same ids as ``device="cpu"``, batches collected once each in
     order; an error on the worker is raised to the caller (the worker ends); an out-of-memory
     error mid-call runs the whole call again on the plain loop, which halves the batch."""
-    from numba.cuda.cudadrv.driver import CudaAPIError
-
     from gpu_tok import gpu_engine as G
 
     t = tok(family)
@@ -848,22 +846,34 @@ def _check_overlapped(device, family, monkeypatch):
     assert not [th for th in threading.enumerate() if th.name == "gpu_tok-host-step"]
     monkeypatch.setattr(type(g.host), "pieces", real_pieces)
     # out of memory on the third batch: the plain loop does the whole call, halving
+    assert len(_oom_then_plain(g, texts, want, 3, monkeypatch)) > 3
+
+
+def _oom_then_plain(g, texts, want, at, monkeypatch):
+    """An out-of-memory error on the ``at``-th batch launched of ``g.encode_ids(texts)`` (the
+    template's ids on): the whole call runs again on the plain loop (which halves the batch),
+    its batches covering the documents in order once, its ids ``want``'s; returns the
+    batches launched."""
+    from numba.cuda.cudadrv.driver import CudaAPIError
+
+    from gpu_tok import gpu_engine as G
+
     real_launch = G.GpuEngine._launch
     launches = []
 
     def launch(self, hp, d0, d1, slot):
         launches.append((d0, d1))
-        if len(launches) == 3:
+        if len(launches) == at:
             raise CudaAPIError(2, "CUDA_ERROR_OUT_OF_MEMORY (injected)")
         return real_launch(self, hp, d0, d1, slot)
 
     monkeypatch.setattr(G.GpuEngine, "_launch", launch)
-    eng.batch_log.clear()
+    g.engine.batch_log.clear()
     ids, rs = g.encode_ids(texts, True, None, True)
     assert np.array_equal(np.asarray(rs), want.row_splits) and np.array_equal(np.asarray(ids), want.ids)
-    log = eng.batch_log
+    log = g.engine.batch_log
     assert log[0][0] == 0 and log[-1][1] == len(texts) and all(a[1] == b[0] for a, b in zip(log, log[1:]))
-    assert len(launches) > 3
+    return launches
 
 
 @twin_only
@@ -885,8 +895,6 @@ def _check_hybrid(device, family, monkeypatch):
     documents: the same ids as ``device="cpu"``, the device's batches in order with the CPU
     engine's parts between them; ids left on the device (CuPy) and CLIP's engine take the
     plain loop; an out-of-memory error mid-call runs the whole call again on the plain loop."""
-    from numba.cuda.cudadrv.driver import CudaAPIError
-
     from gpu_tok import gpu_engine as G
 
     t = tok(family)
@@ -934,24 +942,9 @@ def _check_hybrid(device, family, monkeypatch):
     # out of memory on the device's second batch: the plain loop does the whole call, halving
     monkeypatch.setattr(eng, "hybrid", 0.5)
     monkeypatch.setattr(eng, "batch_bytes", 900)
-    real_launch = G.GpuEngine._launch
-    launches = []
-
-    def launch(self, hp, d0, d1, slot):
-        launches.append((d0, d1))
-        if len(launches) == 2:
-            raise CudaAPIError(2, "CUDA_ERROR_OUT_OF_MEMORY (injected)")
-        return real_launch(self, hp, d0, d1, slot)
-
-    monkeypatch.setattr(G.GpuEngine, "_launch", launch)
-    eng.batch_log.clear()
-    eng.stats = G._new_stats()
-    want = t.encode_batch_ids(texts, device="cpu")
-    ids, rs = g.encode_ids(texts, True, None, True)
-    want = t.encode_batch_ids(texts, device="cpu", add_special_tokens=True)
-    assert np.array_equal(np.asarray(rs), want.row_splits) and np.array_equal(np.asarray(ids), want.ids)
-    log = eng.batch_log
-    assert log[0][0] == 0 and log[-1][1] == len(texts) and all(a[1] == b[0] for a, b in zip(log, log[1:]))
+    hybrid_calls.clear()
+    _oom_then_plain(g, texts, t.encode_batch_ids(texts, device="cpu", add_special_tokens=True), 2, monkeypatch)
+    assert hybrid_calls
 
 
 @twin_only

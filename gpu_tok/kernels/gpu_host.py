@@ -106,19 +106,6 @@ def cut_serial(data, seg_s, seg_e, fam, end_whole, tab, fold, out):
 
 
 @njit_noalloc(inline="always")
-def piece_terms(sp, n, short, huge):
-    """A piece's terms of the host step's counts ``(n_model, n_long, long_bytes, n_huge)``
-    (``sp``: its fixed id or -1, ``n``: its bytes; long: over ``short``), as 0/1 (no branch: whether a piece is a
-    model piece of two bytes or more is data no predictor follows). Shared by the byte-level,
-    SentencePiece (``sp_host``) and CLIP host steps."""
-    model = np.int64(sp == -1) & np.int64(n >= 2)
-    h = model & np.int64(n > huge)
-    mm = model & (1 - h)
-    lg = mm & np.int64(n > short)
-    return mm, lg, lg * n, h
-
-
-@njit_noalloc(inline="always")
 def _gather_one(r, rec_start, rec_count, rec_id, pos, out, starts, special, fill):
     """Record ``r``'s pieces into ``starts`` from ``pos[r]``, and their ``special`` where
     ``fill`` (with no fixed piece in the batch every ``special`` is -1: the GPU engine sets it
