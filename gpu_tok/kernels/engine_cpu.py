@@ -1946,8 +1946,9 @@ def _long_set(lidx, lh):
 def _words_equal(data, a, lbytes, w, bo, n):
     """Whether ``data[a:a + n]`` equals ``lbytes[w, bo:bo + n]``, compared eight bytes at a
     time (the last word masked to the bytes left; the caller keeps eight bytes past both
-    ends readable). The byte loop it replaces was a sixth of the SentencePiece engine's time
-    on code (llama2: an indentation and its word are one long-cache word)."""
+    ends readable). The byte loop it replaces took about 12% of the SentencePiece engine's
+    samples in ``_sp_doc`` on code (llama2, one thread: an indentation and its word are one
+    long-cache word; RESULTS 2026-12-06 17:30)."""
     k = 0
     while k + 8 <= n:
         if _load64(data, a + k) != _load64_2(lbytes, w, bo + k):
