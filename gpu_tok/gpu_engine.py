@@ -1082,17 +1082,8 @@ class GpuEngine:
         """Document ranges of at most ``batch_bytes`` bytes each (at least one document); an
         input of more than ``_MIN_BATCH_BYTES`` is cut into at least ``_SPLIT`` batches of at
         least that size, so host and device work overlap."""
-        n = offsets.shape[0] - 1
-        total = int(offsets[-1]) if n else 0
-        size = min(self.batch_bytes, max(self.min_batch_bytes, -(-total // _SPLIT)))
-        out = []
-        d0 = 0
-        while d0 < n:
-            d1 = int(np.searchsorted(offsets, offsets[d0] + size, side="right")) - 1
-            d1 = min(max(d1, d0 + 1), n)
-            out.append((d0, d1))
-            d0 = d1
-        return out
+        total = int(offsets[-1]) if offsets.shape[0] > 1 else 0
+        return _ranges(offsets, min(self.batch_bytes, max(self.min_batch_bytes, -(-total // _SPLIT))))
 
     def encode_packed(self, host, data: np.ndarray, offsets: np.ndarray, num_threads: Optional[int] = None,
                       device_out: bool = False, prefix: Optional[np.ndarray] = None,
@@ -1103,9 +1094,10 @@ class GpuEngine:
         the reference path (None when there are none). CuPy arrays when ``device_out``.
         ``hint``: ``fast_cpu.pack_probed``'s flags per document (the host step then skips the
         added-token and NFC passes over documents that cannot hold what they look for).
-        ``cpu(d0, d1)``: documents ``[d0, d1)`` of ``data`` encoded by the CPU engine, ``(ids,
-        row_splits, skip)`` as a batch's (the template's ids around each row), for the hybrid
-        loop (``hybrid``; None: the device alone)."""
+        ``cpu(buf, off, d0, d1)``: documents ``[d0, d1)`` (their bytes ``buf``, offsets ``off``
+        from 0) encoded by the CPU engine, ``(ids, row_splits, skip)`` as a batch's (the
+        template's ids around each row), for the hybrid loop (``hybrid``; None: the device
+        alone)."""
         with self._lock:
             return self._encode_packed(host, data, offsets, num_threads, device_out, prefix, suffix, hint, cpu)
 
@@ -1435,7 +1427,7 @@ class GpuEngine:
         parts: list = []
         skips: list = []
         s = self._streams[0]
-        for r0, r1 in self._rounds(offsets):
+        for r0, r1 in _ranges(offsets, self.batch_bytes):
             f = self._gpu_share()
             lo = int(offsets[r0])
             at = lo + (1.0 - f) * (int(offsets[r1]) - lo)
@@ -1453,19 +1445,20 @@ class GpuEngine:
                 flight = self._launch(hp, c, r1, 0)
                 e1 = be.event(s)
                 t2 = time.perf_counter()
-                # the launches' time is the host's (the twins ran the kernels in it: their device time)
-                host_s = t1 - t0 + (t2 - t1 if e0 is not None else 0.0)
-                dev_s = 0.0 if e0 is not None else t2 - t1
-            t2 = time.perf_counter()
+                # the host step's and the launches' time is the host's (the twins ran the kernels
+                # in the launches: their device time)
+                host_s, dev_s = (t2 - t0, 0.0) if e0 is not None else (t1 - t0, t2 - t1)
+            t2 = time.perf_counter()  # the CPU engine's part from here
             if c > r0:
-                ids, rs, skip = cpu(r0, c)
+                a, b = lo, int(offsets[c])
+                ids, rs, skip = cpu(data[a:b], offsets[r0:c + 1] - a, r0, c)
                 count = int(ids.shape[0])
                 _copy_ids(ids, sink.ids_at(count), sink.threads)
                 sink.rs[r0:c + 1] = rs + sink.t
                 sink.t += count
                 skips.append((skip, c - r0))
                 cpu_s = time.perf_counter() - t2
-                self.stats["hybrid_cpu_bytes"] += int(offsets[c]) - lo
+                self.stats["hybrid_cpu_bytes"] += b - a
                 self.stats["hybrid_cpu_s"] += cpu_s
             if flight is not None:
                 be.sync(s)
@@ -1478,19 +1471,6 @@ class GpuEngine:
             self._learn(int(offsets[r1]) - int(offsets[c]), int(offsets[c]) - lo, host_s, dev_s, cpu_s)
         self._ev_collect()
         return self._join(parts, skips, n, sink)
-
-    def _rounds(self, offsets) -> List[Tuple[int, int]]:
-        """The hybrid loop's rounds: document ranges of at most ``batch_bytes`` bytes (at least
-        one document each)."""
-        n = offsets.shape[0] - 1
-        out = []
-        d0 = 0
-        while d0 < n:
-            d1 = int(np.searchsorted(offsets, offsets[d0] + self.batch_bytes, side="right")) - 1
-            d1 = min(max(d1, d0 + 1), n)
-            out.append((d0, d1))
-            d0 = d1
-        return out
 
     def _gpu_share(self) -> float:
         """The device's share of a round's bytes: ``hybrid`` where it is a number; "auto": 1/2
@@ -1621,6 +1601,19 @@ def _chunks(seg_s, seg_e, size: int):
     ch_end = np.ascontiguousarray(seg_e[si], dtype=np.int64)
     return (ch_lo.astype(np.int64), np.minimum(ch_lo + size, ch_end).astype(np.int64), ch_end,
             (k == 0).astype(np.uint8))
+
+
+def _ranges(offsets: np.ndarray, size: int) -> List[Tuple[int, int]]:
+    """Document ranges of at most ``size`` bytes each (at least one document each)."""
+    n = offsets.shape[0] - 1
+    out = []
+    d0 = 0
+    while d0 < n:
+        d1 = int(np.searchsorted(offsets, offsets[d0] + size, side="right")) - 1
+        d1 = min(max(d1, d0 + 1), n)
+        out.append((d0, d1))
+        d0 = d1
+    return out
 
 
 def _copy_ids(src: np.ndarray, dst: np.ndarray, threads: Optional[int]) -> None:
@@ -1803,15 +1796,13 @@ class GpuTokenizer:
             eng = cpu.engine
             template = (pre, suf) if pre is not None and (pre.shape[0] or suf.shape[0]) else None
 
-            def run(d0, d1):
-                a, b = int(offsets[d0]), int(offsets[d1])
-                return eng.run_ids(data[a:b], offsets[d0:d1 + 1] - a, num_threads=num_threads, template=template,
+            def run(buf, off, d0, d1):
+                return eng.run_ids(buf, off, num_threads=num_threads, template=template,
                                    hint=None if hint is None else hint[d0:d1])
             return run
         if isinstance(cpu, CpuSentencePieceEngine):
-            def run_sp(d0, d1):
-                a, b = int(offsets[d0]), int(offsets[d1])
-                ids, rs = cpu.encode_packed(data[a:b], offsets[d0:d1 + 1] - a, pre is not None, num_threads)
+            def run_sp(buf, off, d0, d1):
+                ids, rs = cpu.encode_packed(buf, off, pre is not None, num_threads)
                 return ids, rs, None
             return run_sp
         return None
@@ -1839,9 +1830,8 @@ class GpuTiktoken:
         device_out = not return_numpy and self.engine.be.name == "cuda" and _cupy() is not None
         eng = host.eng
 
-        def cpu(d0, d1):  # the CPU engine on documents [d0, d1) (the hybrid loop)
-            a, b = int(offsets[d0]), int(offsets[d1])
-            return eng.run_ids(data[a:b], offsets[d0:d1 + 1] - a, num_threads=num_threads)
+        def cpu(buf, off, d0, d1):  # the CPU engine on documents [d0, d1) (the hybrid loop)
+            return eng.run_ids(buf, off, num_threads=num_threads)
 
         ids, rs, _skip = self.engine.encode_packed(host, data, offsets, num_threads, device_out, cpu=cpu)
         return ids, rs
