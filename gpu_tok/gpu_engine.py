@@ -1264,13 +1264,14 @@ class GpuEngine:
         return have[1]
 
     def _scanner_tables(self, eng):
-        """``(family code, end_whole, class table, fold table)`` of ``eng``'s scanner, the
+        """``(family code, end_whole, class table, fold table)`` of ``eng``'s scanner (the
+        code: the length of the CPU kernels' family marker, ``pretok_cpu.family_marker``), the
         tables on the device (uploaded once per engine)."""
         key = id(eng)
         have = self._scanners.get(key)
         if have is None or have[0] is not eng:
             fam, end_whole, tab, fold = eng._pretok._prepare(eng.spec.family, eng.spec.dialect)
-            have = self._scanners[key] = (eng, int(fam), bool(end_whole), self.be.upload(tab), self.be.upload(fold))
+            have = self._scanners[key] = (eng, len(fam), bool(end_whole), self.be.upload(tab), self.be.upload(fold))
         return have[1:]
 
     def _take(self, f: _Flight, parts: list, skips: list, prefix, suffix, sink) -> None:

@@ -703,6 +703,45 @@ def test_two_byte_letter_masks_match_their_constants():
     assert seen > 3 * 4 * 300  # the letters are many: not a check that passes on empty masks
 
 
+@pytest.mark.parametrize("family", ["gpt2", "cl100k", "qwen", "o200k"])
+def test_each_family_compiles_its_own_scanner_only(family, monkeypatch):
+    """The family reaches the scanning kernels as a marker (``family_marker``: one compiled
+    copy per family) and each kernel names the families' scanners in an ``if`` on ``code =
+    len(fam)`` in its own body, which Numba prunes before it inlines them (decision 0036: a
+    cold start's compile, gpt2, 75 -> 50 s; a helper holding the ``if`` was inlined with
+    every family in it, then pruned). A fresh compile of ``_scan_range`` for the family:
+    the functions Numba inlined into it (each goes through ``InlineWorker``'s front end)
+    are its own window and piece function, no other family's. It still cuts as the serial
+    scan does."""
+    import numba
+    from numba.core import inline_closurecall
+
+    own = {"gpt2": "gpt2", "cl100k": "cl100k", "qwen": "cl100k", "o200k": "o200k"}[family]
+    fam, end_whole, tab, fold = P._prepare(family, "onig")
+    assert len(fam) == P._FAMILY_CODE[family]
+    inlined = set()
+    front = inline_closurecall.InlineWorker.run_untyped_passes
+
+    def seen(self, func, *args, **kwargs):
+        inlined.add(func.__name__)
+        return front(self, func, *args, **kwargs)
+
+    monkeypatch.setattr(inline_closurecall.InlineWorker, "run_untyped_passes", seen)
+    scan = numba.njit(P._scan_range.py_func)  # a fresh dispatcher: compiled here, not loaded
+    text = "He said 'twas  fine, 42 times.\n\tOK é中文 " * 4
+    data = np.frombuffer(bytearray(text.encode() + b"\0" * 64), np.uint8)
+    n = len(text.encode())
+    mask = np.zeros(data.shape[0], np.uint8)
+    scan(data, 0, n, n, fam, end_whole, tab, fold, mask)
+    monkeypatch.undo()
+    want = np.zeros(data.shape[0], np.uint8)
+    P.scan_mask(data, np.array([0], np.int64), np.array([n], np.int64), family, "onig", want, parallel=False)
+    assert np.array_equal(mask, want) and int(mask.sum()) > 20
+    for other in ("gpt2", "cl100k", "o200k"):
+        for fn in (f"_{other}_window", f"_{other}_starts", f"_piece_{other}"):
+            assert (fn in inlined) == (other == own), (family, fn, sorted(inlined))
+
+
 def test_gpt2_window_compiles_without_byte_inserts():
     """gpt2's 64-byte window (``_gpt2_starts``) keeps its ASCII class masks on 64-bit words
     (``_intrinsics.opaque64``, decision 0018's addendum of 2026-12-02): without it LLVM

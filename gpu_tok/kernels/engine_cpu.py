@@ -1021,7 +1021,8 @@ def _template_row(ids, row_splits, prefix, suffix, out, rs, d):
 from numba import get_thread_id  # noqa: E402
 
 
-from .pretok_cpu import _dec, _next_piece, _plan, _window_starts, unit_stop, unit_sync  # noqa: E402
+from .pretok_cpu import (_F_GPT2, _F_O200K, _F_QWEN, _cl100k_window, _dec, _gpt2_window, _o200k_window,  # noqa: E402
+                         _piece_cl100k_inline, _piece_gpt2_inline, _piece_o200k_inline, _plan, unit_stop, unit_sync)
 
 _M32 = np.uint64(0xFFFFFFFF)
 # A 0 passed to a compiled callee (a worker index, a first item, a counter's start):
@@ -1204,12 +1205,19 @@ def _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc, cache, lidx, w
     """Cut up to ``_BATCH`` pieces from ``i`` (before ``stop``): their starts in ``ps[:nb]``,
     the end of the last in ``ps[nb]`` (``ps = sc[0]``), each piece keyed and its cache line
     prefetched as soon as it is cut (``_key_piece``); returns ``nb``."""
+    code = len(fam)  # the family's code, a constant here (pretok_cpu.family_marker)
     ps = sc[0]
     nb = 0
     n = data.shape[0]
     while i < stop and nb < _BATCH:
         if i + 64 <= n:  # the pieces a 64-byte window settles, from its mask of piece starts
-            m = _window_starts(data, i, end, stop, fam) >> np.uint64(1)
+            if code == _F_GPT2:  # the family's scanner only (pretok_cpu, the note above _gpt2_window)
+                m = _gpt2_window(data, i, end, stop)
+            elif code == _F_O200K:
+                m = _o200k_window(data, i, end, stop)
+            else:
+                m = _cl100k_window(data, i, end, stop, 1 if code == _F_QWEN else 3)
+            m >>= np.uint64(1)
             if m != 0:
                 base = i + 1
                 while m != 0 and nb < _BATCH:
@@ -1221,7 +1229,12 @@ def _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc, cache, lidx, w
                     m &= m - np.uint64(1)
                 continue
         ps[_U(nb)] = i
-        j = _next_piece(data, i, end, fam, end_whole, tab, fold)
+        if code == _F_GPT2:
+            j = _piece_gpt2_inline(data, i, end, tab, fold)
+        elif code == _F_O200K:
+            j = _piece_o200k_inline(data, i, end, tab, fold)
+        else:
+            j = _piece_cl100k_inline(data, i, end, tab, fold, 1 if code == _F_QWEN else 3, end_whole)
         _key_piece(data, nb, i, j, sc, cache, lidx, w)
         i = j
         nb += 1

@@ -31,7 +31,8 @@ from .engine_cpu import _SHORT, _bpe_long, _copy_bytes, _heap_scratch, _sp_word,
 from .hash_table import njit_cached, njit_noalloc
 from .hash_table import uidx as _U
 from ._intrinsics import ctz64
-from .pretok_cpu import _next_piece, _plan, _window_starts, unit_stop, unit_sync
+from .pretok_cpu import (_F_GPT2, _F_O200K, _F_QWEN, _cl100k_window, _gpt2_window, _o200k_window, _piece_cl100k_inline,
+                         _piece_gpt2_inline, _piece_o200k_inline, _plan, unit_stop, unit_sync)
 from .workqueue import take
 
 SHORT = 64  # bpe_cuda.SHORT
@@ -41,11 +42,18 @@ SHORT = 64  # bpe_cuda.SHORT
 def _cut_range(data, start, stop, end, fam, end_whole, tab, fold, out, o):
     """Starts of the pieces that start in ``[start, stop)`` of the segment ending at ``end``
     into ``out[o:]`` (``pretok_cpu._scan_range``); returns the new ``o``."""
+    code = len(fam)  # the family's code, a constant here (pretok_cpu.family_marker)
     i = start
     n = data.shape[0]
     while i < stop:
         if i + 64 <= n:  # pure-ASCII stretches 64 bytes at a time
-            m = _window_starts(data, i, end, stop, fam) >> np.uint64(1)
+            if code == _F_GPT2:  # the family's scanner only (pretok_cpu, the note above _gpt2_window)
+                m = _gpt2_window(data, i, end, stop)
+            elif code == _F_O200K:
+                m = _o200k_window(data, i, end, stop)
+            else:
+                m = _cl100k_window(data, i, end, stop, 1 if code == _F_QWEN else 3)
+            m >>= np.uint64(1)
             if m != 0:
                 base = i + 1
                 while m != 0:
@@ -56,7 +64,12 @@ def _cut_range(data, start, stop, end, fam, end_whole, tab, fold, out, o):
                 continue
         out[_U(o)] = i
         o += 1
-        i = _next_piece(data, i, end, fam, end_whole, tab, fold)
+        if code == _F_GPT2:
+            i = _piece_gpt2_inline(data, i, end, tab, fold)
+        elif code == _F_O200K:
+            i = _piece_o200k_inline(data, i, end, tab, fold)
+        else:
+            i = _piece_cl100k_inline(data, i, end, tab, fold, 1 if code == _F_QWEN else 3, end_whole)
     return o
 
 

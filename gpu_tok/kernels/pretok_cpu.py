@@ -61,7 +61,8 @@ Kernels
 ``_piece_gpt2(data, i, e, tab, fold)``, ``_piece_cl100k(data, i, e, tab, fold,
 max_digits, end_whole)`` and ``_piece_o200k(data, i, e, tab, fold)`` return the end of
 the piece that starts at byte ``i`` of a segment ending at ``e``; ``_prepare(family,
-dialect)`` gives ``(family code, end_whole, tab, fold)`` for them. They are compiled
+dialect)`` gives ``(family marker, end_whole, tab, fold)`` for the kernels that loop over
+them (``family_marker``: one compiled copy per family). They are compiled
 without NRT (see the note above them) so that other kernels can call them per piece
 cheaply; ``_scan_range`` loops over them to fill the mask.
 
@@ -542,7 +543,8 @@ def _ascii_classes(data, i, opaque=False):
     r"""``(letters, digits, space, 
 , other white space or space)`` masks of ``data[i:i + 64]``
     (the ASCII classes of every family: ``\s`` is ``[	
- ]`` over ASCII in both dialects)."""
+
+ ]`` over ASCII in both dialects)."""
     lett = _mask(data, i, 0x41, 0x5A, opaque) | _mask(data, i, 0x61, 0x7A, opaque)
     dig = _mask(data, i, 0x30, 0x39, opaque)
     sp = _mask(data, i, 0x20, 0x20, opaque)
@@ -980,9 +982,20 @@ def _piece_o200k(data, i, e, tab, fold):
     return _ws_run(data, i, e, tab, True, False)
 
 
-# family codes inside the kernels
-_F_GPT2, _F_CL100K, _F_QWEN, _F_O200K = 0, 1, 2, 3
+# family codes inside the kernels (1..4: a family marker's length, ``family_marker``)
+_F_GPT2, _F_CL100K, _F_QWEN, _F_O200K = 1, 2, 3, 4
 _FAMILY_CODE = {"gpt2": _F_GPT2, "cl100k": _F_CL100K, "qwen": _F_QWEN, "o200k": _F_O200K}
+
+
+def family_marker(code: int) -> tuple:
+    """The family as the CPU kernels take it: a tuple of ``code`` zeros, so each family is
+    a distinct argument type and Numba compiles a copy of every kernel that takes it per
+    family. A kernel that scans reads its code as ``code = len(fam)`` (a constant of the
+    compiled copy: Numba rewrites ``len`` of a tuple argument to its length) and names the
+    families' scanners in an ``if`` on it (the note above ``_gpt2_window``), which Numba
+    prunes to the copy's own family before it inlines them (decision 0036). Where Numba did
+    not prune, the ``if`` stays a runtime test: the same pieces, a slower compile."""
+    return (0,) * code
 
 
 _piece_gpt2_inline = _inline_twin(_piece_gpt2)
@@ -991,9 +1004,9 @@ _piece_o200k_inline = _inline_twin(_piece_o200k)
 
 
 @njit_noalloc(inline="always")
-def _window_starts(data, i, e, stop, fam):
-    """The family's 64-byte window at ``i`` (``_gpt2_starts`` and the others); needs
-    ``i + 64 <= data.shape[0]``.
+def _mixed_start(data, i):
+    """Whether a 64-byte window at ``i`` settles bit 0 alone: a byte >= 0x80 among its
+    first three.
 
     A window settles bit ``k`` only when the bytes up to ``k + 1`` at least are ASCII (or
     its two-byte letters, ``_pair_masks``), so with a byte >= 0x80 among the first three it
@@ -1005,18 +1018,35 @@ def _window_starts(data, i, e, stop, fam):
     windows too) was measured slower: in-process paired against the code before the
     two-byte letters, gpt2 multilingual 1.31x instead of 1.36x, prose 0.98x instead of
     1.02x; letting only Cyrillic's D0/D1 through: 0.99x against leaving it as it is."""
-    if (load64(data, i) & np.uint64(0x808080)) != 0:
-        return np.uint64(1)
-    if fam == _F_GPT2:
-        return _gpt2_starts(data, i, e, stop)
-    if fam == _F_O200K:
-        return _o200k_starts(data, i, e, stop)
-    return _cl100k_starts(data, i, e, stop, 1 if fam == _F_QWEN else 3)
+    return (load64(data, i) & np.uint64(0x808080)) != 0
+
+
+# Each family's 64-byte window at ``i`` (``_gpt2_starts`` and the others; needs ``i + 64 <=
+# data.shape[0]``) and its next piece one character at a time (``_piece_*``). A kernel that
+# scans names all of them in an ``if`` on ``code = len(fam)`` (``family_marker``) written in
+# its own body: Numba prunes that ``if`` before it inlines them, so each family's compiled
+# copy holds its own scanner only. (An inlined helper holding the ``if`` was inlined whole,
+# every family in it, before the pruning: decision 0036.)
+@njit_noalloc(inline="always")
+def _gpt2_window(data, i, e, stop):
+    return np.uint64(1) if _mixed_start(data, i) else _gpt2_starts(data, i, e, stop)
+
+
+@njit_noalloc(inline="always")
+def _o200k_window(data, i, e, stop):
+    return np.uint64(1) if _mixed_start(data, i) else _o200k_starts(data, i, e, stop)
+
+
+@njit_noalloc(inline="always")
+def _cl100k_window(data, i, e, stop, max_digits):
+    return np.uint64(1) if _mixed_start(data, i) else _cl100k_starts(data, i, e, stop, max_digits)
 
 
 @njit_noalloc(inline="always")
 def _next_piece(data, i, e, fam, end_whole, tab, fold):
-    """The end of the piece at ``i``, one character at a time (the family's ``_piece_*``)."""
+    """The end of the piece at ``i``, one character at a time (the family's ``_piece_*``),
+    ``fam`` a family's code: the GPU's cut (``pretok_cuda``), where it stays a runtime
+    value; the CPU kernels name the ``_piece_*`` in their own ``if`` (above)."""
     if fam == _F_GPT2:
         return _piece_gpt2_inline(data, i, e, tab, fold)
     if fam == _F_O200K:
@@ -1028,12 +1058,19 @@ def _next_piece(data, i, e, fam, end_whole, tab, fold):
 def _scan_range(data, start, stop, end, fam, end_whole, tab, fold, mask):
     """Mark the pieces that start in ``[start, stop)``: ``start`` is a piece start of the
     segment that ends at ``end``, ``stop`` another one (or ``end``). Pure-ASCII stretches
-    go 64 bytes at a time (``_window_starts``), the rest one piece at a time."""
+    go 64 bytes at a time (``_gpt2_window`` and the others), the rest one piece at a time."""
+    code = len(fam)  # the family's code, a constant of each compiled copy (family_marker)
     i = start
     n = data.shape[0]
     while i < stop:
         if i + 64 <= n:
-            m = _window_starts(data, i, end, stop, fam) >> np.uint64(1)
+            if code == _F_GPT2:  # the family's scanner only (the note above _gpt2_window)
+                m = _gpt2_window(data, i, end, stop)
+            elif code == _F_O200K:
+                m = _o200k_window(data, i, end, stop)
+            else:
+                m = _cl100k_window(data, i, end, stop, 1 if code == _F_QWEN else 3)
+            m >>= np.uint64(1)
             if m != 0:
                 base = i + 1
                 while m != 0:
@@ -1042,7 +1079,12 @@ def _scan_range(data, start, stop, end, fam, end_whole, tab, fold, mask):
                     m &= m - np.uint64(1)
                 continue
         mask[_U(i)] = 1
-        i = _next_piece(data, i, end, fam, end_whole, tab, fold)
+        if code == _F_GPT2:
+            i = _piece_gpt2_inline(data, i, end, tab, fold)
+        elif code == _F_O200K:
+            i = _piece_o200k_inline(data, i, end, tab, fold)
+        else:
+            i = _piece_cl100k_inline(data, i, end, tab, fold, 1 if code == _F_QWEN else 3, end_whole)
 
 
 @njit_cached
@@ -1181,7 +1223,7 @@ def _prepare(family: str, dialect: str):
         _check_pairs(family, tab, fold)
         _CHECKED.add((family, dialect))
     end_whole = family == "cl100k" and dialect == "tiktoken"  # cl100k_base's \s++$
-    return _FAMILY_CODE[family], end_whole, tab, fold
+    return family_marker(_FAMILY_CODE[family]), end_whole, tab, fold
 
 
 def scan_mask(data: np.ndarray, seg_starts: np.ndarray, seg_ends: np.ndarray, family: str, dialect: str,

@@ -11,7 +11,7 @@ device once and ids come back." The same scanner it is: the per-piece functions 
 module's globals but for three names: ``_U`` (an index cast that is a CPU intrinsic) is the
 index itself, ``_ascii_run`` (eight bytes at a time with CPU intrinsics) is ``ascii_run``
 below, one byte at a time, and the ``*_inline`` twins are the functions themselves. The
-64-byte windows of the CPU scanner (``_window_starts``) are left out: they only find the
+64-byte windows of the CPU scanner (``_gpt2_window`` and the others) are left out: they only find the
 same starts faster on a CPU. So a cut here is ``pretok_cpu``'s cut by construction, and the
 tests compare them on the parity and bench texts (twins) and on small inputs (simulator).
 
