@@ -2080,7 +2080,7 @@ class CpuSentencePieceEngine:
         K = self.K
         n = offsets.shape[0] - 1
         cache = self._word_cache(locked, threads if par else 1)
-        args = (self.rt, self.nt, self.cls, self.prepend, self.char_id, self.byte_id, self.mtab,
+        args = (self.rt, self.nt, self.cls, K.sp_form_marker(self.prepend), self.char_id, self.byte_id, self.mtab,
                 *self.bt, self.whole_first, self.held, *cache, out, counts, rec)
         if par:
             blocks = byte_blocks(offsets, data.shape[0], n, _UNITS_PER_THREAD * threads)

@@ -262,6 +262,66 @@ def test_sentencepiece_word_cuts_and_cache(family):
         assert got == want
 
 
+@pytest.mark.parametrize("family, form", [("llama2", 1), ("mistral-v0.3-metaspace", 2)])
+def test_sentencepiece_doc_inlines_one_piece_path(family, form, monkeypatch):
+    """``_sp_doc`` takes its normalizer form as a marker (``engine_cpu.sp_form_marker``:
+    one compiled copy per form) and branches between the normalizer's path and Metaspace's
+    on ``len(prepend)``, which Numba prunes before it inlines ``_sp_piece`` (decision 0036:
+    llama2's cold start 62.7 -> 47.8 s compiled). Numba's untyped passes on ``_sp_doc`` for
+    the form's marker (``rec`` None; the other arguments' types do not matter there) run
+    ``_sp_piece`` through the inliner once, not twice, and ``_sp_spaces`` once more only
+    on Metaspace's path. The engine of that form gives the reference's ids."""
+    import numba
+    from numba.core import compiler, inline_closurecall
+    from numba.core.compiler_machinery import FunctionPass, register_pass
+    from numba.core.registry import cpu_target
+
+    from gpu_tok.kernels import engine_cpu as K
+
+    t = tok(family)
+    assert t._cpu_engine().prepend == form
+    texts = ["a  b\nc", "  x", ""]
+    want = t.encode_batch_ids(texts, add_special_tokens=False, device="ref").to_list()
+    assert t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list() == want
+
+    @register_pass(mutates_CFG=False, analysis_only=True)
+    class _Stop(FunctionPass):  # the untyped passes only: their IR as the "result"
+        _name = f"gpu_tok_test_stop_{family}".replace("-", "_").replace(".", "_")
+
+        def __init__(self):
+            FunctionPass.__init__(self)
+
+        def run_pass(self, state):
+            state.cr = state.func_ir
+            return False
+
+    class UntypedOnly(compiler.CompilerBase):
+        def define_pipelines(self):
+            pm = compiler.DefaultPassBuilder.define_untyped_pipeline(self.state)
+            pm.add_pass(_Stop, "stop")
+            pm.finalize()
+            return [pm]
+
+    inlined = []
+    front = inline_closurecall.InlineWorker.run_untyped_passes
+
+    def seen(self, func, *args, **kwargs):
+        inlined.append(func.__name__)
+        return front(self, func, *args, **kwargs)
+
+    monkeypatch.setattr(inline_closurecall.InlineWorker, "run_untyped_passes", seen)
+    py = K._sp_doc.py_func
+    args = [numba.types.int64] * py.__code__.co_argcount
+    names = py.__code__.co_varnames
+    args[names.index("prepend")] = numba.typeof(K.sp_form_marker(form))
+    args[names.index("rec")] = numba.types.none
+    compiler.compile_extra(cpu_target.typing_context, cpu_target.target_context, py, tuple(args), None,
+                           compiler.Flags(), {}, pipeline_class=UntypedOnly)
+    assert inlined.count("_sp_piece") == 1, inlined
+    # _sp_spaces: once in _sp_gap_bytes, once more on Metaspace's own path (pruned for the normalizer forms)
+    assert inlined.count("_sp_spaces") == (2 if form >= 2 else 1), inlined
+
+
 @pytest.mark.parametrize("family", ["llama2", "gemma3"])
 def test_sentencepiece_words_through_tiny_caches(family, monkeypatch):
     """The SentencePiece engine's words (``engine_cpu._sp_piece``: keyed in batches of

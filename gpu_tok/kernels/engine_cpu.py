@@ -2818,6 +2818,14 @@ def _sp_gap_bytes(data, x, y, prepend, nbuf, n):
     return n
 
 
+def sp_form_marker(form: int) -> tuple:
+    """The SentencePiece engine's normalizer form (``_sp_doc``'s ``prepend``) as its kernels
+    take it: a tuple of ``form + 1`` zeros, so each form is an argument type of its own and
+    Numba compiles a copy per form, in which ``len(prepend)`` is a constant (as
+    ``pretok_cpu.family_marker``; decision 0036)."""
+    return (0,) * (form + 1)
+
+
 @njit_noalloc
 def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
             whole_first, held, cache, wide, lidx, lbytes, lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, o, rec,
@@ -2829,10 +2837,12 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
     added-token passes' gaps and matches (five arrays of ``b - a + 2`` items, five of
     ``3 (b - a) + 8``), ``hs`` (``_heap_scratch``), ``rank``, ``bsc`` (``_sp_piece``'s).
 
-    ``prepend``: 0/1 the normalizer form (``Replace(' ', '▁')``, with ``Prepend('▁')`` when 1);
-    2/3: no normalizer and a ``Metaspace`` pre-tokenizer (``split: false``) with
-    ``prepend_scheme`` "first"/"always": each piece gets its spaces replaced and "▁" in front
-    unless it starts with one, "first" only for the piece at the start of the text.
+    ``prepend``: the form as a marker, a tuple of ``form + 1`` zeros (``sp_form_marker``: a
+    compiled copy per form); ``form`` 0/1: the normalizer form (``Replace(' ', '▁')``, with
+    ``Prepend('▁')`` when 1); 2/3: no normalizer and a ``Metaspace`` pre-tokenizer (``split:
+    false``) with ``prepend_scheme`` "first"/"always": each piece gets its spaces replaced and
+    "▁" in front unless it starts with one, "first" only for the piece at the start of the
+    text.
 
     ``rec = (nlen, tb, te, word)`` (not None: a specialization of its own, the checks below
     pruned when compiled for None): each token's first and last text bytes and its
@@ -2840,6 +2850,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
     to the text's (a "▁" put in front: the piece's first byte). A raw added token's piece is
     recorded as ``-1 - piece``; a normalized added token gets ``te = -1`` (its token is the
     normalized text: the caller takes the reference path)."""
+    form = len(prepend) - 1
     wd = 0
     gs, ge, ms, me, mi, s2, e2, ms2, me2, mi2 = dsc
     ng, nm = _split_added(data, a, b, rt, cls, gs, ge, ms, me, mi)
@@ -2861,7 +2872,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
         y = ge[_U(gi)]
         gi += 1
         n = 0
-        if prepend == 1 and y > x:
+        if form == 1 and y > x:
             for k in range(3):
                 nbuf[_U(n + k)] = _SP_CHAR[_U(k)]
                 if rec is not None:
@@ -2870,11 +2881,11 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
         if rec is not None:  # each byte's source (a loop of its own: the ids path has no branch per byte)
             m = n
             for k in range(x, y):
-                r = 3 if data[_U(k)] == 32 and prepend < 2 else 1
+                r = 3 if data[_U(k)] == 32 and form < 2 else 1
                 for j in range(r):
                     nsrc[_U(m + j)] = k
                 m += r
-        n = _sp_gap_bytes(data, x, y, prepend, nbuf, n)
+        n = _sp_gap_bytes(data, x, y, form, nbuf, n)
         n2, nm2 = _split_added(nbuf, 0, n, nt, cls, s2, e2, ms2, me2, mi2)
         g2 = 0
         k2 = 0
@@ -2889,7 +2900,9 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                 o += 1
                 k2 += 1
                 continue
-            if prepend < 2:
+            # form < 2, written on len(prepend), which Numba makes a constant: it prunes the
+            # other branch before it inlines _sp_piece, once, not twice (decision 0036)
+            if len(prepend) < 3:
                 c = _sp_piece(nbuf, s2[_U(g2)], e2[_U(g2)], char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
                               whole_first, held, hs, rank, cache, wide, lidx, lbytes, lids, bsc, w, out, o)
                 if rec is not None:
@@ -2902,7 +2915,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
                 q = 0
                 starts_sp = nbuf[_U(p0)] == 32 or (p1 - p0 >= 3 and nbuf[_U(p0)] == 0xE2 and nbuf[_U(p0 + 1)] == 0x96
                                                and nbuf[_U(p0 + 2)] == 0x81)
-                if not starts_sp and (prepend == 3 or x + p0 == a):
+                if not starts_sp and (form == 3 or x + p0 == a):
                     for k in range(3):
                         pbuf[_U(k)] = _SP_CHAR[_U(k)]
                         if rec is not None:
