@@ -543,8 +543,7 @@ def _ascii_classes(data, i, opaque=False):
     r"""``(letters, digits, space, 
 , other white space or space)`` masks of ``data[i:i + 64]``
     (the ASCII classes of every family: ``\s`` is ``[	
-
- ]`` over ASCII in both dialects)."""
+ ]`` over ASCII in both dialects)."""
     lett = _mask(data, i, 0x41, 0x5A, opaque) | _mask(data, i, 0x61, 0x7A, opaque)
     dig = _mask(data, i, 0x30, 0x39, opaque)
     sp = _mask(data, i, 0x20, 0x20, opaque)
