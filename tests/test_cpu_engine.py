@@ -272,10 +272,11 @@ def test_sentencepiece_doc_inlines_one_piece_path(family, form, monkeypatch):
     ``_sp_piece`` through the inliner once, not twice, and ``_sp_spaces`` once more only
     on Metaspace's path. The engine of that form gives the reference's ids."""
     import numba
-    from numba.core import compiler, inline_closurecall
+    from numba.core import compiler
     from numba.core.compiler_machinery import FunctionPass, register_pass
     from numba.core.registry import cpu_target
 
+    from _inliner import record_inlined
     from gpu_tok.kernels import engine_cpu as K
 
     t = tok(family)
@@ -302,14 +303,7 @@ def test_sentencepiece_doc_inlines_one_piece_path(family, form, monkeypatch):
             pm.finalize()
             return [pm]
 
-    inlined = []
-    front = inline_closurecall.InlineWorker.run_untyped_passes
-
-    def seen(self, func, *args, **kwargs):
-        inlined.append(func.__name__)
-        return front(self, func, *args, **kwargs)
-
-    monkeypatch.setattr(inline_closurecall.InlineWorker, "run_untyped_passes", seen)
+    inlined = record_inlined(monkeypatch)
     py = K._sp_doc.py_func
     args = [numba.types.int64] * py.__code__.co_argcount
     names = py.__code__.co_varnames

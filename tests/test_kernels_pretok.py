@@ -714,19 +714,13 @@ def test_each_family_compiles_its_own_scanner_only(family, monkeypatch):
     are its own window and piece function, no other family's. It still cuts as the serial
     scan does."""
     import numba
-    from numba.core import inline_closurecall
+
+    from _inliner import record_inlined
 
     own = {"gpt2": "gpt2", "cl100k": "cl100k", "qwen": "cl100k", "o200k": "o200k"}[family]
     fam, end_whole, tab, fold = P._prepare(family, "onig")
     assert len(fam) == P._FAMILY_CODE[family]
-    inlined = set()
-    front = inline_closurecall.InlineWorker.run_untyped_passes
-
-    def seen(self, func, *args, **kwargs):
-        inlined.add(func.__name__)
-        return front(self, func, *args, **kwargs)
-
-    monkeypatch.setattr(inline_closurecall.InlineWorker, "run_untyped_passes", seen)
+    inlined = record_inlined(monkeypatch)
     scan = numba.njit(P._scan_range.py_func)  # a fresh dispatcher: compiled here, not loaded
     text = "He said 'twas  fine, 42 times.\n\tOK é中文 " * 4
     data = np.frombuffer(bytearray(text.encode() + b"\0" * 64), np.uint8)
