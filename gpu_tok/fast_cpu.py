@@ -448,7 +448,8 @@ class ByteBPEEngine:
                 K.encode_pieces_parallel(data, starts, ends, special, blocks, np.int64(threads), *args)
                 ids, pts = K.gather_pieces_parallel(out, opos, counts, np.int64(4 * threads))
             else:
-                K.encode_pieces_serial(data, starts, ends, special, *args)
+                a = args[:-3]  # the worker's index (0) goes before out, opos, counts
+                K.encode_piece_range(data, starts, ends, special, 0, P, *a, 0, *args[-3:])
                 pts = np.zeros(P + 1, np.int64)
                 np.cumsum(counts, out=pts[1:])
                 ids = np.empty(int(pts[-1]), np.int32)
@@ -2075,7 +2076,7 @@ class CpuSentencePieceEngine:
         return ids, rs
 
     def _kernel(self, data, offsets, dst, out, counts, rec, locked: bool, threads: int, par: bool) -> None:
-        """``sp_encode_parallel`` (blocks of documents) or ``sp_encode_serial`` into ``out`` at
+        """``sp_encode_parallel`` (blocks of documents) or ``sp_block`` (all of them) into ``out`` at
         ``dst``; the kept word caches when ``locked`` (the caller holds ``_lock``)."""
         K = self.K
         n = offsets.shape[0] - 1
@@ -2087,7 +2088,7 @@ class CpuSentencePieceEngine:
             with numba_threads(threads):
                 K.sp_encode_parallel(data, offsets, dst, blocks, np.int64(threads), *args)
         else:
-            K.sp_encode_serial(data, offsets, dst, *args)
+            K.sp_block(data, offsets, dst, 0, n, *args[:-3], 0, *args[-3:])  # worker 0, before out, counts, rec
 
     def _token_lengths(self) -> np.ndarray:
         """Bytes of normalized text each id stands for (a byte-fallback token: 1)."""

@@ -1792,10 +1792,36 @@ def test_entry_kernels_let_go_of_the_gil():
     ``test_parallel_scratch_kept_and_never_shared``, ``test_packed_text_kept_and_never_shared``)."""
     from gpu_tok.kernels import engine_cpu as K
 
-    names = ["encode_fused_serial", "encode_fused_parallel", "encode_pieces_serial", "encode_pieces_parallel",
+    names = ["encode_fused_serial", "encode_fused_parallel", "encode_piece_range", "encode_pieces_parallel",
              "gather_serial", "gather_parallel", "gather_template_parallel", "add_template", "add_template_parallel",
-             "sp_encode_serial", "sp_encode_parallel"]
+             "sp_block", "sp_encode_parallel"]
     assert {n: getattr(K, n).targetoptions.get("nogil") for n in names} == {n: True for n in names}
+
+
+def test_copy_items_is_the_slice_copy():
+    """``_intrinsics.copy_items`` (the gathers' copy, one ``memcpy``) writes what the slice
+    assignment writes, for int32 and int64, empty runs and the arrays' last items included,
+    and refuses arrays of two dtypes rather than copy bytes of one as the other."""
+    from numba import njit
+    from numba.core.errors import TypingError
+
+    from gpu_tok.kernels._intrinsics import copy_items
+
+    @njit
+    def copy(dst, o, src, a, n):
+        copy_items(dst, o, src, a, n)
+
+    rng = np.random.default_rng(7)
+    for dtype in (np.int32, np.int64):
+        src = rng.integers(-2**31, 2**31, 50).astype(dtype)
+        for o, a, n in [(0, 0, 0), (3, 5, 1), (0, 0, 50), (10, 37, 13), (49, 0, 1), (2, 49, 1)]:
+            dst = rng.integers(-9, 9, 60).astype(dtype)
+            want = dst.copy()
+            want[o:o + n] = src[a:a + n]
+            copy(dst, o, src, a, n)
+            assert np.array_equal(dst, want), (dtype, o, a, n)
+    with pytest.raises(TypingError):
+        copy(np.zeros(4, np.int64), 0, np.zeros(4, np.int32), 0, 2)
 
 
 def test_one_compiled_type_for_the_packed_bytes():

@@ -154,6 +154,30 @@ def copy_from_address(typingctx, arr, i, src, n):
 
 
 @intrinsic
+def copy_items(typingctx, dst, o, src, a, n):
+    """``dst[o:o + n] = src[a:a + n]`` for two one-dimensional, C-contiguous arrays of one
+    dtype, as one ``llvm.memcpy``: the slice assignment's code (broadcast, overlap check)
+    took about 2 s of Numba's compile time per function and ran no faster. The caller keeps
+    both ranges in bounds and the arrays distinct (nothing is checked)."""
+    if not (isinstance(dst, types.Array) and isinstance(src, types.Array) and dst.dtype == src.dtype
+            and dst.ndim == 1 and src.ndim == 1 and dst.layout == "C" and src.layout == "C"):
+        return None
+    sig = types.void(dst, o, src, a, n)
+
+    def codegen(context, builder, signature, args):
+        dp = _item_ptr(context, builder, signature, args)
+        sty = signature.args[2]
+        sary = context.make_array(sty)(context, builder, args[2])
+        si = context.cast(builder, args[3], signature.args[3], types.intp)
+        sp = cgutils.get_item_pointer(context, builder, sty, sary, [si], wraparound=False)
+        cnt = context.cast(builder, args[4], signature.args[4], types.int64)
+        cgutils.raw_memcpy(builder, dp, sp, cnt, context.get_abi_sizeof(context.get_data_type(sty.dtype)))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
 def call_i64_i64_i64(typingctx, fn, a, b):
     """Call the C function at address ``fn`` as ``int64 f(int64, int64)`` (pointers passed as
     integers, the x86-64 / AArch64 calling conventions treat them alike). Taking the address

@@ -44,6 +44,7 @@ from ._intrinsics import load64_2 as _load64_2
 from ._intrinsics import prefetch1 as _prefetch1
 from ._intrinsics import prefetch3 as _prefetch3
 from ._intrinsics import cas3 as _cas3
+from ._intrinsics import copy_items as _copy_items
 from ._intrinsics import load_acquire3 as _load_acquire3
 from ._intrinsics import store_release3 as _store_release3
 from .bpe_cpu import merge_piece
@@ -2189,12 +2190,15 @@ def _segs_compact(data, seg_s, seg_e, m_s, m_id, fam, end_whole, tab, fold, init
     st[4] = j
 
 
-@njit_cached
-def _encode_piece_range(data, starts, ends, special, lo, hi, init_ids, grid, mtab, arena, tok_off, bkeys, bvals,
-                        whole_first, cache, wide, lidx, lbytes, lids, pcache, w, out, opos, counts):
+@njit_cached(nogil=True)
+def encode_piece_range(data, starts, ends, special, lo, hi, init_ids, grid, mtab, arena, tok_off, bkeys, bvals,
+                       whole_first, cache, wide, lidx, lbytes, lids, pcache, w, out, opos, counts):
     """The piece path (for offsets): pieces ``lo..hi`` given; ``special``: an added token's
     id, -1 for a piece to encode, -2 for one to skip. Piece ``p``'s ids go to
-    ``out[opos[p]:opos[p] + counts[p]]``."""
+    ``out[opos[p]:opos[p] + counts[p]]``. One thread's call from Python (``lo``, ``hi``,
+    ``w`` as ``int64``) and ``encode_pieces_parallel``'s share one compiled copy: a serial
+    wrapper of its own took another 1.8 s of a cold start (LLVM compiles a callee again in
+    every caller's module)."""
     sc = _scratch()
     ps = sc[0]
     pc = pcache[_U(w)]
@@ -2246,16 +2250,9 @@ def encode_pieces_parallel(data, starts, ends, special, blocks, nw, init_ids, gr
         for c in range(n):
             b = take(flags, c, np.int64(t), nw, n)
             if b >= 0:
-                _encode_piece_range(data, starts, ends, special, blocks[_U(b)], blocks[_U(b + 1)], init_ids, grid, mtab,
-                                    arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache,
-                                    get_thread_id(), out, opos, counts)
-
-
-@njit_cached(nogil=True)
-def encode_pieces_serial(data, starts, ends, special, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first,
-                         cache, wide, lidx, lbytes, lids, pcache, out, opos, counts):
-    _encode_piece_range(data, starts, ends, special, _I0, starts.shape[0], init_ids, grid, mtab, arena, tok_off, bkeys,
-                        bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache, _I0, out, opos, counts)
+                encode_piece_range(data, starts, ends, special, blocks[_U(b)], blocks[_U(b + 1)], init_ids, grid, mtab,
+                                   arena, tok_off, bkeys, bvals, whole_first, cache, wide, lidx, lbytes, lids, pcache,
+                                   get_thread_id(), out, opos, counts)
 
 
 @njit_cached
@@ -2367,10 +2364,7 @@ def _records(seg_s, sync, seg_count, unit_count):
 @njit_cached(parallel=True, nogil=True)
 def gather_parallel(out, rec_start, rec_count, pos, ids):
     for r in prange(rec_start.shape[0]):
-        a = rec_start[_U(r)]
-        o = pos[_U(r)]
-        c = rec_count[_U(r)]
-        ids[o:o + c] = out[a:a + c]  # a slice copy: about twice the element loop's speed
+        _copy_items(ids, pos[_U(r)], out, rec_start[_U(r)], rec_count[_U(r)])  # one memcpy
 
 
 @njit_cached(parallel=True, nogil=True)
@@ -2399,9 +2393,8 @@ def gather_pieces_parallel(out, opos, counts, nb):
         o = base[_U(b)]
         for p in range(blocks[_U(b)], blocks[_U(b + 1)]):
             pts[_U(p)] = o
-            a = opos[_U(p)]
             c = counts[_U(p)]
-            ids[o:o + c] = out[a:a + c]
+            _copy_items(ids, o, out, opos[_U(p)], c)
             o += c
     return ids, pts
 
@@ -2415,10 +2408,7 @@ def gather_template_parallel(out, rec_start, rec_count, pos, row_of, rs, prefix,
     P = prefix.shape[0]
     k = P + suffix.shape[0]
     for r in prange(rec_start.shape[0]):
-        a = rec_start[_U(r)]
-        o = pos[_U(r)] + row_of[_U(r)] * k + P
-        c = rec_count[_U(r)]
-        ids[o:o + c] = out[a:a + c]
+        _copy_items(ids, pos[_U(r)] + row_of[_U(r)] * k + P, out, rec_start[_U(r)], rec_count[_U(r)])
     for d in prange(rs.shape[0] - 1):
         _template_ends(ids, rs, d, prefix, suffix)
 
@@ -2426,10 +2416,7 @@ def gather_template_parallel(out, rec_start, rec_count, pos, row_of, rs, prefix,
 @njit_cached(nogil=True)
 def gather_serial(out, rec_start, rec_count, pos, ids):
     for r in range(rec_start.shape[0]):
-        a = rec_start[_U(r)]
-        o = pos[_U(r)]
-        c = rec_count[_U(r)]
-        ids[o:o + c] = out[a:a + c]
+        _copy_items(ids, pos[_U(r)], out, rec_start[_U(r)], rec_count[_U(r)])
 
 
 # -------------------------------------------- SentencePiece-style BPE (ids only)
@@ -2832,7 +2819,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
             nsrc, psrc):
     """Encode ``data[a:b]`` into ``out[o:]``; returns the new ``o``. ``rt``/``nt``: the raw and
     normalized tries ``(tkeys, tvals, term, first, flags, base)`` (empty ``term`` = none).
-    Scratch from the caller (``_sp_block``, sized for its longest document: made once
+    Scratch from the caller (``sp_block``, sized for its longest document: made once
     per block, not per document, which cost about 1.5 us a document): ``dsc``, the
     added-token passes' gaps and matches (five arrays of ``b - a + 2`` items, five of
     ``3 (b - a) + 8``), ``hs`` (``_heap_scratch``), ``rank``, ``bsc`` (``_sp_piece``'s).
@@ -2939,9 +2926,13 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
     return o
 
 
-@njit_cached
-def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
-              bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, w, out, counts, rec):
+@njit_cached(nogil=True)
+def sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
+             bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, w, out, counts, rec):
+    """Documents ``d0..d1`` on worker ``w`` (its rows of the word caches and ``pcache``):
+    the scratch for ``_sp_docs``, sized for the longest. One thread's call from Python
+    (``d0``, ``d1``, ``w`` as ``int64``) and ``sp_encode_parallel``'s share one compiled
+    copy (a serial wrapper of its own took 1.5 s of a cold start per ``rec`` form)."""
     big = 1
     for d in range(d0, d1):
         ln = doc_offsets[_U(d + 1)] - doc_offsets[_U(d)]
@@ -2971,7 +2962,7 @@ def _sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byt
 def _sp_docs(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena, tok_off, bkeys,
              bvals, whole_first, held, cache, wide, lidx, lbytes, lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, counts,
              rec, nsrc, psrc):
-    """``_sp_block``'s loop over its documents, compiled without reference counting: in
+    """``sp_block``'s loop over its documents, compiled without reference counting: in
     the counted caller each ``_sp_doc`` call took and dropped a reference to every array
     it passed (a fifth of the kernel's time on documents of 100 characters).
 
@@ -3006,14 +2997,8 @@ def sp_encode_parallel(data, doc_offsets, dst, blocks, nw, rt, nt, cls, prepend,
         for c in range(nb):
             k = take(flags, c, np.int64(t), nw, nb)
             if k >= 0:
-                _sp_block(data, doc_offsets, dst, blocks[_U(k)], blocks[_U(k + 1)], rt, nt, cls, prepend, char_id, byte_id,
-                          mtab, arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache,
-                          get_thread_id(), out, counts, rec)
+                sp_block(data, doc_offsets, dst, blocks[_U(k)], blocks[_U(k + 1)], rt, nt, cls, prepend, char_id, byte_id,
+                         mtab, arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache,
+                         get_thread_id(), out, counts, rec)
 
 
-@njit_cached(nogil=True)
-def sp_encode_serial(data, doc_offsets, dst, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
-                     bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, out, counts, rec):
-    _sp_block(data, doc_offsets, dst, _I0, doc_offsets.shape[0] - 1, rt, nt, cls, prepend, char_id, byte_id, mtab,
-              arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, _I0, out, counts,
-              rec)
