@@ -35,7 +35,7 @@ from numba import prange
 from ._intrinsics import ctz64 as _ctz64
 from ._intrinsics import range_mask64 as _range_mask64
 from .engine_cpu import (_sp_gap_bytes, _sp_marks, _sp_nocut_before, _sp_runs_held, _sp_spaces, _split_added,
-                         bytes_lookup)
+                         bytes_lookup, sp_form_marker)
 from .gpu_host import _alloc, lap, piece_terms
 from .hash_table import njit_cached, njit_noalloc
 from .hash_table import uidx as _U
@@ -135,7 +135,12 @@ def _sp_docs(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, bk
              buf, m, starts, p, special, first, gs, ge, ms, me, mi, nbuf, pbuf, s2, e2, ms2, me2, mi2):
     """``_sp_block``'s loop over its documents, with the scratch it made, compiled without
     reference counting (``engine_cpu._sp_docs``): counted, the piece walk took and dropped
-    references to its arrays in its loops (module docstring)."""
+    references to its arrays in its loops (module docstring). ``prepend``: the form as
+    ``engine_cpu.sp_form_marker``'s tuple, a compiled copy per form; the branches between
+    the normalizer's paths and Metaspace's are written on ``len(prepend)``, a constant Numba
+    prunes before it inlines ``_emit_piece`` (twice for a normalizer form, once for
+    Metaspace, not three times; decision 0036)."""
+    form = len(prepend) - 1
     for d in range(d0, d1):
         first[_U(d)] = p
         a = doc_offsets[_U(d)]
@@ -153,12 +158,12 @@ def _sp_docs(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, bk
             x = gs[_U(gi)]
             y = ge[_U(gi)]
             gi += 1
-            if prepend < 2 and not whole_first:
+            if len(prepend) < 3 and not whole_first:  # form < 2
                 # the gap normalized straight into buf; where the normalized added-token pass
                 # finds nothing in it (nearly always), it is one piece, in place (not normalized
                 # into nbuf, then copied); else it goes to nbuf and the general path below
                 q = m
-                if prepend == 1 and y > x:
+                if form == 1 and y > x:
                     buf[_U(m)] = 0xE2
                     buf[_U(m + 1)] = 0x96
                     buf[_U(m + 2)] = 0x81
@@ -174,12 +179,12 @@ def _sp_docs(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, bk
                     nbuf[_U(k)] = buf[_U(m + k)]
             else:
                 ln = 0
-                if prepend == 1 and y > x:
+                if form == 1 and y > x:
                     nbuf[0] = 0xE2
                     nbuf[1] = 0x96
                     nbuf[2] = 0x81
                     ln = 3
-                ln = _sp_gap_bytes(data, x, y, prepend, nbuf, ln)
+                ln = _sp_gap_bytes(data, x, y, form, nbuf, ln)
             n2, nm2 = _split_added(nbuf, 0, ln, nt, cls, s2, e2, ms2, me2, mi2)
             g2 = 0
             k2 = 0
@@ -193,28 +198,33 @@ def _sp_docs(data, doc_offsets, d0, d1, rt, nt, cls, prepend, arena, tok_off, bk
                 p0 = s2[_U(g2)]
                 p1 = e2[_U(g2)]
                 g2 += 1
-                if prepend < 2:
+                if len(prepend) < 3:  # form < 2
                     m, p = _emit_piece(nbuf, p0, p1, buf, m, starts, special, p, whole_first, held, arena,
                                        tok_off, bkeys, bvals)
-                    continue
-                q = 0
-                starts_sp = nbuf[_U(p0)] == 32 or (p1 - p0 >= 3 and nbuf[_U(p0)] == 0xE2 and nbuf[_U(p0 + 1)] == 0x96
-                                               and nbuf[_U(p0 + 2)] == 0x81)
-                if not starts_sp and (prepend == 3 or x + p0 == a):
-                    pbuf[0] = 0xE2
-                    pbuf[1] = 0x96
-                    pbuf[2] = 0x81
-                    q = 3
-                q = _sp_spaces(nbuf, p0, p1, pbuf, q)
-                m, p = _emit_piece(pbuf, 0, q, buf, m, starts, special, p, whole_first, held, arena,
-                                   tok_off, bkeys, bvals)
+                else:  # Metaspace on this piece
+                    q = 0
+                    starts_sp = nbuf[_U(p0)] == 32 or (p1 - p0 >= 3 and nbuf[_U(p0)] == 0xE2
+                                                   and nbuf[_U(p0 + 1)] == 0x96 and nbuf[_U(p0 + 2)] == 0x81)
+                    if not starts_sp and (form == 3 or x + p0 == a):
+                        pbuf[0] = 0xE2
+                        pbuf[1] = 0x96
+                        pbuf[2] = 0x81
+                        q = 3
+                    q = _sp_spaces(nbuf, p0, p1, pbuf, q)
+                    m, p = _emit_piece(pbuf, 0, q, buf, m, starts, special, p, whole_first, held, arena,
+                                       tok_off, bkeys, bvals)
     return m, p
 
 
-@njit_cached
 def sp_pieces(data, doc_offsets, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, held):
     """``(buf, starts, special, first)`` for the packed documents (module docstring), in one
-    thread (``sp_pieces_parallel``: in blocks of documents)."""
+    thread (``sp_pieces_parallel``: in blocks of documents). ``prepend``: the form (0-3)."""
+    return _sp_pieces(data, doc_offsets, rt, nt, cls, sp_form_marker(int(prepend)), arena, tok_off, bkeys, bvals,
+                      whole_first, held)
+
+
+@njit_cached
+def _sp_pieces(data, doc_offsets, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals, whole_first, held):
     n = doc_offsets.shape[0] - 1
     N = data.shape[0]
     buf = np.empty(6 * N + 8 * n + 8, np.uint8)
@@ -342,8 +352,8 @@ def sp_pieces_parallel(data, doc_offsets, blocks, rt, nt, cls, prepend, arena, t
         rbuf, rstarts, rspecial = np.empty(bo[-1], np.uint8), np.empty(so[-1], np.int64), np.empty(so[-1], np.int32)
     else:
         rbuf, rstarts, rspecial = (k.take(int(n)) for k, n in zip(regions, (bo[-1], so[-1], so[-1])))
-    rfirst, cm, cp = sp_blocks(data, doc_offsets, blocks, nw, rt, nt, cls, prepend, arena, tok_off, bkeys, bvals,
-                               whole_first, held, bo, so, rbuf, rstarts, rspecial)
+    rfirst, cm, cp = sp_blocks(data, doc_offsets, blocks, nw, rt, nt, cls, sp_form_marker(int(prepend)), arena,
+                               tok_off, bkeys, bvals, whole_first, held, bo, so, rbuf, rstarts, rspecial)
     t0 = lap(times, "walk", t0)
     M, P = int(cm.sum()), int(cp.sum())
     if M >= 2 ** 31:
