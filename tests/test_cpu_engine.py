@@ -272,11 +272,8 @@ def test_sentencepiece_doc_inlines_one_piece_path(family, form, monkeypatch):
     ``_sp_piece`` through the inliner once, not twice, and ``_sp_spaces`` once more only
     on Metaspace's path. The engine of that form gives the reference's ids."""
     import numba
-    from numba.core import compiler
-    from numba.core.compiler_machinery import FunctionPass, register_pass
-    from numba.core.registry import cpu_target
 
-    from _inliner import record_inlined
+    from _inliner import inlined_by_untyped_passes
     from gpu_tok.kernels import engine_cpu as K
 
     t = tok(family)
@@ -284,36 +281,40 @@ def test_sentencepiece_doc_inlines_one_piece_path(family, form, monkeypatch):
     texts = ["a  b\nc", "  x", ""]
     want = t.encode_batch_ids(texts, add_special_tokens=False, device="ref").to_list()
     assert t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list() == want
-
-    @register_pass(mutates_CFG=False, analysis_only=True)
-    class _Stop(FunctionPass):  # the untyped passes only: their IR as the "result"
-        _name = f"gpu_tok_test_stop_{family}".replace("-", "_").replace(".", "_")
-
-        def __init__(self):
-            FunctionPass.__init__(self)
-
-        def run_pass(self, state):
-            state.cr = state.func_ir
-            return False
-
-    class UntypedOnly(compiler.CompilerBase):
-        def define_pipelines(self):
-            pm = compiler.DefaultPassBuilder.define_untyped_pipeline(self.state)
-            pm.add_pass(_Stop, "stop")
-            pm.finalize()
-            return [pm]
-
-    inlined = record_inlined(monkeypatch)
-    py = K._sp_doc.py_func
-    args = [numba.types.int64] * py.__code__.co_argcount
-    names = py.__code__.co_varnames
-    args[names.index("prepend")] = numba.typeof(K.sp_form_marker(form))
-    args[names.index("rec")] = numba.types.none
-    compiler.compile_extra(cpu_target.typing_context, cpu_target.target_context, py, tuple(args), None,
-                           compiler.Flags(), {}, pipeline_class=UntypedOnly)
+    inlined = inlined_by_untyped_passes(K._sp_doc.py_func, monkeypatch, prepend=numba.typeof(K.sp_form_marker(form)),
+                                        rec=numba.types.none)
     assert inlined.count("_sp_piece") == 1, inlined
     # _sp_spaces: once in _sp_gap_bytes, once more on Metaspace's own path (pruned for the normalizer forms)
     assert inlined.count("_sp_spaces") == (2 if form >= 2 else 1), inlined
+
+
+@pytest.mark.parametrize("family, form", [("gemma3", 0), ("llama2", 1), ("mistral-v0.3-metaspace", 2)])
+def test_sentencepiece_host_step_inlines_its_form_only(family, form, monkeypatch):
+    """The GPU path's SentencePiece host step (``sp_host._sp_docs``) takes its form as
+    ``engine_cpu.sp_form_marker`` too: Numba prunes the other form's path before it inlines
+    ``_emit_piece``, twice for the normalizer forms (in place, then after the normalized
+    added-token pass), once for Metaspace (first calls about 4 s shorter, RESULTS
+    2026-12-06 23:00). The pieces of that form's model equal the CPU engine's own walk
+    (``sp_pieces`` against ``sp_pieces_parallel`` in blocks; the ids through the pieces are
+    ``test_gpu_sim``'s)."""
+    import numba
+
+    from _inliner import inlined_by_untyped_passes
+    from gpu_tok.kernels import engine_cpu as K
+    from gpu_tok.kernels import sp_host
+    from gpu_tok.kernels.gpu_host import SHORT
+
+    sp = tok(family)._cpu_engine()
+    assert sp.prepend == form
+    data, off = fast_cpu.pack(["a  b\nc", "  x", "", "\u2581y  z", "x \u4e2d"], None)
+    args = (sp.rt, sp.nt, sp.cls, sp.prepend, *sp.bt, sp.whole_first, sp.held)
+    one = sp_host.sp_pieces(data, off, *args)
+    blocks = sp_host.sp_pieces_parallel(data, off, np.array([0, 2, 5], np.int64), *args, SHORT)
+    for x, y in zip(blocks[:4], one):
+        assert np.array_equal(np.asarray(x, np.int64), np.asarray(y, np.int64))
+    inlined = inlined_by_untyped_passes(sp_host._sp_docs.py_func, monkeypatch,
+                                        prepend=numba.typeof(K.sp_form_marker(form)))
+    assert inlined.count("_emit_piece") == (1 if form >= 2 else 2), inlined
 
 
 @pytest.mark.parametrize("family", ["llama2", "gemma3"])
