@@ -448,8 +448,7 @@ class ByteBPEEngine:
                 K.encode_pieces_parallel(data, starts, ends, special, blocks, np.int64(threads), *args)
                 ids, pts = K.gather_pieces_parallel(out, opos, counts, np.int64(4 * threads))
             else:
-                a = args[:-3]  # the worker's index (0) goes before out, opos, counts
-                K.encode_piece_range(data, starts, ends, special, 0, P, *a, 0, *args[-3:])
+                K.encode_piece_range(data, starts, ends, special, 0, P, *args[:-3], 0, *args[-3:])  # worker 0
                 pts = np.zeros(P + 1, np.int64)
                 np.cumsum(counts, out=pts[1:])
                 ids = np.empty(int(pts[-1]), np.int32)
