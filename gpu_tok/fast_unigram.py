@@ -129,17 +129,20 @@ class CpuUnigramEngine(PieceEngine):
         """``PieceEngine``'s word cache, and the long-piece cache (``fast_cpu.long_caches``:
         pieces of 16..1024 bytes), kept across calls the same way (a caller not holding
         ``_lock`` gets small fresh ones)."""
-        from .fast_cpu import default_threads, faulted_in, long_caches
+        from .fast_cpu import default_threads, fault_rows, long_caches
 
         wc = super()._word_cache(locked, workers, nbytes)
         if not locked:
             return (wc, *long_caches(workers, small=True))
         if self._lc is None or self._lc[0].shape[0] < workers:
             self._lc = None
-            self._lc = faulted_in(*long_caches(max(workers, default_threads())))
+            self._lc = long_caches(max(workers, default_threads()))
+            self._lc_rows = 0
+        self._lc_rows = fault_rows(self._lc, self._lc_rows, workers)
         return (wc, *self._lc)
 
     _lc = None  # the kept long-piece cache
+    _lc_rows = 0  # its worker rows faulted in
 
     def _run(self, data, offsets, status, parallel: bool, threads: int, wc, record: bool = False):
         """The kernel: ``(starts, out, counts)``, document ``d``'s ids at

@@ -71,6 +71,7 @@ class PieceEngine:
     (``_special_pattern``) and defines ``_run`` and ``_normalized_contents``."""
 
     _wc = None  # the kept word cache (``_word_cache``)
+    _wc_rows = 0  # its worker rows faulted in
     _encoded = 0  # bytes of text encoded with it (``_word_cache``)
 
     def _init_common(self, cfg: C.TokenizerConfig, ref) -> None:
@@ -116,7 +117,7 @@ class PieceEngine:
         ``_CACHE_GROW_BYTES`` of text (``nbytes``: this call's), then ``_CACHE_SLOTS``: a bulk
         job gets the large cache, a process holding many engines for small inputs (the test
         suite made hundreds) does not pay 32 MiB a worker for each."""
-        from .fast_cpu import aligned_zeros, default_threads, faulted_in
+        from .fast_cpu import aligned_zeros, default_threads, fault_rows
 
         if not locked:
             return aligned_zeros((workers, 1 << 12, 4), np.uint64)
@@ -124,8 +125,11 @@ class PieceEngine:
         slots = _CACHE_SLOTS if self._encoded >= _CACHE_GROW_BYTES else _CACHE_SLOTS_FIRST
         if self._wc is None or self._wc.shape[0] < workers or self._wc.shape[1] < slots:
             self._wc = None  # the old one dropped first
-            # sets of two 32-byte entries: each on one 64-byte line
-            self._wc = faulted_in(aligned_zeros((max(workers, default_threads()), slots, 4), np.uint64))[0]
+            # sets of two 32-byte entries: each on one 64-byte line; a row per thread the
+            # process may use, faulted in once a call uses its worker (fast_cpu.fault_rows)
+            self._wc = aligned_zeros((max(workers, default_threads()), slots, 4), np.uint64)
+            self._wc_rows = 0
+        self._wc_rows = fault_rows((self._wc,), self._wc_rows, workers)
         return self._wc
 
     def _status(self, texts: List[str], data: np.ndarray, offsets: np.ndarray) -> np.ndarray:

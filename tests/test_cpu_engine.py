@@ -13,7 +13,9 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
+import os
 import random
+import sys
 import threading
 
 import numpy as np
@@ -1522,6 +1524,62 @@ def _entries(cache):
     flat = cache.reshape(-1, 4)
     used = flat[flat[:, 1] != 0]
     return {(int(r[0]), int(r[1] & K._KEY1)): (int(r[1] >> np.uint64(60)), int(r[2]), int(r[3])) for r in used}
+
+
+def _resident(a: np.ndarray) -> int:
+    """Bytes of the pages that hold ``a``'s data which are resident (``mincore``): the
+    pages the process has touched."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    page = os.sysconf("SC_PAGE_SIZE")
+    start = a.ctypes.data & ~(page - 1)
+    n = (a.ctypes.data + a.nbytes - start + page - 1) // page
+    vec = (ctypes.c_ubyte * n)()
+    assert libc.mincore(ctypes.c_void_p(start), ctypes.c_size_t(n * page), vec) == 0, ctypes.get_errno()
+    return int((np.frombuffer(vec, np.uint8) & 1).sum()) * page
+
+
+def _kept_rows(eng):
+    """The engine's kept per-worker arrays whose rows ``fast_cpu.fault_rows`` faults in."""
+    if hasattr(eng, "_wcache"):  # byte-level and SentencePiece: short, wide and long caches
+        return [eng._wcache[0], eng._wcache[1], eng._wcache[2]]
+    return [eng._wc] + ([eng._lc[0]] if getattr(eng, "_lc", None) is not None else [])  # WordPiece, Unigram
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mincore as Linux has it")
+@pytest.mark.parametrize("family", ["gpt2", "llama2", "bert-base-uncased", "t5-small"])
+def test_kept_caches_fault_in_only_the_workers_a_call_uses(family, monkeypatch):
+    """The kept word caches have a row per thread the process may use (here 4), but a call
+    touches only the rows of the workers it runs on (``fast_cpu.fault_rows``): after a
+    call on one thread one row of each is resident, after a call on two threads two, and
+    the other rows stay untouched (before, the first call faulted in all of them: 1.4 GB
+    for a call on one thread with 16). The ids are the reference's, and a worker's row is
+    seeded (the byte-level and SentencePiece short caches) when it is first used."""
+    monkeypatch.setattr(fast_cpu, "default_threads", lambda: 4)
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    t = tok(family)
+    eng = t._cpu_engine()
+    eng = getattr(eng, "engine", eng)
+    for attr in ("_wcache", "_wc", "_lc"):
+        if hasattr(eng, attr):
+            setattr(eng, attr, None)
+    texts = bench_texts(20_000)
+    want = t.encode_batch_ids(texts, device="ref").to_list()
+    # slack: a row's end inside a (huge) page makes that page resident, and so does the
+    # shared word table's switch (the wide cache's first row after the workers' ones)
+    slack = 2 * (2 << 20)
+    for threads in (1, 2):
+        assert t.encode_batch_ids(texts, device="cpu", num_threads=threads).to_list() == want
+        arrays = _kept_rows(eng)
+        for a in arrays:
+            assert a.shape[0] >= 4
+            row = a[0].nbytes
+            assert threads * row <= _resident(a) <= threads * row + slack, (a.shape, threads)
+        if hasattr(eng, "_wcache"):  # the new worker's row seeded (most seeds find a free way)
+            assert (arrays[0][threads - 1, :, 1] != 0).sum() >= 0.9 * eng._seed[0][0].shape[0]
+    for a in _kept_rows(eng):
+        assert not a[2:4].any()  # the other workers' rows empty (read last: reading maps pages too)
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama3", "gpt-4o", "llama2", "gemma3"])
