@@ -13,10 +13,12 @@ Memory stays bounded: one batch of text, its ids, and per-document sizes of the 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +40,9 @@ DEFAULT_BATCH_DOCS = 1 << 18  # also bounds a batch of (nearly) empty documents
 READ_BLOCKS = True  # JSON Lines and text lines are read in blocks (corpus.iter_records)
 DEFAULT_SHARD_DOCS = 1 << 24
 MAX_SKIPPED_LISTED = 1000
+SETUP_NOTICE_S = 5.0  # EncodeJob._setup_notice: seconds of set-up before it says why
+SETUP_NOTICE = ("gpu-tok: still setting up: the first run of a tokenizer family on a machine (or after an "
+                "upgrade) compiles the engine's kernels, about a minute; later runs load them from Numba's cache")
 # options that change the output bytes: a resumed run must use the same ones
 OUTPUT_OPTIONS = ("format", "input_format", "field", "lines", "id_field", "add_special_tokens", "append_eos",
                   "prepend_bos", "shard_bytes", "shard_docs", "on_error")
@@ -487,6 +492,23 @@ class EncodeJob:
     def log(self, msg: str) -> None:
         print(msg, file=self.err, flush=True)
 
+    @contextlib.contextmanager
+    def _setup_notice(self, quiet: bool):
+        """The engine's set-up (the warm-up calls): when it is still running after
+        ``SETUP_NOTICE_S`` seconds, one line on stderr says why (a first run compiles the
+        kernels: 55 s for the Quickstart's command on the 2-core development host, 1.2 s
+        once they are cached), so a long silence does not look like a hang."""
+        timer = None
+        if not quiet:
+            timer = threading.Timer(SETUP_NOTICE_S, self.log, [SETUP_NOTICE])
+            timer.daemon = True
+            timer.start()
+        try:
+            yield
+        finally:
+            if timer is not None:
+                timer.cancel()
+
     # ---------------------------------------------------------------- set-up
     def _sources(self, paths: List[str]) -> List[Source]:
         o = self.o
@@ -526,14 +548,15 @@ class EncodeJob:
         device, note = resolve_device(enc, o.device)
         if note and not o.quiet:
             self.log(f"gpu-tok: --device auto: using cpu ({note})")
-        enc.encode(["gpu_tok warm-up"], o.add_special_tokens, device, o.num_threads)  # build the engine now
-        if device == "cpu":  # and load its parallel kernels now (a batch past the threshold of the thread pool)
-            from .fast_cpu import _PARALLEL_MIN_BYTES
+        with self._setup_notice(o.quiet):
+            enc.encode(["gpu_tok warm-up"], o.add_special_tokens, device, o.num_threads)  # build the engine now
+            if device == "cpu":  # and load its parallel kernels now (a batch past the threshold of the thread pool)
+                from .fast_cpu import _PARALLEL_MIN_BYTES
 
-            enc.encode(["gpu_tok warm-up. " * (_PARALLEL_MIN_BYTES // 32 + 1)] * 2, o.add_special_tokens, device,
-                       o.num_threads)
-        if READ_BLOCKS and any(s.kind == "jsonl" or (s.kind == "text" and s.lines) for s in sources):
-            warm_block_reader()
+                enc.encode(["gpu_tok warm-up. " * (_PARALLEL_MIN_BYTES // 32 + 1)] * 2, o.add_special_tokens,
+                           device, o.num_threads)
+            if READ_BLOCKS and any(s.kind == "jsonl" or (s.kind == "text" and s.lines) for s in sources):
+                warm_block_reader()
         self.id_column = decide_id_column(sources, o)
         for s in sources:
             if self.id_column:

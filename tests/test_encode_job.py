@@ -879,6 +879,36 @@ def test_progress_lines_when_not_a_terminal(tmp_path, capsys, monkeypatch):
     assert rc == 0 and "gpu-tok: [" not in err and len(out.strip().splitlines()) == 1
 
 
+def test_setup_notice_when_set_up_is_slow(tmp_path, capsys, monkeypatch):
+    """A set-up still running after ``bulk.SETUP_NOTICE_S`` seconds (a first run compiling the
+    kernels) says why on stderr, once; a quick one, or ``--quiet``, says nothing."""
+    src = write_jsonl(tmp_path / "d.jsonl", corpus_texts(20))
+    warm = bulk.warm_block_reader
+
+    def slow_warm():  # the set-up's last step, made slow
+        time.sleep(0.5)
+        warm()
+
+    monkeypatch.setattr(bulk, "warm_block_reader", slow_warm)
+    monkeypatch.setattr(bulk, "SETUP_NOTICE_S", 0.05)
+    rc, out, err = run(["encode", "--input", str(src)], capsys)
+    assert rc == 0 and err.count(bulk.SETUP_NOTICE) == 1
+    rc, out, err = run(["encode", "--input", str(src), "--quiet"], capsys)
+    assert rc == 0 and bulk.SETUP_NOTICE not in err
+    import io
+
+    monkeypatch.setattr(bulk, "SETUP_NOTICE_S", 0.3)
+    job = bulk.EncodeJob(bulk.Options(inputs=[str(src)]), io.StringIO(), io.StringIO())
+    with job._setup_notice(False):  # done before the notice is due: none, then or later
+        pass
+    time.sleep(0.6)
+    assert job.err.getvalue() == ""
+    with job._setup_notice(False):
+        time.sleep(0.6)
+    time.sleep(0.1)
+    assert job.err.getvalue() == bulk.SETUP_NOTICE + "\n"
+
+
 def test_progress_bar_on_a_terminal():
     import io
 
