@@ -496,7 +496,7 @@ class EncodeJob:
     def _setup_notice(self, quiet: bool):
         """The engine's set-up (the warm-up calls): when it is still running after
         ``SETUP_NOTICE_S`` seconds, one line on stderr says why (a first run compiles the
-        kernels: 55 s for the Quickstart's command on the 2-core development host, 1.2 s
+        kernels: 40 s for the Quickstart's command on the 2-core development host, 1.4 s
         once they are cached), so a long silence does not look like a hang."""
         timer = None
         if not quiet:
@@ -550,9 +550,13 @@ class EncodeJob:
             self.log(f"gpu-tok: --device auto: using cpu ({note})")
         with self._setup_notice(o.quiet):
             enc.encode(["gpu_tok warm-up"], o.add_special_tokens, device, o.num_threads)  # build the engine now
-            if device == "cpu":  # and load its parallel kernels now (a batch past the threshold of the thread pool)
-                from .fast_cpu import _PARALLEL_MIN_BYTES
+            from .fast_cpu import _PARALLEL_MIN_BYTES
 
+            # and load its parallel kernels now (a batch past the threshold of the thread pool),
+            # unless no batch can reach it (a first run then compiles only the serial path: the
+            # Quickstart's command, README.md, 54 -> 40 s on the 2-core development host)
+            bound = text_bytes_bound(sources)
+            if device == "cpu" and (bound is None or bound >= _PARALLEL_MIN_BYTES):
                 enc.encode(["gpu_tok warm-up. " * (_PARALLEL_MIN_BYTES // 32 + 1)] * 2, o.add_special_tokens,
                            device, o.num_threads)
             if READ_BLOCKS and any(s.kind == "jsonl" or (s.kind == "text" and s.lines) for s in sources):
@@ -890,6 +894,22 @@ def _position_bytes(src: Source, offset: Optional[int] = None) -> int:
         return raw.tell() if raw is not None and not raw.closed else _size(src)
     except (OSError, ValueError):
         return 0
+
+
+def text_bytes_bound(sources: List[Source]) -> Optional[int]:
+    """At least as many bytes as the documents of ``sources`` hold in all (UTF-8): the
+    files' sizes, where each is a plain JSON Lines or text file (a JSON string's text is
+    never longer than its escaped form, a text line than its bytes); None where one is
+    standard input, compressed or Parquet."""
+    total = 0
+    for src in sources:
+        if src.path == "-" or src.kind == "parquet" or compression_of(src.path):
+            return None
+        try:
+            total += os.path.getsize(src.path)
+        except OSError:
+            return None
+    return total
 
 
 def _size(src: Source) -> int:

@@ -909,6 +909,34 @@ def test_setup_notice_when_set_up_is_slow(tmp_path, capsys, monkeypatch):
     assert job.err.getvalue() == bulk.SETUP_NOTICE + "\n"
 
 
+def test_parallel_warm_up_only_where_a_batch_can_use_it(tmp_path, capsys, monkeypatch):
+    """The job's set-up loads the engine's parallel kernels (a warm-up batch past the thread
+    pool's threshold) unless the inputs' sizes bound their text below it: a small plain
+    file skips it (a first run then compiles the serial path only), a large one, a
+    compressed one (its size bounds nothing) and standard input do not."""
+    from gpu_tok.fast_cpu import _PARALLEL_MIN_BYTES
+
+    calls = []
+    encode = bulk.Encoder.encode
+
+    def spy(self, texts, *args, **kwargs):
+        calls.append(sum(len(t.encode("utf-8")) for t in texts))
+        return encode(self, texts, *args, **kwargs)
+
+    monkeypatch.setattr(bulk.Encoder, "encode", spy)
+    small = write_jsonl(tmp_path / "small.jsonl", corpus_texts(20))
+    big = write_jsonl(tmp_path / "big.jsonl", corpus_texts(20) * (_PARALLEL_MIN_BYTES // small.stat().st_size + 1))
+    packed = tmp_path / "small.jsonl.gz"
+    packed.write_bytes(gzip.compress(small.read_bytes()))
+    assert bulk.text_bytes_bound([bulk.Source(str(small), "jsonl")]) == small.stat().st_size
+    assert bulk.text_bytes_bound([bulk.Source(str(packed), "jsonl")]) is None
+    for src, parallel_warm_up in ((small, False), (big, True), (packed, True)):
+        calls.clear()
+        rc, out, err = run(["encode", "--input", str(src), "--device", "cpu", "--quiet"], capsys)
+        assert rc == 0
+        assert any(n >= _PARALLEL_MIN_BYTES for n in calls[:2]) == parallel_warm_up, (src.name, calls)
+
+
 def test_progress_bar_on_a_terminal():
     import io
 
