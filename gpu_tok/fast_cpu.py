@@ -51,6 +51,7 @@ _PROBE_ADDED = 1  # pack_probed's bit: a first byte of an added token's content
 _PROBE_NFC = 2  # pack_probed's bit: a byte NFC may change a character from
 _KEEP_OUT_MAX = 1 << 29  # bytes of parallel id scratch an engine keeps between calls (KeptArray, _scratch_out)
 _REC32_MAX = (1 << 31) - 1  # packed text up to this many bytes: SentencePiece records (text positions) as int32
+_SPARE_SETS = 4  # word-cache sets an engine keeps for calls made while another holds its kept set
 _KEEP_TEXT_MAX = 1 << 27  # bytes of packed text an engine keeps a buffer for between calls (KeptArray)
 _UNITS_PER_THREAD = 32  # work-queue blocks per thread (byte-level fused, SentencePiece, Unigram, WordPiece,
 # CLIP scan, the GPU path's host steps, the byte-level offsets in spans_cpu); was 8: a worker's
@@ -365,6 +366,8 @@ class ByteBPEEngine:
         self._lock = threading.Lock()
         self._wcache = None
         self._wrows, self._wshared = 0, False  # the kept caches' worker rows and shared table faulted in
+        self._spare_lock = threading.Lock()
+        self._spares, self._spares_out = [], {}  # spare cache sets: free ones, and those in use by id
         self._seed = [None]  # short_seed's entries, made once (with_added's copies share them)
         self._out = KeptArray(np.int32, _KEEP_OUT_MAX, self._lock)  # the parallel id scratch (_scratch_out)
 
@@ -453,6 +456,7 @@ class ByteBPEEngine:
         counts = np.zeros(P, np.int64)
         opos = np.zeros(P, np.int64)
         locked = self._lock.acquire(blocking=False)
+        cache = None
         try:
             out = self._scratch_out(data.shape[0]) if locked and parallel else np.empty(max(data.shape[0], 1), np.int32)
             cache = self._word_cache(locked, threads if parallel else 1)
@@ -469,6 +473,7 @@ class ByteBPEEngine:
                 ids = np.empty(int(pts[-1]), np.int32)
                 K.gather_serial(out, opos, counts, pts, ids)
         finally:
+            self._word_cache_done(cache)
             if locked:
                 self._lock.release()
         return ids, pts
@@ -695,27 +700,60 @@ class ByteBPEEngine:
 
     def _word_cache(self, locked: bool, workers: int):
         """The word caches for a call on ``workers`` threads, the shared word table turned on
-        or off for it (``shared_words``)."""
-        if not locked:  # another thread is using the kept cache: a private one for this call
-            cache = self._alloc_word_cache(workers)
+        or off for it (``shared_words``): the kept set when the caller holds ``_lock``, else
+        a spare set (``_spare_cache``); the caller gives it back (``_word_cache_done``)."""
+        if not locked:  # another thread is using the kept set
+            cache = self._spare_cache(workers)
         else:
             if self._wcache is None or self._wcache[0].shape[0] < workers:
                 self._wcache = None  # the old ones dropped first
                 self._wcache = self._alloc_word_cache(max(workers, default_threads()))
                 self._wrows, self._wshared = 0, False
             cache = self._wcache
-            if self._wrows < workers:  # this call's new workers: their rows faulted in and seeded
-                done = self._wrows
-                self._wrows = fault_rows(own_rows(cache), done, workers)
-                if self._seeds_words:
-                    self._seed_short(cache[0][done:workers])
-            if not self._wshared and self._shares_words and shared_words(workers):
-                from .kernels.engine_cpu import _SHARED_ROWS
-
-                faulted_in(cache[1][-_SHARED_ROWS:])  # the shared word table, once a call uses it
-                self._wshared = True
+            self._wrows, self._wshared = self._ready_rows(cache, self._wrows, self._wshared, workers)
         shared_prepare(cache[1], self._shares_words and shared_words(workers))
         return cache
+
+    def _ready_rows(self, cache, done: int, shared: bool, workers: int) -> Tuple[int, bool]:
+        """A kept set's rows of this call's new workers faulted in and seeded, and its shared
+        word table's rows once a call uses the table; returns the new ``(done, shared)``."""
+        if done < workers:
+            done2 = fault_rows(own_rows(cache), done, workers)
+            if self._seeds_words:
+                self._seed_short(cache[0][done:workers])
+            done = done2
+        if not shared and self._shares_words and shared_words(workers):
+            from .kernels.engine_cpu import _SHARED_ROWS
+
+            faulted_in(cache[1][-_SHARED_ROWS:])
+            shared = True
+        return done, shared
+
+    def _spare_cache(self, workers: int):
+        """A word-cache set for a call that finds the kept one held by another thread (Python
+        threads calling one engine at once: its kernels run without the GIL). Each such call
+        takes a spare set and gives it back after (``_word_cache_done``), so the next finds
+        its words there: a fresh full-size set per call, as before, started cold and was
+        paged in anew each time (gpt2, batches of 13 KB, two Python threads: 16-109 MB/s in
+        all against 100-168 with one). Up to ``_SPARE_SETS`` are kept; a call that finds
+        none free makes one, kept after it if there is room."""
+        with self._spare_lock:
+            entry = self._spares.pop() if self._spares else None
+        if entry is None or entry[0][0].shape[0] < workers:
+            entry = [self._alloc_word_cache(max(workers, default_threads())), 0, False]
+        entry[1], entry[2] = self._ready_rows(entry[0], entry[1], entry[2], workers)
+        with self._spare_lock:
+            self._spares_out[id(entry[0])] = entry
+        return entry[0]
+
+    def _word_cache_done(self, cache) -> None:
+        """After a call: a spare set it took (``_spare_cache``) given back."""
+        if cache is None:
+            return
+        with self._spare_lock:
+            entry = self._spares_out.pop(id(cache), None)
+            if entry is not None and len(self._spares) < _SPARE_SETS:
+                self._spares.append(entry)
 
     def _seed_short(self, cache: np.ndarray) -> int:
         """Seed a kept short word cache, fresh, with the vocabulary's tokens of up to 15
@@ -764,6 +802,7 @@ class ByteBPEEngine:
             seg_s, seg_e, m_s, _m_e, m_id = self._segments(data, doc_offsets, skip, parallel, hint, doc_ends)
             fam, end_whole, tab, fold = self._pretok._prepare(self.spec.family, self.spec.dialect)
             locked = self._lock.acquire(blocking=False)
+            cache = None
             try:
                 # the parallel path's scratch (ids at their text's byte offsets, then
                 # gathered) is kept; the serial path's ids are the result, made for it (with
@@ -809,6 +848,7 @@ class ByteBPEEngine:
                     rec_s, pos, rs = K.encode_fused_serial(data, seg_s, seg_e, m_s, m_id, doc_offsets, prefix, suffix,
                                                            *args)
             finally:
+                self._word_cache_done(cache)
                 if locked:
                     self._lock.release()
             if not parallel:  # the ids are in place: the room past them given back (realloc, no copy)
@@ -2029,6 +2069,8 @@ class CpuSentencePieceEngine:
         self._lock = threading.Lock()
         self._wcache = None
         self._wrows, self._wshared = 0, False
+        self._spare_lock = threading.Lock()
+        self._spares, self._spares_out = [], {}
         self._seed = [None]  # short_seed's entries for words, made once
         self._out = KeptArray(np.int32, _KEEP_OUT_MAX, self._lock)
         self._text = KeptArray(np.uint8, _KEEP_TEXT_MAX)
@@ -2038,6 +2080,9 @@ class CpuSentencePieceEngine:
     # the same way, and so is the scratch (3 ids per input byte here)
     _alloc_word_cache = ByteBPEEngine._alloc_word_cache
     _word_cache = ByteBPEEngine._word_cache
+    _ready_rows = ByteBPEEngine._ready_rows
+    _spare_cache = ByteBPEEngine._spare_cache
+    _word_cache_done = ByteBPEEngine._word_cache_done
     _scratch_out = ByteBPEEngine._scratch_out
     _shares_words = False  # its kernels never read the shared word table's rows (tried: no gain)
     _seeds_words = True  # its kept short cache starts with the vocabulary's words (``_seed_short``)
@@ -2103,14 +2148,17 @@ class CpuSentencePieceEngine:
         K = self.K
         n = offsets.shape[0] - 1
         cache = self._word_cache(locked, threads if par else 1)
-        args = (self.rt, self.nt, self.cls, K.sp_form_marker(self.prepend), self.char_id, self.byte_id, self.mtab,
-                *self.bt, self.whole_first, self.held, *cache, out, counts, rec)
-        if par:
-            blocks = byte_blocks(offsets, data.shape[0], n, _UNITS_PER_THREAD * threads)
-            with numba_threads(threads):
-                K.sp_encode_parallel(data, offsets, dst, blocks, np.int64(threads), *args)
-        else:
-            K.sp_block(data, offsets, dst, 0, n, *args[:-3], 0, *args[-3:])  # worker 0, before out, counts, rec
+        try:
+            args = (self.rt, self.nt, self.cls, K.sp_form_marker(self.prepend), self.char_id, self.byte_id, self.mtab,
+                    *self.bt, self.whole_first, self.held, *cache, out, counts, rec)
+            if par:
+                blocks = byte_blocks(offsets, data.shape[0], n, _UNITS_PER_THREAD * threads)
+                with numba_threads(threads):
+                    K.sp_encode_parallel(data, offsets, dst, blocks, np.int64(threads), *args)
+            else:
+                K.sp_block(data, offsets, dst, 0, n, *args[:-3], 0, *args[-3:])  # worker 0, before out, counts, rec
+        finally:
+            self._word_cache_done(cache)
 
     def _token_lengths(self) -> np.ndarray:
         """Bytes of normalized text each id stands for (a byte-fallback token: 1)."""

@@ -1320,6 +1320,40 @@ def test_threads_share_one_engine():
         assert results[k][-len(texts):] == want
 
 
+@pytest.mark.parametrize("family", ["gpt2", "llama2"])
+def test_calls_made_while_the_kept_caches_are_held_share_spare_sets(family, monkeypatch):
+    """A call that finds the engine's kept word caches held by another thread takes a spare
+    set and gives it back (``_spare_cache``): the next such call gets the same set, warm
+    (its words there, so its BPE is not run again), and up to ``_SPARE_SETS`` are kept;
+    every call's ids are the reference's."""
+    t = tok(family)
+    eng = t._cpu_engine()
+    eng = getattr(eng, "engine", eng)
+    texts = bench_texts(20_000)
+    want = t.encode_batch_ids(texts, device="ref").to_list()
+    eng._spares.clear()
+    with eng._lock:  # held, as by a call in another thread
+        assert t.encode_batch_ids(texts, device="cpu", num_threads=1).to_list() == want
+        assert len(eng._spares) == 1 and not eng._spares_out
+        spare = eng._spares[0]
+        short = spare[0][0][0]
+        used = int((short[:, 1] != 0).sum())
+        assert used > 1000  # the seeds and this call's words
+        before = short.copy()
+        assert t.encode_batch_ids(texts, device="cpu", num_threads=1).to_list() == want
+        assert eng._spares == [spare]  # the same set again
+        assert _entries(short) == _entries(before)  # nothing new put there: every word found (a hit
+        # may move its entry to the front of its set)
+        # sets taken at once by several calls: as many made, up to _SPARE_SETS kept after
+        monkeypatch.setattr(fast_cpu, "_SPARE_SETS", 2)
+        taken = [eng._spare_cache(1) for _ in range(3)]
+        assert len({id(c) for c in taken}) == 3 and not eng._spares
+        for c in taken:
+            eng._word_cache_done(c)
+        assert len(eng._spares) == 2 and not eng._spares_out
+    assert t.encode_batch_ids(texts, device="cpu", num_threads=1).to_list() == want  # the kept set again
+
+
 def _in_threads(n, work):
     """``[work(0), ..., work(n - 1)]``, each called in its own thread, all started at once."""
     results = [None] * n
