@@ -261,6 +261,17 @@ class TiktokenEncoding:
         self._cpu_engine = None
         self._cpu_reason: Optional[str] = None
 
+    def __getstate__(self) -> dict:
+        """Pickled without what is built on first use (the compiled CPU and GPU engines, the
+        byte table), as ``tiktoken.Encoding`` pickles: an unpickled copy builds its own (an
+        encoding that had encoded could not be pickled before: the engine holds its
+        kernels' module)."""
+        state = dict(self.__dict__)
+        for key in ("_gpu_engines", "_bytes_tab"):
+            state.pop(key, None)
+        state["_cpu_engine"], state["_cpu_reason"] = None, None
+        return state
+
     def __repr__(self) -> str:
         return f"<TiktokenEncoding {self.name!r}>"
 

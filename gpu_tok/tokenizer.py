@@ -106,6 +106,17 @@ class Tokenizer:
         self._cpu = None  # the compiled engine, built on first use
         self._cpu_reason: Optional[str] = None
 
+    def __getstate__(self) -> dict:
+        """Pickled without what is built on first use (the compiled CPU and GPU engines, with
+        their kept caches and locks, and the decoding tables): an unpickled copy builds its
+        own. Before, a tokenizer that had encoded could not be pickled (the engine holds its
+        kernels' module), as a ``DataLoader`` worker or a process pool needs it to be."""
+        state = dict(self.__dict__)
+        for key in ("_gpu_engines", "_fast_decoding"):
+            state.pop(key, None)
+        state["_cpu"], state["_cpu_reason"] = None, None
+        return state
+
     def _cpu_engine(self):
         """The compiled CPU engine, or None when it does not serve this tokenizer."""
         if self._cpu is None and self._cpu_reason is None:

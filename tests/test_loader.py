@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import pickle
 import struct
 
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 import gpu_tok
 from gpu_tok import TokenizerFileError, UnsupportedComponent
-from _paths import model_file
+from _paths import model_file, model_path
 from _small_bpe import bpe_model, tokenizer_json
 
 BASE = json.loads(tokenizer_json())
@@ -426,3 +427,34 @@ def test_precompiled_charsmap_with_json_escapes_is_read(nested):
     assert "\\/" in js
     text = "a \u00e9 " + "x" * k
     assert gpu_tok.Tokenizer.from_str(js).encode(text).ids == tokenizers.Tokenizer.from_str(js).encode(text).ids
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama2", "bert-base-uncased", "t5-small", "clip-vit-base-patch32",
+                                  "mistral-v0.3-metaspace"])
+def test_pickled_after_use(name):
+    """A tokenizer pickles, as ``tokenizers.Tokenizer`` does (a ``DataLoader`` worker or a
+    process pool needs it), also once it has encoded and built its compiled engine: the
+    copy leaves the engine out and builds its own, and keeps the added tokens and the
+    truncation and padding set before; its ids, offsets and decoding are the original's.
+    (Before, such a tokenizer failed to pickle: the engine holds its kernels' module; and a
+    tokenizer with a normalizer never pickled: a lambda.)"""
+    t = gpu_tok.Tokenizer.from_file(str(model_path(name)))
+    t.add_tokens(["zzqx"])
+    texts = ["Hello world, caf\u00e9 e\u0301 \u65e5\u672c 123  spaces\tand zzqx <s> tokens", "", "a b"]
+    ids = t.encode_batch_ids(texts, device="cpu").to_list()
+    t.enable_truncation(max_length=7)
+    t.enable_padding(pad_id=0, pad_token="[PAD]")
+    encs = t.encode_batch(texts, device="cpu")
+    assert t._cpu is not None  # the engine was built
+    t2 = pickle.loads(pickle.dumps(t))
+    assert t2._cpu is None and "_fast_decoding" not in t2.__dict__
+    t2.no_truncation()
+    t2.no_padding()
+    assert t2.encode_batch_ids(texts, device="cpu").to_list() == ids
+    t2.enable_truncation(max_length=7)
+    t2.enable_padding(pad_id=0, pad_token="[PAD]")
+    assert [(e.ids, e.offsets, e.attention_mask) for e in t2.encode_batch(texts, device="cpu")] == \
+        [(e.ids, e.offsets, e.attention_mask) for e in encs]
+    t3 = pickle.loads(pickle.dumps(t))  # truncation and padding carried over
+    assert [e.ids for e in t3.encode_batch(texts, device="cpu")] == [e.ids for e in encs]
+    assert t3.decode(ids[0]) == t.decode(ids[0])

@@ -95,6 +95,21 @@ def ours(name: str) -> TiktokenEncoding:
     return gpu_tok.Tokenizer.from_tiktoken(name, path=rank_path(name))
 
 
+def test_pickled_after_use():
+    """An encoding pickles as ``tiktoken.Encoding`` does, also once it has built its compiled
+    engine (left out of the pickle, built again by the copy): the same ids and bytes."""
+    import pickle
+
+    enc = gpu_tok.Tokenizer.from_tiktoken("o200k_base", path=rank_path("o200k_base"))
+    texts = ["Hello world, caf\u00e9 \u65e5\u672c 123  <|endoftext|>", ""]
+    ids = enc.encode_batch_ids(texts, disallowed_special=(), device="cpu").to_list()
+    assert enc._cpu_engine is not None
+    enc2 = pickle.loads(pickle.dumps(enc))
+    assert enc2._cpu_engine is None
+    assert enc2.encode_batch_ids(texts, disallowed_special=(), device="cpu").to_list() == ids
+    assert enc2.decode_bytes(ids[0]) == enc.decode_bytes(ids[0]) == texts[0].encode("utf-8")
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_named_table_equals_tiktoken_ext(name):
     """gpu_tok's stored definitions are tiktoken_ext.openai_public's, in order."""

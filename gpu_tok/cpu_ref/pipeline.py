@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Dict, List, Optional
 
 from .. import config as C
@@ -87,7 +88,7 @@ class RefPipeline:
         self.model = model_for(cfg.model)
         self.added = AddedVocabulary(cfg.added_tokens, self.model, cfg.normalizer)
         norm = cfg.normalizer
-        self._normalize = None if norm is None else (lambda ns: normalize(norm, ns))
+        self._normalize = None if norm is None else functools.partial(normalize, norm)  # (picklable)
         self.truncation = cfg.truncation  # set by Tokenizer.enable_truncation / no_truncation
         self.padding = cfg.padding  # likewise
 
