@@ -309,9 +309,13 @@ class NotServed(Exception):
 
 
 def default_threads() -> int:
+    """The threads a call may use: Numba's pool, or one in a process forked after the
+    parent started Numba's OpenMP layer (``kernels.forksafe``: no parallel region there)."""
     import numba
 
-    return int(numba.config.NUMBA_NUM_THREADS)
+    from .kernels.forksafe import serial_now
+
+    return 1 if serial_now() else int(numba.config.NUMBA_NUM_THREADS)
 
 
 @dataclass

@@ -1354,6 +1354,84 @@ def test_calls_made_while_the_kept_caches_are_held_share_spare_sets(family, monk
     assert t.encode_batch_ids(texts, device="cpu", num_threads=1).to_list() == want  # the kept set again
 
 
+_FORK_FAMILIES = ["gpt2", "llama2", "bert-base-uncased", "t5-small", "clip-vit-base-patch32"]
+
+
+def _encode_all(texts):
+    """Per family: ``encode_batch_ids`` on two threads and ``encode_batch``'s ids and offsets."""
+    out = {}
+    for name in _FORK_FAMILIES:
+        t = tok(name)
+        encs = t.encode_batch(texts, device="cpu", num_threads=2)
+        out[name] = (t.encode_batch_ids(texts, device="cpu", num_threads=2).to_list(),
+                     [(e.ids, e.offsets) for e in encs])
+    return out
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_engines_in_a_child_forked_after_parallel_kernels_ran(monkeypatch):
+    """A process forked after its parent ran the parallel kernels (Numba's OpenMP layer
+    started) encodes with the same results: there the engines take one thread and each
+    parallel kernel runs its serial copy (``kernels.forksafe``), where before Numba stopped
+    the child ("fork() called from a process already using GNU OpenMP"). Every family's
+    compiled engine, ids and offsets, and the JSON Lines reader's kernel."""
+    from gpu_tok.kernels import forksafe, jsonl_cpu
+
+    monkeypatch.setattr(fast_cpu, "_PARALLEL_MIN_BYTES", 0)
+    for name in _FORK_FAMILIES:
+        model_path(name)
+    texts = bench_texts(4_000) + ["", "a  b\t\n", "caf\u00e9 e\u0301 \u65e5\u672c"]
+    want = _encode_all(texts)  # the parent: parallel kernels, OpenMP started
+    assert forksafe._omp_in_use() and not forksafe.serial_now()
+    got, serial, threads = _forked(_in_child, texts)
+    assert serial and threads == 1 and got == want
+    assert not forksafe.serial_now() and jsonl_cpu is not None
+
+
+def _forked(fn, *args):
+    """``fn(*args)`` in a forked child, its result back through a pipe; a child that dies
+    (Numba's "Terminating: fork() called ...") fails here at once."""
+    import pickle
+    import traceback
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no pytest, no return
+        code = 1
+        try:
+            try:
+                data = pickle.dumps(("ok", fn(*args)))
+                code = 0
+            except BaseException:  # noqa: BLE001 - sent to the parent
+                data = pickle.dumps(("error", traceback.format_exc()))
+            with os.fdopen(w, "wb") as f:
+                f.write(data)
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status), f"the forked child was killed by signal {os.WTERMSIG(status)}"
+    kind, value = pickle.loads(data)
+    assert kind == "ok", value
+    return value
+
+
+def _in_child(texts):
+    from gpu_tok.kernels import forksafe
+    from gpu_tok.corpus import Source, iter_records
+    import tempfile
+
+    got = _encode_all(texts)
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:  # the reader's parallel kernel
+        f.write("".join(json.dumps({"text": x}) + "\n" for x in texts))
+    docs = [x for r in iter_records(Source(f.name, "jsonl"), blocks=True, threads=2) for x in r.texts]
+    os.unlink(f.name)
+    assert docs == texts
+    return got, forksafe.serial_now(), fast_cpu.default_threads()
+
+
 def _in_threads(n, work):
     """``[work(0), ..., work(n - 1)]``, each called in its own thread, all started at once."""
     results = [None] * n

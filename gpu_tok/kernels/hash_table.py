@@ -61,9 +61,14 @@ def njit_cached(*args, **kw):
 
     def deco(fn):
         try:
-            return njit(cache=True, **kw)(fn)
+            d = njit(cache=True, **kw)(fn)
         except RuntimeError:  # "cannot cache function ...: no locator available"
-            return njit(cache=False, **kw)(fn)
+            d = njit(cache=False, **kw)(fn)
+        if kw.get("parallel"):  # run serially in a child forked after OpenMP started (forksafe)
+            from .forksafe import fork_safe
+
+            d = fork_safe(d, kw)
+        return d
 
     if args and callable(args[0]):
         return deco(args[0])
