@@ -34,6 +34,7 @@ from . import config as C
 from ._util import _ITEMS_OK, _VAR_HEADER, sparse_empty
 from .encoding import Encoding, EncodingRows, TokenStrings
 from .kernels.hash_table import interleave, kernel_bytes, new_pair_cache, pair_filter
+from .kernels.forksafe import serial_now
 
 _PARALLEL_MIN_BYTES = 1 << 18  # below this one thread does all (the thread pool costs ~30 ms per call here)
 _CACHE_SLOTS = 1 << 20  # short-piece cache slots per worker (32 bytes each: 32 MiB)
@@ -312,8 +313,6 @@ def default_threads() -> int:
     """The threads a call may use: Numba's pool, or one in a process forked after the
     parent started Numba's OpenMP layer (``kernels.forksafe``: no parallel region there)."""
     import numba
-
-    from .kernels.forksafe import serial_now
 
     return 1 if serial_now() else int(numba.config.NUMBA_NUM_THREADS)
 
