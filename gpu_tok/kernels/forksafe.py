@@ -71,7 +71,8 @@ def fork_safe(dispatcher, njit_kw: dict):
                 g.__qualname__ = f.__qualname__ + "__serial"
                 g.__module__ = f.__module__
                 g.__doc__ = f.__doc__
-                kw = {k: v for k, v in self.__dict__["_gpu_tok_njit_kw"].items() if k != "parallel"}
+                # (a dispatcher Numba rebuilt from a pickle has no options kept: the defaults)
+                kw = {k: v for k, v in self.__dict__.get("_gpu_tok_njit_kw", {}).items() if k != "parallel"}
                 try:
                     twin = njit(cache=True, **kw)(g)
                 except RuntimeError:  # no writable cache location
