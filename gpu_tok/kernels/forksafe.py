@@ -63,7 +63,7 @@ def fork_safe(dispatcher, njit_kw: dict):
         def _gpu_tok_serial(self):
             twin = self.__dict__.get("_gpu_tok_twin")
             if twin is None:
-                from numba import njit
+                from .hash_table import njit_cached
 
                 f = self.py_func
                 g = types.FunctionType(f.__code__, f.__globals__, f.__name__ + "__serial", f.__defaults__,
@@ -73,10 +73,7 @@ def fork_safe(dispatcher, njit_kw: dict):
                 g.__doc__ = f.__doc__
                 # (a dispatcher Numba rebuilt from a pickle has no options kept: the defaults)
                 kw = {k: v for k, v in self.__dict__.get("_gpu_tok_njit_kw", {}).items() if k != "parallel"}
-                try:
-                    twin = njit(cache=True, **kw)(g)
-                except RuntimeError:  # no writable cache location
-                    twin = njit(cache=False, **kw)(g)
+                twin = njit_cached(**kw)(g)  # cached where a cache location is writable
                 self.__dict__["_gpu_tok_twin"] = twin
             return twin
 
