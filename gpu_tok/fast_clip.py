@@ -242,14 +242,12 @@ class CpuClipEngine:
         with numba_threads(threads if parallel else 1):
             clip_cpu.lower_gaps(data, seg_s, seg_e, gaps, nw, self.low1, self.multi, low, ls, le, orig)
         if self.norm_engine is not None:
-            tkeys, tvals, term, first, flags, base = self.norm_engine._tries[0]
-            ls, le, n_s, n_e, n_id = K.match_added(low, ls, le, tkeys, tvals, term, first, flags, base,
-                                                    self.engine.cls, np.zeros(0, np.uint8))
+            ls, le, n_s, n_e, n_id = K.match_added(low, ls, le, *self.norm_engine._tries[0], self.engine.cls,
+                                                    np.zeros(0, np.uint8))
         else:
             n_s, n_e, n_id = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32)
         seg_doc = np.searchsorted(offsets, ls // 2, side="right") - 1  # (low position L: raw L // 2)
-        tkeys, tvals, term, first = self.literal_engine._tries[0][:4]
-        lit = K.any_match(low, ls, le, tkeys, tvals, term, first)
+        lit = K.any_match(low, ls, le, *self.literal_engine._tries[0][:6])
         if lit.any():
             skip[seg_doc[lit != 0]] = 1
         S = ls.shape[0]

@@ -67,24 +67,42 @@ def plan_threads(num_threads: Optional[int], n_bytes: int) -> Tuple[int, bool]:
     return threads, threads > 1 and n_bytes >= _PARALLEL_MIN_BYTES
 
 
+_THREAD_FNS: list = []  # Numba's (get, set) of the calling thread's thread count, once found
+
+
+def _thread_fns():
+    """``(get, set)`` of the calling thread's Numba thread count: the threading layer's own
+    functions once its threads are launched (0.2 us each, where ``numba.get_num_threads`` and
+    ``set_num_threads`` check and launch first: 3.5 us a ``numba_threads`` block, about 7 of
+    a one-word ``encode_batch``'s 120 us); the public ones where this Numba has no such
+    attributes. The caller passes a valid count (``plan_threads``')."""
+    if not _THREAD_FNS:
+        import numba
+        from numba.np.ufunc import parallel as P
+
+        numba.get_num_threads()  # launches the threads, as the public functions do
+        get, put = getattr(P, "_get_num_threads", None), getattr(P, "_set_num_threads", None)
+        _THREAD_FNS[:] = [get, put] if callable(get) and callable(put) else [numba.get_num_threads,
+                                                                              numba.set_num_threads]
+    return _THREAD_FNS
+
+
 class numba_threads:
-    """Run a block with ``numba.set_num_threads(n)`` (nothing when ``n`` is None), then restore."""
+    """Run a block with Numba's thread count set to ``n`` (nothing when ``n`` is None), then restore."""
 
     def __init__(self, n: Optional[int]):
         self.n = n
 
     def __enter__(self):
         if self.n is not None:
-            import numba
-
-            self.prev = numba.get_num_threads()
-            numba.set_num_threads(self.n)
+            get, put = _THREAD_FNS or _thread_fns()
+            self.prev = get()
+            if self.prev != self.n:
+                put(self.n)
 
     def __exit__(self, *exc):
-        if self.n is not None:
-            import numba
-
-            numba.set_num_threads(self.prev)
+        if self.n is not None and self.prev != self.n:
+            _THREAD_FNS[1](self.prev)
 
 
 class KeptArray:
@@ -190,8 +208,19 @@ def byte_blocks(starts, total: int, n: int, parts: int) -> np.ndarray:
     item at or after each of ``parts - 1`` evenly spaced bytes, without repeats."""
     # integer bytes: float ones would make searchsorted convert all of ``starts`` to float
     # first (2.7 ms for 900k pieces, where the search itself takes microseconds)
+    if n <= 1:  # (a call of one text: 2 us here against 20 through the general path)
+        return np.arange(n + 1, dtype=np.int64)
     cuts = np.searchsorted(starts, np.arange(parts + 1, dtype=np.int64) * int(total) // max(int(parts), 1))
-    return np.unique(np.concatenate(([0], cuts.clip(0, n), [n]))).astype(np.int64)
+    # the cuts rise with the bytes (``starts`` is sorted): 0, the cuts at most ``n``, then
+    # ``n`` are in order, and repeats are neighbours
+    c = np.empty(parts + 3, np.int64)
+    c[0] = 0
+    np.minimum(cuts, n, out=c[1:-1])
+    c[-1] = n
+    keep = np.empty(parts + 3, np.bool_)
+    keep[0] = True
+    np.not_equal(c[1:], c[:-1], out=keep[1:])
+    return c[keep]
 
 
 def on_huge_pages(a: np.ndarray) -> np.ndarray:
@@ -343,11 +372,13 @@ class ByteBPEEngine:
 
     def __init__(self, spec: EngineSpec):
         from .kernels import engine_cpu as K
-        from .kernels import pretok_cpu
+        from .kernels import pretok_cpu, spans_cpu
 
         self.spec = spec
         self._K = K
         self._pretok = pretok_cpu
+        self._spans = spans_cpu
+        self._scan_args = None  # the scanner's (family marker, end_whole, class table, fold table)
         self.init_ids = np.ascontiguousarray(spec.init_ids, np.int32)
         self.mtab = on_huge_pages(interleave(*spec.merges))
         self.grid = K.byte_pair_grid(self.init_ids, self.mtab)
@@ -386,16 +417,9 @@ class ByteBPEEngine:
         K = self._K
         self._tries = []
         for toks in (raw_tokens, norm_tokens):
-            if toks:
-                ids = [t[1] for t in toks]
-                base = min(ids)
-                flags = np.zeros(max(ids) - base + 1, np.uint8)
-                for _c, i, f in toks:
-                    flags[i - base] = f
-                self._tries.append(K.build_trie([(c, i) for c, i, _f in toks]) + (flags, base))
-            else:
-                self._tries.append(None)
+            self._tries.append(_trie_tuple(K, toks) if toks else None)
         self.probe = self._make_probe()
+        self._probe_bits = frozenset() if self.probe is None else frozenset(self.probe[:, 2].tolist())
         self.probe_pairs = _NO_PAIRS
         first = raw_tokens or norm_tokens
         if self._probed(_PROBE_ADDED) and first and min(len(c) for c, _i, _f in first) >= 2:
@@ -422,17 +446,27 @@ class ByteBPEEngine:
             rows.append((int(self.nfc[5][0]), 0xFF, _PROBE_NFC))
         return np.array(rows, np.int64).reshape(-1, 3) if rows else None
 
+    def _scanner(self):
+        """``pretok_cpu._prepare`` of this engine's pre-tokenizer (made once: 3 us a call)."""
+        if self._scan_args is None:
+            self._scan_args = self._pretok._prepare(self.spec.family, self.spec.dialect)
+        return self._scan_args
+
     def _probed(self, bit: int) -> bool:
-        """Whether ``self.probe`` has rows for ``bit``."""
-        return self.probe is not None and bool((self.probe[:, 2] == bit).any())
+        """Whether ``self.probe`` has rows for ``bit`` (their bits kept by ``_set_added``)."""
+        return bit in self._probe_bits
 
     # -------------------------------------------------------------------- core
-    def pieces(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray], parallel: bool):
-        """``(starts, ends, special)`` of every piece of the active documents."""
-        seg_s, seg_e, m_s, m_e, m_id = self._segments(data, doc_offsets, skip, parallel)
+    def pieces(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray], parallel: bool,
+               hint: Optional[np.ndarray] = None):
+        """``(starts, ends, special)`` of every piece of the active documents (``hint``: as
+        ``_segments`` takes it)."""
+        seg_s, seg_e, m_s, m_e, m_id = self._segments(data, doc_offsets, skip, parallel, hint)
         N = data.shape[0]
         mask = np.zeros(N, np.uint8)
-        if seg_s.shape[0]:
+        if seg_s.shape[0] and not parallel:  # the serial scan itself: the segments are ours, in order
+            self._pretok._scan_serial(data, seg_s, seg_e, *self._scanner(), mask)
+        elif seg_s.shape[0]:
             self._pretok.scan_mask(data, seg_s, seg_e, self.spec.family, self.spec.dialect, mask, parallel=parallel)
         if m_s.shape[0]:
             mask[m_s] = 2
@@ -442,8 +476,7 @@ class ByteBPEEngine:
         # documents are contiguous and each non-empty one starts with a marked byte, so a
         # piece ends where the next one starts (a match where it ends: it can overlap the
         # next one's start); m_s is in text order, as the marks
-        from .kernels import spans_cpu
-
+        spans_cpu = self._spans
         if not parallel:
             return spans_cpu.mask_pieces_serial(mask, m_id, m_e)
         import numba
@@ -663,16 +696,13 @@ class ByteBPEEngine:
             if hint.shape[0] and not hint.any():  # no document holds a content's first bytes
                 hint = _NO_HINT
                 continue
-            tkeys, tvals, term, first, flags, base = trie
             if parallel:
                 import numba
 
-                seg_s, seg_e, m_s, m_e, m_id = K.match_added_parallel(data, seg_s, seg_e, tkeys, tvals, term, first,
-                                                                       flags, base, self.cls, hint,
+                seg_s, seg_e, m_s, m_e, m_id = K.match_added_parallel(data, seg_s, seg_e, *trie, self.cls, hint,
                                                                        4 * numba.get_num_threads())
             else:
-                seg_s, seg_e, m_s, m_e, m_id = K.match_added(data, seg_s, seg_e, tkeys, tvals, term, first, flags,
-                                                              base, self.cls, hint)
+                seg_s, seg_e, m_s, m_e, m_id = K.match_added(data, seg_s, seg_e, *trie, self.cls, hint)
             hint = _NO_HINT  # the probe was for the first matcher's contents
             ms.append(m_s)
             me.append(m_e)
@@ -803,7 +833,7 @@ class ByteBPEEngine:
                 if data is not d0 or doc_ends is not None:  # the hint was taken on the text before NFC
                     hint = None
             seg_s, seg_e, m_s, _m_e, m_id = self._segments(data, doc_offsets, skip, parallel, hint, doc_ends)
-            fam, end_whole, tab, fold = self._pretok._prepare(self.spec.family, self.spec.dialect)
+            fam, end_whole, tab, fold = self._scanner()
             locked = self._lock.acquire(blocking=False)
             cache = None
             try:
@@ -875,18 +905,22 @@ class ByteBPEEngine:
         return row_splits
 
     def run(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray] = None,
-            num_threads: Optional[int] = None, want_pieces: bool = False, normalized: bool = False):
+            num_threads: Optional[int] = None, want_pieces: bool = False, normalized: bool = False,
+            hint: Optional[np.ndarray] = None):
         """Encode packed text. Returns ``(ids, row_splits)`` (plus the piece arrays when asked).
-        ``normalized``: the text is NFC already (``nfc_normalize``'s): no NFC check."""
+        ``normalized``: the text is NFC already (``nfc_normalize``'s): no NFC check. ``hint``:
+        ``pack_probed``'s flags for ``self.probe`` (the NFC check and the added-token search
+        pass over the documents without their bits)."""
         data = kernel_bytes(data)
         threads, parallel = plan_threads(num_threads, data.shape[0])
         with numba_threads(threads if parallel else 1):
             if not normalized:
-                skip = self._nfc_skip(data, doc_offsets, skip)
-            starts, ends, special = self.pieces(data, doc_offsets, skip, parallel)
+                skip = self._nfc_skip(data, doc_offsets, skip, hint)
+            starts, ends, special = self.pieces(data, doc_offsets, skip, parallel, hint)
             ids, pts = self.encode_pieces(data, starts, ends, special, parallel, threads)
-        row_splits = pts[np.searchsorted(starts, doc_offsets[:-1], side="left")]
-        row_splits = np.append(row_splits, pts[-1]).astype(np.int64)
+        row_splits = np.empty(doc_offsets.shape[0], np.int64)
+        row_splits[:-1] = pts[np.searchsorted(starts, doc_offsets[:-1], side="left")]
+        row_splits[-1] = pts[-1]
         if want_pieces:
             return ids, row_splits, skip, (starts, ends, special, pts)
         return ids, row_splits, skip
@@ -917,8 +951,7 @@ def pack_probed(texts: Sequence[str], check, num_threads: Optional[int],
     and the NFC check where a text has not the bit); a bit with rows in ``pairs``
     (``ByteBPEEngine.probe_pairs``) only where one of its byte pairs occurs too. None
     without ``probe`` or when the texts went through ``str.encode``. ``kept``: as in ``pack``."""
-    from .kernels import pack_cpu as PK
-
+    PK = _pack_cpu()
     texts = texts if type(texts) in (list, tuple) else list(texts)  # hold every object while its bytes are read
     n = len(texts)
     objs = object_ids(texts)
@@ -927,7 +960,10 @@ def pack_probed(texts: Sequence[str], check, num_threads: Optional[int],
     if PK.utf8_views(objs, ptr, size, PK.AS_UTF8, PK.ERR_CLEAR) >= 0:
         return (*_pack_encoded(texts, check), None)
     offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(size, out=offsets[1:])
+    if n == 1:  # (a call of one text: cumsum's own cost is most of a microsecond's work here)
+        offsets[1] = size[0]
+    else:
+        np.cumsum(size, out=offsets[1:])
     data = kept.take(int(offsets[-1])) if kept is not None else np.empty(int(offsets[-1]), np.uint8)
     threads, parallel = plan_threads(num_threads, data.shape[0])
     hint = None
@@ -945,6 +981,19 @@ def pack_probed(texts: Sequence[str], check, num_threads: Optional[int],
         else:
             PK.gather_views_probe_serial(ptr, offsets, data, probe, pairs, hint)
     return data, offsets, hint
+
+
+def _pack_cpu():
+    """``kernels.pack_cpu``, imported on first use (an import statement per call costs a
+    microsecond of a one-word call's forty)."""
+    if not _PACK_CPU:
+        from .kernels import pack_cpu
+
+        _PACK_CPU.append(pack_cpu)
+    return _PACK_CPU[0]
+
+
+_PACK_CPU: list = []
 
 
 def object_ids(seq) -> np.ndarray:
@@ -1335,17 +1384,22 @@ class CpuTokenizerEngine:
         a document NFC changes normalized first and its offsets mapped back (``nfc_encodings``)."""
         from .cpu_ref.pipeline import check_text
 
-        data, offsets = pack(texts, check_text, num_threads)
-        return encodings_with_nfc(self.engine, self.ref, texts, type_id, data, offsets,
-                                  lambda d, o, normalized=False: self._encoding_arrays(d, o, num_threads, normalized))
+        data, offsets, hint = pack_probed(texts, check_text, num_threads, self.engine.probe, self.engine.probe_pairs)
+
+        def arrays_of(d, o, normalized=False):
+            return self._encoding_arrays(d, o, num_threads, normalized, None if normalized else hint)
+
+        return encodings_with_nfc(self.engine, self.ref, texts, type_id, data, offsets, arrays_of)
 
     def _encoding_arrays(self, data: np.ndarray, offsets: np.ndarray, num_threads: Optional[int],
-                         normalized: bool = False):
+                         normalized: bool = False, hint: Optional[np.ndarray] = None):
         """``(row_splits, ids, tokens, char_starts, char_ends, words, skipped, added)`` of packed
         documents (``skipped``: those NFC changes, left out, unless ``normalized``; offsets in
-        characters of each document; ``added``: which tokens are added tokens)."""
+        characters of each document; ``added``: which tokens are added tokens; ``hint``:
+        ``pack_probed``'s flags of the packed text, as ``ByteBPEEngine.run`` takes them)."""
         ids, rs, skip, (starts, ends, special, pts) = self.engine.run(data, offsets, num_threads=num_threads,
-                                                                       want_pieces=True, normalized=normalized)
+                                                                       want_pieces=True, normalized=normalized,
+                                                                       hint=hint)
         from .kernels.spans_cpu import token_char_spans
 
         threads, parallel = plan_threads(num_threads, data.shape[0])
@@ -1948,17 +2002,19 @@ def _sp_normalizer(norm) -> bool:
 
 
 def _trie_tuple(K, toks):
+    """The matchers' trie tuple of added tokens ``[(content bytes, id, flags)]``:
+    ``searchable_trie``'s, then the flags by id from ``base`` and ``base`` (an empty trie
+    without tokens: ``term`` empty)."""
     if not toks:
         empty = np.full(8, np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64)
-        return (empty, empty.copy(), np.zeros(0, np.int32), np.zeros(256, np.uint8), np.zeros(1, np.uint8), 0,
-                np.zeros(0, np.uint8), np.zeros(0, np.uint8))
+        return (empty, empty.copy(), np.zeros(0, np.int32), np.zeros(256, np.uint8), np.zeros(0, np.uint8),
+                np.zeros(0, np.uint8), np.zeros(1, np.uint8), 0)
     ids = [t[1] for t in toks]
     base = min(ids)
     flags = np.zeros(max(ids) - base + 1, np.uint8)
     for _c, i, f in toks:
         flags[i - base] = f
-    trie = K.build_trie([(c, i) for c, i, _f in toks])
-    return trie + (flags, base, K._first_bytes(trie[3]), K.trie_trunk(trie[0], trie[1], trie[2]))
+    return K.searchable_trie(K.build_trie([(c, i) for c, i, _f in toks])) + (flags, base)
 
 
 def _added_token_lists(ref):
@@ -2287,7 +2343,7 @@ class CpuTiktokenEngine:
     def __init__(self, pat_str: str, id_bytes: dict, special_tokens: dict):
         self.engine = ByteBPEEngine(spec_for_tiktoken(pat_str, id_bytes))
         self.special_tokens = special_tokens
-        self._by_allowed = {frozenset(): self.engine}
+        self._by_allowed = {}  # allowed special tokens: (engine, hint covers its probe)
         self._checkers = {}
         self.text = KeptArray(np.uint8, _KEEP_TEXT_MAX)  # TiktokenEncoding._fast_batch packs into it
         # the first bytes of every special token, when there are at most three (all of
@@ -2301,38 +2357,49 @@ class CpuTiktokenEngine:
         return pack_probed(texts, check, num_threads, self.probe, kept=kept)
 
     def _engine(self, allowed: frozenset) -> ByteBPEEngine:
-        e = self._by_allowed.get(allowed)
-        if e is None:
+        """The engine matching the special tokens ``allowed``."""
+        return self._entry(allowed)[0]
+
+    def _entry(self, allowed: frozenset) -> Tuple[ByteBPEEngine, bool]:
+        """The engine matching the special tokens ``allowed``, and whether ``self.pack``'s hint
+        covers its probe (made once per set)."""
+        got = self._by_allowed.get(allowed)
+        if got is None:
             toks = [(s.encode("utf-8"), self.special_tokens[s], 0) for s in sorted(allowed)]
-            e = self._by_allowed[allowed] = self.engine.with_added(toks)
-        return e
+            e = self.engine.with_added(toks) if allowed else self.engine
+            covered = (self.probe is not None and e.probe is not None
+                       and bool(np.isin(e.probe[:, 0], self.probe[:, 0]).all()))
+            got = self._by_allowed[allowed] = (e, covered)
+        return got
 
     def contains_any(self, data, offsets, tokens: frozenset, hint: Optional[np.ndarray] = None) -> np.ndarray:
         """Per document, whether one of ``tokens`` occurs in it (``hint``: ``self.pack``'s;
         only the documents it flags are searched)."""
         from .kernels import engine_cpu as K
 
-        trie = self._checkers.get(tokens)
-        if trie is None:
-            trie = self._checkers[tokens] = K.build_trie([(s.encode("utf-8"), 0) for s in sorted(tokens)])
-        tkeys, tvals, term, first = trie
-        if hint is not None and (self.probe is None or "" in tokens
-                                 or not np.isin(np.flatnonzero(first), self.probe[:, 0]).all()):
+        got = self._checkers.get(tokens)
+        if got is None:  # the trie, and whether the hint covers its first bytes (made once per set)
+            trie = K.searchable_trie(K.build_trie([(s.encode("utf-8"), 0) for s in sorted(tokens)]))
+            covered = (self.probe is not None and "" not in tokens
+                       and bool(np.isin(np.flatnonzero(trie[3]), self.probe[:, 0]).all()))
+            got = self._checkers[tokens] = (trie, covered)
+        trie, covered = got
+        if not covered:
             hint = None  # a token not among the special ones, with another first byte
         if hint is None:
-            return K.any_match(data, offsets[:-1].copy(), offsets[1:].copy(), tkeys, tvals, term, first)
+            return K.any_match(data, offsets[:-1].copy(), offsets[1:].copy(), *trie)
         out = np.zeros(offsets.shape[0] - 1, np.uint8)
         docs = np.flatnonzero(hint)
         if docs.shape[0]:
-            out[docs] = K.any_match(data, offsets[:-1][docs], offsets[1:][docs], tkeys, tvals, term, first)
+            out[docs] = K.any_match(data, offsets[:-1][docs], offsets[1:][docs], *trie)
         return out
 
     def encode_ids(self, data, offsets, allowed: frozenset, num_threads: Optional[int],
                    hint: Optional[np.ndarray] = None):
         """``(ids, row_splits)`` with the special tokens in ``allowed`` matched (``hint``:
         ``self.pack``'s, passed on where it covers the matcher's first bytes)."""
-        eng = self._engine(allowed)
-        if hint is not None and (eng.probe is None or not np.isin(eng.probe[:, 0], self.probe[:, 0]).all()):
+        eng, covered = self._entry(allowed)
+        if not covered:
             hint = None
         ids, rs, _skip = eng.run_ids(data, offsets, num_threads=num_threads, hint=hint)
         return ids, rs

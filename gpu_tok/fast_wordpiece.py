@@ -86,13 +86,13 @@ class PieceEngine:
     def _raw_contents(self):
         """The raw added tokens' contents as a trie (``engine_cpu.any_match`` searches the
         packed text for them), and the normalized ones' normalized forms."""
-        from .kernels.engine_cpu import build_trie
+        from .kernels.engine_cpu import build_trie, searchable_trie
 
         added = self.ref.added
         raw = sorted({t.content.encode("utf-8") for t in added.map_r.values() if not t.normalized and t.content})
         norm = sorted({added.normalized_form.get(i, t.content) for i, t in added.map_r.items() if t.normalized} - {""},
                       key=len, reverse=True)
-        return (build_trie([(c, 0) for c in raw]) if raw else None), norm
+        return (searchable_trie(build_trie([(c, 0) for c in raw])) if raw else None), norm
 
     def _normalized_contents(self, texts: List[str], status: np.ndarray) -> None:
         """Set ``status[k]`` for each text whose normalized form holds a normalized added

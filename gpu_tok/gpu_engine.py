@@ -1270,7 +1270,7 @@ class GpuEngine:
         key = id(eng)
         have = self._scanners.get(key)
         if have is None or have[0] is not eng:
-            fam, end_whole, tab, fold = eng._pretok._prepare(eng.spec.family, eng.spec.dialect)
+            fam, end_whole, tab, fold = eng._scanner()
             have = self._scanners[key] = (eng, len(fam), bool(end_whole), self.be.upload(tab), self.be.upload(fold))
         return have[1:]
 

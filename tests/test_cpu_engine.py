@@ -1065,7 +1065,7 @@ def test_added_tokens_found_at_every_window_position(contents, trunk, nfb):
     np.cumsum([len(r) for r in raw], out=off[1:])
     for cut in (0, 1):
         ends = np.maximum(off[1:] - cut, off[:-1])
-        has = K.any_match(data, off[:-1].copy(), ends, *trie[:4]).tolist()
+        has = K.any_match(data, off[:-1].copy(), ends, *trie[:6]).tolist()
         expect = [int(any(w.encode("utf-8") in r[:len(r) - cut] for w in words)) for r in raw]
         assert has == expect and 0 < sum(expect) < len(expect)
 
@@ -2375,3 +2375,38 @@ def test_rows_of_ints_and_pairs_as_tolist():
     big = xs.copy()
     big[50] = _util._INTS_MAX
     assert _util.pair_row(big, ys, 0, 100) == list(zip(big[:100].tolist(), ys[:100].tolist()))
+
+
+def test_byte_blocks_cut_as_their_definition_says():
+    """``fast_cpu.byte_blocks`` (its shortcut for one item and its dedupe of neighbours)
+    equals the definition: 0, ``n`` and the first item at or after each of the evenly spaced
+    bytes, sorted, without repeats; on random sorted starts, totals and part counts."""
+    rng = np.random.default_rng(5)
+
+    def defined(starts, total, n, parts):
+        at = np.arange(parts + 1, dtype=np.int64) * int(total) // max(int(parts), 1)
+        cuts = np.searchsorted(starts, at)
+        return np.unique(np.concatenate(([0], np.clip(cuts, 0, n), [n]))).astype(np.int64)
+
+    for _ in range(3000):
+        n = int(rng.integers(0, 30))
+        starts = np.sort(rng.integers(0, 500, n)).astype(np.int64)
+        total = int(rng.integers(0, 600))
+        parts = int(rng.integers(1, 40))
+        got = fast_cpu.byte_blocks(starts, total, n, parts)
+        want = defined(starts, total, n, parts)
+        assert got.dtype == np.int64 and got.tolist() == want.tolist(), (starts, total, n, parts)
+
+
+def test_numba_threads_sets_and_restores_the_count():
+    import numba
+
+    before = numba.get_num_threads()
+    with fast_cpu.numba_threads(1):
+        assert numba.get_num_threads() == 1
+        with fast_cpu.numba_threads(before):
+            assert numba.get_num_threads() == before
+        assert numba.get_num_threads() == 1
+    assert numba.get_num_threads() == before
+    with fast_cpu.numba_threads(None):
+        assert numba.get_num_threads() == before

@@ -449,7 +449,7 @@ def _match_segment(data, a, b, tkeys, tvals, term, first, fb, trunk, tflags, id_
 
 
 @njit_cached
-def match_added(data, in_s, in_e, tkeys, tvals, term, first, tflags, id_base, cls, hint):
+def match_added(data, in_s, in_e, tkeys, tvals, term, first, fb, trunk, tflags, id_base, cls, hint):
     """Split segments ``[in_s, in_e)`` at added-token matches.
 
     Returns ``(seg_s, seg_e, m_s, m_e, m_id)``: the non-empty gaps left (in order)
@@ -469,8 +469,6 @@ def match_added(data, in_s, in_e, tkeys, tvals, term, first, tflags, id_base, cl
     m_id = np.empty(total + 1, np.int32)
     ns = _I0
     nm = _I0
-    fb = _first_bytes(first)
-    trunk = trie_trunk(tkeys, tvals, term)
     hinted = hint.shape[0] != 0
     for k in range(S):
         if hinted and hint[_U(k)] == 0:
@@ -484,7 +482,7 @@ def match_added(data, in_s, in_e, tkeys, tvals, term, first, tflags, id_base, cl
 
 
 @njit_cached(parallel=True)
-def match_added_parallel(data, in_s, in_e, tkeys, tvals, term, first, tflags, id_base, cls, hint, nblocks):
+def match_added_parallel(data, in_s, in_e, tkeys, tvals, term, first, fb, trunk, tflags, id_base, cls, hint, nblocks):
     """``match_added`` (``hint`` as there) with the segments shared out in ``nblocks`` runs of about equal bytes.
     Run ``r`` (segments ``k0..k1``) writes its gaps from ``k0 + B[k0]`` and its matches from
     ``B[k0]`` (``B``: the bytes before a segment), where no other run writes (a segment
@@ -513,8 +511,6 @@ def match_added_parallel(data, in_s, in_e, tkeys, tvals, term, first, tflags, id
     m_id = np.empty(total + 1, np.int32)
     ns_r = np.empty(R, np.int64)
     nm_r = np.empty(R, np.int64)
-    fb = _first_bytes(first)
-    trunk = trie_trunk(tkeys, tvals, term)
     hinted = hint.shape[0] != 0
     for r in prange(R):
         k0 = rb[_U(r)]
@@ -562,12 +558,10 @@ def _any_in_segment(data, i, b, tkeys, tvals, term, first, fb, trunk):
 
 
 @njit_cached
-def any_match(data, in_s, in_e, tkeys, tvals, term, first):
+def any_match(data, in_s, in_e, tkeys, tvals, term, first, fb, trunk):
     """Per segment, whether any content occurs in it (no flags; tiktoken's special check)."""
     S = in_s.shape[0]
     out = np.zeros(S, np.uint8)
-    fb = _first_bytes(first)
-    trunk = trie_trunk(tkeys, tvals, term)
     for k in range(S):
         if _any_in_segment(data, in_s[_U(k)], in_e[_U(k)], tkeys, tvals, term, first, fb, trunk):
             out[_U(k)] = 1
@@ -617,6 +611,16 @@ def build_trie(contents):
     for byte in children[0]:
         first[byte] = 1
     return tkeys, tvals, np.array(term, np.int32), first
+
+
+def searchable_trie(trie):
+    """``build_trie``'s ``(tkeys, tvals, term, first)`` with what the matchers' scan for a
+    first place to try needs, made once here rather than on every call (``trie_trunk``
+    probes the trie 256 times per trunk byte: 28 us of a one-word call of gpt2's, whose
+    trunk is "<|endoftext|>"): ``(tkeys, tvals, term, first, fb, trunk)`` (``_first_bytes``,
+    ``trie_trunk``), the arguments ``match_added`` and ``any_match`` take after the text."""
+    tkeys, tvals, term, first = trie
+    return tkeys, tvals, term, first, _first_bytes(first), trie_trunk(tkeys, tvals, term)
 
 
 # ------------------------------------------------------------------ pieces
@@ -2751,10 +2755,10 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
 @njit_noalloc
 def _split_added(buf, a, b, trie, cls, gs, ge, ms, me, mi):
     """``_match_segment`` of ``buf[a:b]`` with the trie tuple ``(tkeys, tvals, term, first,
-    flags, base, first_bytes, trunk)``, or the whole range as one gap when the trie is empty;
-    ``(gaps, matches)``."""
+    first_bytes, trunk, flags, base)`` (``searchable_trie``'s, then the flags), or the whole
+    range as one gap when the trie is empty; ``(gaps, matches)``."""
     if trie[2].shape[0] > 0:
-        return _match_segment(buf, a, b, trie[0], trie[1], trie[2], trie[3], trie[6], trie[7], trie[4], trie[5], cls,
+        return _match_segment(buf, a, b, trie[0], trie[1], trie[2], trie[3], trie[4], trie[5], trie[6], trie[7], cls,
                               gs, ge, ms, me, mi, 0, 0)
     gs[0] = a
     ge[0] = b
@@ -2818,7 +2822,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
             whole_first, held, cache, wide, lidx, lbytes, lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, o, rec,
             nsrc, psrc):
     """Encode ``data[a:b]`` into ``out[o:]``; returns the new ``o``. ``rt``/``nt``: the raw and
-    normalized tries ``(tkeys, tvals, term, first, flags, base)`` (empty ``term`` = none).
+    normalized tries (``_split_added``'s tuples; empty ``term`` = none).
     Scratch from the caller (``sp_block``, sized for its longest document: made once
     per block, not per document, which cost about 1.5 us a document): ``dsc``, the
     added-token passes' gaps and matches (five arrays of ``b - a + 2`` items, five of

@@ -81,6 +81,10 @@ def kernel_bytes(data) -> np.ndarray:
     specialization of every kernel a read-only array reaches (``np.frombuffer`` of
     ``bytes``): about 70 s more for the byte-level engine on this 2-core host, paid again
     by a batch that packs that way (a lone surrogate), and once per fresh checkout."""
+    if type(data) is np.ndarray and data.dtype == np.uint8 and data.ndim == 1:
+        f = data.flags
+        if f.c_contiguous and f.writeable:  # (as it is: 0.3 us, where ``np.require`` takes 3)
+            return data
     return np.require(data, np.uint8, ("C", "W"))
 
 
