@@ -1,0 +1,100 @@
+"""One text per call: the per-call cost of ours against HF ``tokenizers`` and ``tiktoken``.
+
+Each API is called on one text at a time, as a user's loop over documents calls it
+(``[enc.encode(t) for t in texts]``): ``Tokenizer.encode``, ``encode_batch([text])``,
+``encode_batch_ids([text], device="cpu")`` against ``tokenizers.Tokenizer.encode`` /
+``encode_batch``; for a tiktoken encoding ``encode`` and ``encode_ordinary`` against
+tiktoken's. The texts are the first ``--chars`` characters (each length in the list) of
+the bench prose documents; the result is microseconds per call (best of ``--repeat``
+passes over ``--texts`` texts, after one warm-up pass), and the ids of every call are
+checked against the reference's first (exit status 1 on a mismatch).
+
+    python benchmarks/small_calls.py
+    python benchmarks/small_calls.py --models gpt2,llama2,bert-base-uncased,cl100k_base --chars 5,50,500,5000
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gpu_tok.bench import bench_file, load_texts, models_dir  # noqa: E402
+
+
+def best_us(fn, texts, repeat: int) -> float:
+    for t in texts:
+        fn(t)
+    best = float("inf")
+    for _ in range(repeat):
+        a = time.perf_counter()
+        for t in texts:
+            fn(t)
+        best = min(best, time.perf_counter() - a)
+    return best / len(texts) * 1e6
+
+
+def cases(name: str, models: Path):
+    """``(label, ours, theirs)`` of the calls compared for one model: each a function of one
+    text returning its ids as a list."""
+    if name in ("cl100k_base", "o200k_base", "r50k_base", "p50k_base"):
+        import tiktoken
+
+        from gpu_tok.tiktoken_encoding import from_tiktoken, load_tiktoken_bpe, named_definition
+
+        path = models / "tiktoken" / f"{name}.tiktoken"
+        ours = from_tiktoken(name, path)
+        d = named_definition(name)
+        ref = tiktoken.Encoding(name, pat_str=d["pat_str"], mergeable_ranks=load_tiktoken_bpe(path),
+                                special_tokens=d["special_tokens"])
+        return [("encode", ours.encode, ref.encode),
+                ("encode_ordinary", ours.encode_ordinary, ref.encode_ordinary),
+                ("encode_batch([t])", lambda t: ours.encode_batch([t])[0], lambda t: ref.encode_batch([t])[0])]
+    import tokenizers
+
+    import gpu_tok
+
+    path = models / name / "tokenizer.json"
+    ours = gpu_tok.Tokenizer.from_file(str(path))
+    ref = tokenizers.Tokenizer.from_file(str(path))
+    return [("encode", lambda t: ours.encode(t).ids, lambda t: ref.encode(t).ids),
+            ("encode_batch([t])", lambda t: ours.encode_batch([t])[0].ids, lambda t: ref.encode_batch([t])[0].ids),
+            ("encode_batch_ids([t])", lambda t: ours.encode_batch_ids([t], device="cpu").ids.tolist(),
+             lambda t: ref.encode(t).ids)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default="gpt2,llama2,bert-base-uncased,cl100k_base")
+    ap.add_argument("--file", default="english_prose")
+    ap.add_argument("--chars", default="5,50,500,5000")
+    ap.add_argument("--texts", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    models = models_dir()
+    if models is None:
+        print("no models folder (GPU_TOK_MODELS)", file=sys.stderr)
+        return 2
+    docs = load_texts(bench_file(args.file), 30_000 * args.texts)[:args.texts]
+    bad = 0
+    print("| model | call | chars | ours us | reference us | reference/ours |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name in args.models.split(","):
+        for label, ours, ref in cases(name, models):
+            for n in (int(c) for c in args.chars.split(",")):
+                texts = [d[:n] for d in docs]
+                for t in texts:
+                    if list(ours(t)) != list(ref(t)):
+                        bad += 1
+                        print(f"MISMATCH {name} {label} on {t[:40]!r}", file=sys.stderr)
+                        break
+                o, r = best_us(ours, texts, args.repeat), best_us(ref, texts, args.repeat)
+                print(f"| {name} | {label} | {n} | {o:.1f} | {r:.1f} | {r / o:.2f}x |", flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
