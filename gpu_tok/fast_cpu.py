@@ -32,7 +32,9 @@ import numpy as np
 
 from . import config as C
 from ._util import _ITEMS_OK, _VAR_HEADER, sparse_empty
-from .encoding import Encoding, EncodingRows, TokenStrings
+from .cpu_ref import post_processors
+from .cpu_ref.pipeline import check_text
+from .encoding import Encoding, EncodingRows, PairRows, TokenStrings
 from .kernels.hash_table import interleave, kernel_bytes, new_pair_cache, pair_filter
 from .kernels.forksafe import serial_now
 
@@ -1314,8 +1316,6 @@ def rows_after_nfc(engine: ByteBPEEngine, ref, texts: Sequence[str], todo: List[
 
 def template_ids(cfg: C.TokenizerConfig, ref) -> Tuple[np.ndarray, np.ndarray]:
     """(prefix, suffix) ids the post-processor puts around a single sequence."""
-    from .cpu_ref import post_processors
-
     sentinel = -7
     enc = Encoding([sentinel], [0], ["a"], [(0, 1)], [0], [0])
     out = post_processors.process(cfg.post_processor, [enc], True)
@@ -1335,8 +1335,6 @@ class CpuTokenizerEngine:
         self._text = KeptArray(np.uint8, _KEEP_TEXT_MAX)
 
     def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
-        from .cpu_ref.pipeline import check_text
-
         texts = texts if isinstance(texts, list) else list(texts)
         with self._text.hold() as kept:  # the packed text lives only in this block
             data, offsets, hint = pack_probed(texts, check_text, num_threads, self.engine.probe,
@@ -1382,8 +1380,6 @@ class CpuTokenizerEngine:
     def encode_single_encodings(self, texts: List[str], type_id: int, num_threads: Optional[int]) -> List[Encoding]:
         """Per text, the ``Encoding`` before post-processing (the reference's ``_encode_single``);
         a document NFC changes normalized first and its offsets mapped back (``nfc_encodings``)."""
-        from .cpu_ref.pipeline import check_text
-
         data, offsets, hint = pack_probed(texts, check_text, num_threads, self.engine.probe, self.engine.probe_pairs)
 
         def arrays_of(d, o, normalized=False):
@@ -1400,15 +1396,13 @@ class CpuTokenizerEngine:
         ids, rs, skip, (starts, ends, special, pts) = self.engine.run(data, offsets, num_threads=num_threads,
                                                                        want_pieces=True, normalized=normalized,
                                                                        hint=hint)
-        from .kernels.spans_cpu import token_char_spans
-
         threads, parallel = plan_threads(num_threads, data.shape[0])
         nw = threads if parallel else 1
         blocks = byte_blocks(offsets, offsets[-1], offsets.shape[0] - 1, _UNITS_PER_THREAD * nw)
         first_piece = np.searchsorted(starts, offsets, side="left").astype(np.int64)
         with numba_threads(nw):
-            c_start, c_end, word, is_sp = token_char_spans(data, offsets, first_piece, starts, ends, special, pts, ids,
-                                                           self.engine.tok_len, blocks, np.int64(nw))
+            c_start, c_end, word, is_sp = self.engine._spans.token_char_spans(
+                data, offsets, first_piece, starts, ends, special, pts, ids, self.engine.tok_len, blocks, np.int64(nw))
         sp = np.flatnonzero(special >= 0)  # an added token (one, its whole piece): its text
         toks = TokenStrings(self._tokens_of(), ids, pts[sp],
                             [data[starts[p]:ends[p]].tobytes().decode("utf-8") for p in sp.tolist()])
@@ -1725,8 +1719,6 @@ def _pair_windowed(a, b, pair_at, room: int, trunc, pair, pwin, aps, made: dict,
     ``t2``: the second texts' type id the layouts were probed with (0: ``encode_batch_fast``'s
     bare rows, ``_bare``). Pairs left out go through ``post_process`` (an error there is the
     reference's)."""
-    from .encoding import PairRows
-
     groups: dict = {}
     for d, j in enumerate(pair_at):
         if j < 0:
@@ -1796,8 +1788,6 @@ def _row_windows(rows, at, n, k, stride: int, direction: str, aps):
     at its own place, then the others (``_window_cuts``' order), trimmed with ``aps`` where
     it is not None; ``(windows, first)``, ``first`` as ``_window_cuts``' (row ``q``'s other
     windows from ``m + first[q] - q``, ``m`` rows); None where they cannot be trimmed so."""
-    from .cpu_ref import post_processors
-
     m = n.shape[0]
     start, stop, per = np.zeros(m, np.int64), n.astype(np.int64), np.ones(m, np.int64)
     rest_of, rest_start, rest_stop = (np.zeros(0, np.int64),) * 3
@@ -1828,8 +1818,6 @@ def _pair_crossed(xr, yr, ds, xi, yi, n1, n2, room: int, trunc, cross, aps) -> d
     windows. A pair the reference would refuse or treats apart (a text cut to no more tokens
     than the stride, to none, or ``only_first``'s first text too short) is left out
     (``post_process`` raises the error or makes it)."""
-    from .encoding import PairRows
-
     k1, k2 = _pair_keeps(n1, n2, room, trunc.strategy)
     ok = ((n1 <= k1) | (k1 > trunc.stride)) & ((n2 <= k2) | (k2 > trunc.stride))  # (a text not cut: any length)
     if not ok.any():
@@ -1895,8 +1883,6 @@ def layout_processor(pp):
     where ``pp`` trims offsets first (``post_processors.offset_trim``), ``pp`` without that
     trim and its ``add_prefix_space`` (the rows' offsets then trimmed before they are laid
     out: ``_prepped``)."""
-    from .cpu_ref import post_processors
-
     trim = post_processors.offset_trim(pp)
     return (pp, None) if trim is None else (trim[1], trim[0])
 
@@ -1906,8 +1892,6 @@ def _prepped(rows, aps, made: dict):
     is not None, once per rows object (kept in ``made``); None where they cannot be."""
     if aps is None:
         return rows
-    from .cpu_ref import post_processors
-
     key = ("trim", id(rows))
     hit = made.get(key)
     if hit is None or hit[0] is not rows:
@@ -1936,9 +1920,6 @@ def batch_of_singles(engine, inputs, add_special_tokens: bool, num_threads: Opti
     fixed (``post_processors.single_layout``, ``pair_layout``), the engine's lazy encodings
     stay lazy, with that layout (a pair's as ``encoding.PairRows``); elsewhere, and for
     texts the engine left to the reference path, ``post_processors.process``."""
-    from .cpu_ref import post_processors
-    from .encoding import PairRows
-
     firsts, seconds, pair_at = split_pairs(inputs)
     a = engine.encode_single_encodings(firsts, 0, num_threads)
     b = engine.encode_single_encodings(seconds, 1, num_threads) if seconds else []
@@ -2159,8 +2140,6 @@ class CpuSentencePieceEngine:
             return self._encode_ids(texts, add_special_tokens, num_threads, kept)
 
     def _encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int], kept: Optional[KeptArray]):
-        from .cpu_ref.pipeline import check_text
-
         texts = texts if isinstance(texts, list) else list(texts)
         data, offsets = pack(texts, check_text, num_threads, kept)
         return self.encode_packed(data, offsets, add_special_tokens, num_threads)
@@ -2239,8 +2218,6 @@ class CpuSentencePieceEngine:
         ``_encode_single``): the kernels record each token's first and last text bytes and
         its piece (``_sp_doc``'s ``rec``); a text holding a normalized added token takes the
         reference path."""
-        from .cpu_ref.pipeline import check_text
-
         texts = texts if isinstance(texts, list) else list(texts)
         data, offsets = pack(texts, check_text, num_threads)
         n = len(texts)

@@ -34,7 +34,11 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from . import config as C
+from . import fast_cpu as F  # (its attributes read at call time: tests patch them)
+from .cpu_ref.pipeline import check_text
 from .encoding import Encoding, TokenStrings
+from .kernels import engine_cpu as K
+from .kernels import wordpiece_cpu as W
 
 _CACHE_SLOTS = 1 << 20  # word cache entries per worker (32 bytes each: 32 MiB), in sets of two
 _CACHE_SLOTS_FIRST = 1 << 17  # until the engine has encoded _CACHE_GROW_BYTES (4 MiB a worker)
@@ -117,26 +121,22 @@ class PieceEngine:
         ``_CACHE_GROW_BYTES`` of text (``nbytes``: this call's), then ``_CACHE_SLOTS``: a bulk
         job gets the large cache, a process holding many engines for small inputs (the test
         suite made hundreds) does not pay 32 MiB a worker for each."""
-        from .fast_cpu import aligned_zeros, default_threads, fault_rows
-
         if not locked:
-            return aligned_zeros((workers, 1 << 12, 4), np.uint64)
+            return F.aligned_zeros((workers, 1 << 12, 4), np.uint64)
         self._encoded += nbytes
         slots = _CACHE_SLOTS if self._encoded >= _CACHE_GROW_BYTES else _CACHE_SLOTS_FIRST
         if self._wc is None or self._wc.shape[0] < workers or self._wc.shape[1] < slots:
             self._wc = None  # the old one dropped first
             # sets of two 32-byte entries: each on one 64-byte line; a row per thread the
             # process may use, faulted in once a call uses its worker (fast_cpu.fault_rows)
-            self._wc = aligned_zeros((max(workers, default_threads()), slots, 4), np.uint64)
+            self._wc = F.aligned_zeros((max(workers, F.default_threads()), slots, 4), np.uint64)
             self._wc_rows = 0
-        self._wc_rows = fault_rows((self._wc,), self._wc_rows, workers)
+        self._wc_rows = F.fault_rows((self._wc,), self._wc_rows, workers)
         return self._wc
 
     def _status(self, texts: List[str], data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """``uint8[n]``: 1 for each text the reference path encodes (it holds an added
         token's content), else 0."""
-        from .kernels import engine_cpu as K
-
         raw_trie, any_norm = self._special
         if raw_trie is not None:
             status = K.any_match(data, offsets[:-1].copy(), offsets[1:].copy(), *raw_trie)
@@ -149,12 +149,9 @@ class PieceEngine:
     def _packed_run(self, texts: List[str], num_threads: Optional[int], **kw):
         """``(status, result)``: the texts packed, ``_status`` and ``_run`` (with ``kw``)
         with the kept word cache."""
-        from .cpu_ref.pipeline import check_text
-        from .fast_cpu import pack, plan_threads
-
-        data, offsets = pack(texts, check_text, num_threads)
+        data, offsets = F.pack(texts, check_text, num_threads)
         status = self._status(texts, data, offsets)
-        threads, parallel = plan_threads(num_threads, data.shape[0])
+        threads, parallel = F.plan_threads(num_threads, data.shape[0])
         locked = self._lock.acquire(blocking=False)
         try:
             wc = self._word_cache(locked, threads if parallel else 1, data.shape[0])
@@ -166,26 +163,26 @@ class PieceEngine:
     def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
         """``(ids, row_splits)``: the texts packed and encoded by the kernels (documents in
         parallel); those the reference path encodes spliced in."""
-        from .fast_cpu import add_template, splice_rows
-        from .kernels import engine_cpu as K
-
         texts = texts if isinstance(texts, list) else list(texts)
         n = len(texts)
         status, (noff, out, counts) = self._packed_run(texts, num_threads)
         rs = np.zeros(n + 1, np.int64)
-        np.cumsum(counts, out=rs[1:])
+        if n == 1:
+            rs[1] = counts[0]
+        else:
+            np.cumsum(counts, out=rs[1:])
         ids = np.empty(int(rs[-1]), np.int32)
         K.gather_serial(out, noff[:-1].copy(), counts, rs[:-1].copy(), ids)
         templated = add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0])
         if templated:
-            ids, rs = add_template(K, ids, rs, self.prefix, self.suffix, num_threads)
+            ids, rs = F.add_template(K, ids, rs, self.prefix, self.suffix, num_threads)
         todo = np.flatnonzero(status)
         if todo.shape[0]:
             rows = {}
             for k in todo.tolist():
                 row = self.ref.encode(texts[k], None, False, False).ids
                 rows[k] = self.prefix.tolist() + row + self.suffix.tolist() if templated else row
-            ids, rs = splice_rows(ids, rs, rows)
+            ids, rs = F.splice_rows(ids, rs, rows)
         return ids, rs
 
     def encode_batch(self, inputs, add_special_tokens: bool, num_threads: Optional[int]) -> List[Encoding]:
@@ -405,12 +402,10 @@ class CpuWordPieceEngine(PieceEngine):
         """``(blocks, nw)`` for the kernels: documents of about equal bytes,
         ``fast_cpu._UNITS_PER_THREAD`` a thread, handed to ``nw`` workers as they free up
         (``workqueue``; one block, one worker when serial)."""
-        from .fast_cpu import _UNITS_PER_THREAD, byte_blocks
-
         n = offsets.shape[0] - 1
         if not parallel:
             return np.array([0, n], np.int64), np.int64(1)
-        return byte_blocks(offsets, offsets[-1], n, _UNITS_PER_THREAD * threads), np.int64(threads)
+        return F.byte_blocks(offsets, offsets[-1], n, F._UNITS_PER_THREAD * threads), np.int64(threads)
 
     def _normalize(self, data, offsets, status, blocks, nw, ids_only: bool = True):
         """``(noff, norm)``: each document rewritten (``kernels.wordpiece_cpu``'s layout).
@@ -419,8 +414,6 @@ class CpuWordPieceEngine(PieceEngine):
         kept non-starter's offsets follow the marks NFD moves around it even when the
         kept ones keep their order (measured: 269 of 3,000 random texts of
         ``test_texts_with_kept_non_starters_are_checked_for_a_reordering``)."""
-        from .kernels import wordpiece_cpu as W
-
         kind, rep_idx, rep_off, rep_bytes = self._compiled()[:4]
         n = offsets.shape[0] - 1
         nlen = np.zeros(n, np.int64)
@@ -429,20 +422,20 @@ class CpuWordPieceEngine(PieceEngine):
             order = order[:0]
         W.wp_norm_lengths(data, offsets, blocks, nw, kind, rep_idx, rep_off, order, desc, status, nlen)
         noff = np.zeros(n + 1, np.int64)
-        np.cumsum(nlen, out=noff[1:])
+        if n == 1:
+            noff[1] = nlen[0]
+        else:
+            np.cumsum(nlen, out=noff[1:])
         norm = np.zeros(int(noff[-1]) + 8, np.uint8)  # 8 spare bytes past the end (the kernels read whole words)
         W.wp_normalize(data, offsets, blocks, nw, kind, rep_idx, rep_off, rep_bytes, status, noff, norm)
         return noff, norm
 
     def _run(self, data, offsets, status, parallel: bool, threads: int, wc):
         """The kernels: ``(noff, out, counts)`` (``kernels.wordpiece_cpu``'s layout)."""
-        from .fast_cpu import numba_threads
-        from .kernels import wordpiece_cpu as W
-
         punct, (ftab, fterm), (ntab, nterm) = self._compiled()[4:]
         wordpiece, max_chars, unk = self._model_args()
         blocks, nw = self._blocks(offsets, parallel, threads)
-        with numba_threads(threads if parallel else 1):
+        with F.numba_threads(threads if parallel else 1):
             noff, norm = self._normalize(data, offsets, status, blocks, nw)
             out = np.empty(max(int(noff[-1]), 1), np.int32)
             counts = np.zeros(offsets.shape[0] - 1, np.int64)
@@ -455,10 +448,8 @@ class CpuWordPieceEngine(PieceEngine):
         ``_encode_single``): tokens, offsets and word ids from the kernels
         (``wp_sources``, ``wp_encode_spans``); the texts ``_status`` sends there, from the
         reference path."""
-        from .cpu_ref.pipeline import check_text
         from ._util import sparse_empty
         from .fast_cpu import _REC32_MAX, assemble, gathered, numba_threads, pack, plan_threads
-        from .kernels import wordpiece_cpu as W
 
         texts = texts if isinstance(texts, list) else list(texts)
         data, offsets = pack(texts, check_text, num_threads)
