@@ -36,6 +36,7 @@ from .cpu_ref import post_processors
 from .cpu_ref.pipeline import check_text
 from .encoding import Encoding, EncodingRows, PairRows, TokenStrings
 from .kernels.hash_table import interleave, kernel_bytes, new_pair_cache, pair_filter
+from .kernels.engine_cpu import _MARK_ROWS, _SHARED_ROWS
 from .kernels.forksafe import serial_now
 
 _PARALLEL_MIN_BYTES = 1 << 18  # below this one thread does all (the thread pool costs ~30 ms per call here)
@@ -269,8 +270,6 @@ def word_caches(workers: int):
     sets of four entries are 128-byte aligned; the wide cache's slots are followed by its
     mark bits (``engine_cpu._MARK_ROWS`` rows), and ``engine_cpu._SHARED_ROWS`` rows follow
     the workers' ones: the byte-level engine's shared word table (``shared_prepare``)."""
-    from .kernels.engine_cpu import _MARK_ROWS, _SHARED_ROWS
-
     return (aligned_zeros((workers, _CACHE_SLOTS, 4), np.uint64, 128),
             aligned_zeros((workers + _SHARED_ROWS, _WIDE_SLOTS + _MARK_ROWS, 8), np.uint64, 128))
 
@@ -279,8 +278,6 @@ def own_rows(cache):
     """The word caches (``_alloc_word_cache``'s arrays) less the shared word table's rows:
     what ``faulted_in`` touches when an engine keeps caches for fewer workers than use the
     table (``shared_words``; its pages are then mapped only if a call turns it on)."""
-    from .kernels.engine_cpu import _SHARED_ROWS
-
     return tuple(a[:-_SHARED_ROWS] if k == 1 else a for k, a in enumerate(cache))
 
 
@@ -307,8 +304,6 @@ def shared_prepare(wide: np.ndarray, on: bool) -> None:
     call; when on, the workers' counts of the call start again, and the table is cleared
     once its entries are half written (their runs of probes fill up: most new pieces could
     then not be put there). Off, one write (every call passes here: 10 us with the counts)."""
-    from .kernels.engine_cpu import _MARK_ROWS, _SHARED_ROWS
-
     slots = wide.shape[1] - _MARK_ROWS
     if not on:
         wide[wide.shape[0] - _SHARED_ROWS, slots, 0] = 0
@@ -2352,8 +2347,7 @@ class CpuTiktokenEngine:
     def contains_any(self, data, offsets, tokens: frozenset, hint: Optional[np.ndarray] = None) -> np.ndarray:
         """Per document, whether one of ``tokens`` occurs in it (``hint``: ``self.pack``'s;
         only the documents it flags are searched)."""
-        from .kernels import engine_cpu as K
-
+        K = self.engine._K
         got = self._checkers.get(tokens)
         if got is None:  # the trie, and whether the hint covers its first bytes (made once per set)
             trie = K.searchable_trie(K.build_trie([(s.encode("utf-8"), 0) for s in sorted(tokens)]))
@@ -2366,6 +2360,8 @@ class CpuTiktokenEngine:
         if hint is None:
             return K.any_match(data, offsets[:-1].copy(), offsets[1:].copy(), *trie)
         out = np.zeros(offsets.shape[0] - 1, np.uint8)
+        if not hint.any():  # (no document holds a first byte: most calls)
+            return out
         docs = np.flatnonzero(hint)
         if docs.shape[0]:
             out[docs] = K.any_match(data, offsets[:-1][docs], offsets[1:][docs], *trie)
