@@ -17,7 +17,7 @@ tokenizers = pytest.importorskip("tokenizers")
 FIELDS = ("ids", "tokens", "offsets", "type_ids", "special_tokens_mask", "word_ids", "attention_mask",
           "sequence_ids")
 MODELS = ["gpt2", "llama2", "bert-base-uncased", "qwen3", "t5-small", "roberta-base", "clip-vit-base-patch32",
-          "gemma3"]
+          "gemma3", "all-MiniLM-L6-v2"]  # (the last stores truncation and padding of its own)
 SETTINGS = ["plain", "no_special", "truncate", "pad"]
 
 
@@ -70,7 +70,7 @@ def test_encode_of_one_text_equals_the_reference(name, setting, monkeypatch):
               (name, setting, k))
     for k in range(0, len(texts) - 1, 3):  # pairs: a text and the next
         a, b = texts[k], texts[k + 1]
-        if setting == "truncate" and len(ref.encode(a).ids) + len(ref.encode(b).ids) > 200:
+        if setting == "truncate" and len(a) + len(b) > 1200:
             continue  # (longest_first over long pairs is covered by test_truncation_padding)
         _same(ours.encode(a, b, add_special_tokens=special), ref.encode(a, b, add_special_tokens=special),
               (name, setting, "pair", k))
