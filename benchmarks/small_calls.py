@@ -75,8 +75,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     models = models_dir()
-    if models is None:
-        print("no models folder (GPU_TOK_MODELS)", file=sys.stderr)
+    if not models.is_dir():
+        print(f"no models folder {models} (set GPU_TOK_MODELS)", file=sys.stderr)
         return 2
     docs = load_texts(bench_file(args.file), 30_000 * args.texts)[:args.texts]
     bad = 0
