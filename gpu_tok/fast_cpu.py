@@ -35,9 +35,10 @@ from ._util import _ITEMS_OK, _VAR_HEADER, sparse_empty
 from .cpu_ref import post_processors
 from .cpu_ref.pipeline import check_text
 from .encoding import Encoding, EncodingRows, PairRows, TokenStrings
-from .kernels.hash_table import interleave, kernel_bytes, new_pair_cache, pair_filter
+from .kernels import pack_cpu as PK
 from .kernels.engine_cpu import _MARK_ROWS, _SHARED_ROWS
 from .kernels.forksafe import serial_now
+from .kernels.hash_table import interleave, kernel_bytes, new_pair_cache, pair_filter
 
 _PARALLEL_MIN_BYTES = 1 << 18  # below this one thread does all (the thread pool costs ~30 ms per call here)
 _CACHE_SLOTS = 1 << 20  # short-piece cache slots per worker (32 bytes each: 32 MiB)
@@ -224,6 +225,18 @@ def byte_blocks(starts, total: int, n: int, parts: int) -> np.ndarray:
     keep[0] = True
     np.not_equal(c[1:], c[:-1], out=keep[1:])
     return c[keep]
+
+
+def running_offsets(sizes: np.ndarray) -> np.ndarray:
+    """``int64[n + 1]``: 0, then the running sums of ``sizes`` (where each item starts, and the
+    end); one item without ``np.cumsum`` (about a microsecond of a one-text call's work)."""
+    n = sizes.shape[0]
+    out = np.zeros(n + 1, np.int64)
+    if n == 1:
+        out[1] = sizes[0]
+    elif n:
+        np.cumsum(sizes, out=out[1:])
+    return out
 
 
 def on_huge_pages(a: np.ndarray) -> np.ndarray:
@@ -948,7 +961,6 @@ def pack_probed(texts: Sequence[str], check, num_threads: Optional[int],
     and the NFC check where a text has not the bit); a bit with rows in ``pairs``
     (``ByteBPEEngine.probe_pairs``) only where one of its byte pairs occurs too. None
     without ``probe`` or when the texts went through ``str.encode``. ``kept``: as in ``pack``."""
-    PK = _pack_cpu()
     texts = texts if type(texts) in (list, tuple) else list(texts)  # hold every object while its bytes are read
     n = len(texts)
     objs = object_ids(texts)
@@ -956,11 +968,7 @@ def pack_probed(texts: Sequence[str], check, num_threads: Optional[int],
     size = np.empty(n, np.int64)
     if PK.utf8_views(objs, ptr, size, PK.AS_UTF8, PK.ERR_CLEAR) >= 0:
         return (*_pack_encoded(texts, check), None)
-    offsets = np.zeros(n + 1, np.int64)
-    if n == 1:  # (a call of one text: cumsum's own cost is most of a microsecond's work here)
-        offsets[1] = size[0]
-    else:
-        np.cumsum(size, out=offsets[1:])
+    offsets = running_offsets(size)
     data = kept.take(int(offsets[-1])) if kept is not None else np.empty(int(offsets[-1]), np.uint8)
     threads, parallel = plan_threads(num_threads, data.shape[0])
     hint = None
@@ -978,19 +986,6 @@ def pack_probed(texts: Sequence[str], check, num_threads: Optional[int],
         else:
             PK.gather_views_probe_serial(ptr, offsets, data, probe, pairs, hint)
     return data, offsets, hint
-
-
-def _pack_cpu():
-    """``kernels.pack_cpu``, imported on first use (an import statement per call costs a
-    microsecond of a one-word call's forty)."""
-    if not _PACK_CPU:
-        from .kernels import pack_cpu
-
-        _PACK_CPU.append(pack_cpu)
-    return _PACK_CPU[0]
-
-
-_PACK_CPU: list = []
 
 
 def object_ids(seq) -> np.ndarray:

@@ -164,13 +164,8 @@ class PieceEngine:
         """``(ids, row_splits)``: the texts packed and encoded by the kernels (documents in
         parallel); those the reference path encodes spliced in."""
         texts = texts if isinstance(texts, list) else list(texts)
-        n = len(texts)
         status, (noff, out, counts) = self._packed_run(texts, num_threads)
-        rs = np.zeros(n + 1, np.int64)
-        if n == 1:
-            rs[1] = counts[0]
-        else:
-            np.cumsum(counts, out=rs[1:])
+        rs = F.running_offsets(counts)
         ids = np.empty(int(rs[-1]), np.int32)
         K.gather_serial(out, noff[:-1].copy(), counts, rs[:-1].copy(), ids)
         templated = add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0])
@@ -421,11 +416,7 @@ class CpuWordPieceEngine(PieceEngine):
         if not ids_only:
             order = order[:0]
         W.wp_norm_lengths(data, offsets, blocks, nw, kind, rep_idx, rep_off, order, desc, status, nlen)
-        noff = np.zeros(n + 1, np.int64)
-        if n == 1:
-            noff[1] = nlen[0]
-        else:
-            np.cumsum(nlen, out=noff[1:])
+        noff = F.running_offsets(nlen)
         norm = np.zeros(int(noff[-1]) + 8, np.uint8)  # 8 spare bytes past the end (the kernels read whole words)
         W.wp_normalize(data, offsets, blocks, nw, kind, rep_idx, rep_off, rep_bytes, status, noff, norm)
         return noff, norm

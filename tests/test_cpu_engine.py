@@ -2410,3 +2410,10 @@ def test_numba_threads_sets_and_restores_the_count():
     assert numba.get_num_threads() == before
     with fast_cpu.numba_threads(None):
         assert numba.get_num_threads() == before
+
+
+def test_running_offsets():
+    for n in (0, 1, 2, 7):
+        sizes = (np.arange(n, dtype=np.int64) * 5 + 2)[::-1].copy()
+        got = fast_cpu.running_offsets(sizes)
+        assert got.dtype == np.int64 and got.tolist() == [0] + np.cumsum(sizes).tolist()
