@@ -766,8 +766,6 @@ class ByteBPEEngine:
                 self._seed_short(cache[0][done:workers])
             done = done2
         if not shared and self._shares_words and shared_words(workers):
-            from .kernels.engine_cpu import _SHARED_ROWS
-
             faulted_in(cache[1][-_SHARED_ROWS:])
             shared = True
         return done, shared

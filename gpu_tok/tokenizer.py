@@ -235,9 +235,8 @@ class Tokenizer:
         if (not is_pretokenized and type(sequence) is str and (pair is None or type(pair) is str)
                 and len(sequence) + (0 if pair is None else len(pair)) >= ENCODE_REF_CHARS
                 and self._cpu_engine() is not None):
-            with gc_paused():
-                return self._encode_batch([sequence if pair is None else (sequence, pair)], False,
-                                          add_special_tokens, "cpu", None)[0]
+            return self.encode_batch([sequence if pair is None else (sequence, pair)],
+                                     add_special_tokens=add_special_tokens, device="cpu")[0]
         return self._ref.encode(sequence, pair, add_special_tokens, True, is_pretokenized)
 
     def encode_batch(self, inputs: Sequence[InputText], is_pretokenized: bool = False,
