@@ -177,6 +177,9 @@ def _repair_text(text: str) -> str:
 
 
 def _valid_text(text: str) -> str:
+    if not isinstance(text, str):  # tiktoken's TypeError (its core's message)
+        raise TypeError("'None' is not an instance of 'str'" if text is None
+                        else f"'{type(text).__name__}' object is not an instance of 'str'")
     try:
         text.encode("utf-8")
         return text
@@ -260,6 +263,8 @@ class TiktokenEncoding:
         self._special_rx = _literal_alternation(frozenset(special_tokens)) if special_tokens else None
         self._cpu_engine = None
         self._cpu_reason: Optional[str] = None
+        self._all_specials = frozenset(special_tokens)
+        self._play: Dict[tuple, frozenset] = {}  # _in_play's sets, per (allowed, disallowed)
 
     def __getstate__(self) -> dict:
         """Pickled without what is built on first use (the compiled CPU and GPU engines, the
@@ -318,6 +323,22 @@ class TiktokenEncoding:
             disallowed_special = frozenset(disallowed_special)
         return allowed_special, disallowed_special
 
+    def _in_play(self, allowed_special, disallowed_special) -> frozenset:
+        """The strings ``encode`` treats other than as ordinary text: the allowed special tokens
+        and the disallowed strings (``_resolve_special``'s), one frozenset per pair (kept for
+        the defaults: ``encode(text)`` in a loop makes none)."""
+        key = (allowed_special, disallowed_special)
+        try:
+            got = self._play.get(key)
+        except TypeError:  # an unhashable set
+            got, key = None, None
+        if got is None:
+            allowed = frozenset(allowed_special) & frozenset(self._special_tokens) if allowed_special else frozenset()
+            got = allowed | (frozenset(disallowed_special) if disallowed_special else frozenset())
+            if key is not None and len(self._play) < 64:
+                self._play[key] = got
+        return got
+
     def _encode_checked(self, text: str, allowed_special, disallowed_special) -> List[int]:
         if disallowed_special:
             m = _literal_alternation(disallowed_special).search(text)
@@ -372,7 +393,13 @@ class TiktokenEncoding:
             return None
         texts = texts if isinstance(texts, list) else list(texts)
         with eng.text.hold() as kept:  # the packed text lives only in this block
-            data, offsets, hint = eng.pack(texts, _valid_text, num_threads, kept)
+            check = _valid_text
+            if disallowed_special:  # a text that is not a str: the disallowed check's error first, as tiktoken's
+                def check(t):
+                    if not isinstance(t, str):
+                        _literal_alternation(frozenset(disallowed_special)).search(t)
+                    return _valid_text(t)
+            data, offsets, hint = eng.pack(texts, check, num_threads, kept)
             if disallowed_special and eng.contains_any(data, offsets, frozenset(disallowed_special), hint).any():
                 return None  # the reference path raises tiktoken's error for the first such text
             allowed = frozenset(allowed_special) & frozenset(self._special_tokens) if allowed_special else frozenset()
@@ -385,6 +412,11 @@ class TiktokenEncoding:
     # ------------------------------------------------------------------ encoding API
     def encode_ordinary(self, text: str) -> List[int]:
         """Ids of ``text`` with special tokens treated as ordinary text."""
+        eng = self._cpu()
+        if eng is not None:
+            ids = eng.ordinary_ids(text, frozenset())  # (None: a lone surrogate, not a str)
+            if ids is not None:
+                return ids
         got = self._fast_batch([text], frozenset(), frozenset(), 1)
         if got is not None:
             return got[0].tolist()
@@ -395,7 +427,17 @@ class TiktokenEncoding:
     def encode(self, text: str, *, allowed_special: Union[Literal["all"], AbstractSet[str]] = frozenset(),
                disallowed_special: Union[Literal["all"], Collection[str]] = "all") -> List[int]:
         """tiktoken's ``encode``: text equal to a disallowed special token raises ``ValueError``."""
+        every = isinstance(disallowed_special, str) and disallowed_special == "all"
         allowed_special, disallowed_special = self._resolve_special(allowed_special, disallowed_special)
+        if not isinstance(text, str):  # the disallowed check first, as tiktoken's (its TypeError)
+            return self._encode_checked(text, allowed_special, disallowed_special)
+        eng = self._cpu()
+        if eng is not None:  # text in which no special token in play occurs is ordinary text
+            # (with disallowed_special="all", every special token is allowed or disallowed)
+            play = self._all_specials if every else self._in_play(allowed_special, disallowed_special)
+            ids = eng.ordinary_ids(text, play)
+            if ids is not None:
+                return ids
         got = self._fast_batch([text], allowed_special, disallowed_special, 1)
         if got is not None:
             return got[0].tolist()

@@ -345,6 +345,57 @@ def test_disallowed_message_exact():
     assert "'<|endofprompt|>'" in str(ea.value)
 
 
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_harmony"])
+def test_one_text_routes(name, monkeypatch):
+    """``encode`` / ``encode_ordinary`` of one text take the base engine's ``text_ids`` when
+    no special token in play (allowed or disallowed) occurs in the text, and the batch path
+    otherwise; either way the outcome (ids or error) is tiktoken's. o200k_harmony has more
+    special tokens than ``ordinary_ids`` searches a text for one by one: a text with their
+    first character goes to the batch path."""
+    from gpu_tok import fast_cpu
+
+    a, b = ours(name), ref(name)
+    a.encode_ordinary("warm")
+    calls = []
+    real = fast_cpu.ByteBPEEngine.text_ids
+    monkeypatch.setattr(fast_cpu.ByteBPEEngine, "text_ids", lambda self, data: calls.append(1) or real(self, data))
+    many = name == "o200k_harmony"
+    cases = [  # (text, kwargs, whether text_ids runs)
+        ("hello world", {}, True),
+        ("", {}, False),  # no bytes: no kernel
+        ("a < b and c <| d", {}, not many),  # first characters of the tokens, no token
+        ("x <|endoftext|> y", {}, False),  # disallowed: tiktoken's ValueError
+        ("x <|endoftext|> y", {"allowed_special": "all"}, False),
+        ("x <|endoftext|> y", {"disallowed_special": ()}, True),  # no token in play: ordinary text
+        ("hello world", {"disallowed_special": {"world"}}, False),  # a disallowed string that occurs
+        ("hello world", {"allowed_special": {"world"}}, True),  # not a special token: ordinary
+        ("lone \ud800 surrogate", {}, False),  # repaired as tiktoken repairs it, on the batch path
+        ("caf\u00e9 \u65e5\u672c " * 300, {}, True),
+    ]
+    for text, kw, lean in cases:
+        calls.clear()
+        assert _outcome(lambda: a.encode(text, **kw)) == _outcome(lambda: b.encode(text, **kw)), (text, kw)
+        assert bool(calls) == lean, (text, kw, calls)
+        if not kw:
+            calls.clear()
+            assert a.encode_ordinary(text) == b.encode_ordinary(text), text
+            assert bool(calls) == (bool(text) and "\ud800" not in text), text
+
+
+def test_not_str_like_tiktoken():
+    """Values that are not a ``str``: tiktoken's TypeError and message in every call (before
+    2026-12-07 ours raised AttributeError from ``str.encode``)."""
+    a, b = ours("cl100k_base"), ref("cl100k_base")
+    calls = [
+        lambda e, v: e.encode(v), lambda e, v: e.encode_ordinary(v), lambda e, v: e.encode(v, disallowed_special=()),
+        lambda e, v: e.encode_batch([v]), lambda e, v: e.encode_ordinary_batch(["ok", v]),
+        lambda e, v: e.encode_batch(["ok", v], allowed_special="all"),
+    ]
+    for v in (b"x", bytearray(b"x"), 123, None, ["a"]):
+        for k, call in enumerate(calls):
+            got, want = _outcome(lambda: call(a, v)), _outcome(lambda: call(b, v))
+            assert got == want and want[0] == "TypeError", (v, k, got, want)
+
 # --------------------------------------------------------------------------- decoding
 
 @pytest.mark.parametrize("name", NAMES)
