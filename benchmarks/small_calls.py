@@ -7,9 +7,12 @@ Each API is called on one text at a time, as a user's loop over documents calls 
 tiktoken's. The texts are the first ``--chars`` characters (each length in the list) of
 the bench prose documents; the result is microseconds per call (best of ``--repeat``
 passes over ``--texts`` texts, after one warm-up pass), and the ids of every call are
-checked against the reference's first (exit status 1 on a mismatch).
+checked against the reference's first (exit status 1 on a mismatch). ``--decode``: ``decode``
+of each text's ids instead (the reference's ids; ``--chars 1`` gives one id a call, as a
+generation loop decodes), the texts checked against the reference's.
 
     python benchmarks/small_calls.py
+    python benchmarks/small_calls.py --decode --chars 1,50,500
     python benchmarks/small_calls.py --models gpt2,llama2,bert-base-uncased,cl100k_base --chars 5,50,500,5000
 """
 
@@ -66,6 +69,31 @@ def cases(name: str, models: Path):
              lambda t: ref.encode(t).ids)]
 
 
+def decode_cases(name: str, models: Path):
+    """``(label, ours, theirs, encode)`` for ``--decode``: ours and the reference's ``decode``,
+    each a function of one list of ids, and the reference's ``encode`` (a text's ids)."""
+    if name in ("cl100k_base", "o200k_base", "r50k_base", "p50k_base"):
+        import tiktoken
+
+        from gpu_tok.tiktoken_encoding import from_tiktoken, load_tiktoken_bpe, named_definition
+
+        path = models / "tiktoken" / f"{name}.tiktoken"
+        ours = from_tiktoken(name, path)
+        d = named_definition(name)
+        ref = tiktoken.Encoding(name, pat_str=d["pat_str"], mergeable_ranks=load_tiktoken_bpe(path),
+                                special_tokens=d["special_tokens"])
+        return [("decode", ours.decode, ref.decode, ref.encode_ordinary),
+                ("decode_tokens_bytes", ours.decode_tokens_bytes, ref.decode_tokens_bytes, ref.encode_ordinary)]
+    import tokenizers
+
+    import gpu_tok
+
+    path = models / name / "tokenizer.json"
+    ours = gpu_tok.Tokenizer.from_file(str(path))
+    ref = tokenizers.Tokenizer.from_file(str(path))
+    return [("decode", ours.decode, ref.decode, lambda t: ref.encode(t).ids)]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="gpt2,llama2,bert-base-uncased,cl100k_base")
@@ -73,6 +101,7 @@ def main() -> int:
     ap.add_argument("--chars", default="5,50,500,5000")
     ap.add_argument("--texts", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--decode", action="store_true", help="time decode of each text's ids instead")
     args = ap.parse_args()
     models = models_dir()
     if not models.is_dir():
@@ -80,6 +109,23 @@ def main() -> int:
         return 2
     docs = load_texts(bench_file(args.file), 30_000 * args.texts)[:args.texts]
     bad = 0
+    if args.decode:
+        print("| model | call | chars | ids (mean) | ours us | reference us | reference/ours |")
+        print("|---|---|---:|---:|---:|---:|---:|")
+        for name in args.models.split(","):
+            for label, ours, ref, encode in decode_cases(name, models):
+                for n in (int(c) for c in args.chars.split(",")):
+                    rows = [encode(d[:n]) for d in docs]
+                    rows = [r for r in rows if r]
+                    for r in rows:
+                        if ours(r) != ref(r):
+                            bad += 1
+                            print(f"MISMATCH {name} {label} on {r[:10]}", file=sys.stderr)
+                            break
+                    o, t = best_us(ours, rows, args.repeat), best_us(ref, rows, args.repeat)
+                    mean = sum(map(len, rows)) / max(len(rows), 1)
+                    print(f"| {name} | {label} | {n} | {mean:.1f} | {o:.2f} | {t:.2f} | {t / o:.2f}x |", flush=True)
+        return 1 if bad else 0
     print("| model | call | chars | ours us | reference us | reference/ours |")
     print("|---|---|---:|---:|---:|---:|")
     for name in args.models.split(","):

@@ -46,6 +46,7 @@ from .cpu_ref.pipeline import _token_id
 from .cpu_ref.byte_level import BYTE_TO_CHAR
 from .cpu_ref.models import BPEModel
 from .cpu_ref.rust_regex import compile_tiktoken_pattern
+from .fast_decode import ByteTable, table_join, token_items
 
 _DATA = Path(__file__).resolve().parent / "data" / "tiktoken_encodings.json"
 
@@ -185,6 +186,18 @@ def _valid_text(text: str) -> str:
         return text
     except UnicodeEncodeError:
         return _repair_text(text)
+
+
+def _checked_text(disallowed_special):
+    """``_valid_text`` for a batch with disallowed strings: a value that is not a ``str`` meets
+    tiktoken's disallowed check first, and raises its TypeError (``pack``'s check)."""
+
+    def check(text):
+        if not isinstance(text, str):
+            _literal_alternation(frozenset(disallowed_special)).search(text)
+        return _valid_text(text)
+
+    return check
 
 
 # --------------------------------------------------------------------------- the encoding
@@ -393,12 +406,7 @@ class TiktokenEncoding:
             return None
         texts = texts if isinstance(texts, list) else list(texts)
         with eng.text.hold() as kept:  # the packed text lives only in this block
-            check = _valid_text
-            if disallowed_special:  # a text that is not a str: the disallowed check's error first, as tiktoken's
-                def check(t):
-                    if not isinstance(t, str):
-                        _literal_alternation(frozenset(disallowed_special)).search(t)
-                    return _valid_text(t)
+            check = _checked_text(disallowed_special) if disallowed_special else _valid_text
             data, offsets, hint = eng.pack(texts, check, num_threads, kept)
             if disallowed_special and eng.contains_any(data, offsets, frozenset(disallowed_special), hint).any():
                 return None  # the reference path raises tiktoken's error for the first such text
@@ -563,8 +571,6 @@ class TiktokenEncoding:
         (``decode_bytes``' ``fast_decode.ByteTable``; made on first use)."""
         tab = self.__dict__.get("_bytes_tab")
         if tab is None:
-            from .fast_decode import ByteTable
-
             n = max([*self._decoder, *self._special_decoder], default=-1) + 1
             tab = [None] * n
             for i, b in self._decoder.items():
@@ -576,8 +582,6 @@ class TiktokenEncoding:
         return tab
 
     def decode_bytes(self, tokens: Sequence[int]) -> bytes:
-        from .fast_decode import table_join
-
         got = table_join(self._bytes_table(), tokens)  # None: an id the loop below refuses, or not an int
         if got is not None:
             return got
@@ -603,6 +607,9 @@ class TiktokenEncoding:
         return b
 
     def decode_tokens_bytes(self, tokens: Sequence[int]) -> List[bytes]:
+        got = token_items(self._bytes_table(), tokens)  # None: an id the loop below refuses, or not an int
+        if got is not None:
+            return got
         tokens = [_token_id(t) for t in tokens]  # every id converted first, as tiktoken's
         return [self.decode_single_token_bytes(t) for t in tokens]
 
