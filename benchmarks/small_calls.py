@@ -1,7 +1,8 @@
 """One text per call: the per-call cost of ours against HF ``tokenizers`` and ``tiktoken``.
 
 Each API is called on one text at a time, as a user's loop over documents calls it
-(``[enc.encode(t) for t in texts]``): ``Tokenizer.encode``, ``encode_batch([text])``,
+(``[enc.encode(t) for t in texts]``): ``Tokenizer.encode`` (its ``ids``, and its ``offsets``:
+another field), ``encode_batch([text])``,
 ``encode_batch_ids([text], device="cpu")`` against ``tokenizers.Tokenizer.encode`` /
 ``encode_batch``; for a tiktoken encoding ``encode`` and ``encode_ordinary`` against
 tiktoken's. The texts are the first ``--chars`` characters (each length in the list) of
@@ -64,6 +65,7 @@ def cases(name: str, models: Path):
     ours = gpu_tok.Tokenizer.from_file(str(path))
     ref = tokenizers.Tokenizer.from_file(str(path))
     return [("encode", lambda t: ours.encode(t).ids, lambda t: ref.encode(t).ids),
+            ("encode().offsets", lambda t: [tuple(o) for o in ours.encode(t).offsets], lambda t: ref.encode(t).offsets),
             ("encode_batch([t])", lambda t: ours.encode_batch([t])[0].ids, lambda t: ref.encode_batch([t])[0].ids),
             ("encode_batch_ids([t])", lambda t: ours.encode_batch_ids([t], device="cpu").ids.tolist(),
              lambda t: ref.encode(t).ids)]

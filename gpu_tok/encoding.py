@@ -430,6 +430,67 @@ class TokenStrings:
         return TokenStrings(self.vocab, self.ids[idx], hit, [self.text[k] for k in loc[hit].tolist()])
 
 
+class DeferredRow:
+    """The rows of one ``Encoding._lazy`` encoding (row 0) whose ids are known and whose other
+    fields come from ``make()``, the whole encoding made another way, called when one of them
+    is first read: ``Tokenizer.encode`` of a text ``CpuTokenizerEngine.quick_ids`` serves,
+    whose ids most callers read alone. With ``single`` (``post_processors.single_layout``'s
+    ``(type_id, (before, after, ranges))`` of the post-processor that put its tokens around
+    the ids), ``type_ids``, ``special_tokens_mask``, ``attention_mask`` and the sequence
+    ranges are made from it, as ``EncodingRows`` makes them, without the whole encoding
+    (``ids`` and ``attention_mask``: what a model takes). The whole encoding's ids are these
+    ids (two computations of the same thing, equal in the tests); one of another length is
+    raised as a bug (``RuntimeError``; comparing the ids themselves made the whole
+    encoding's ids list, up to a third of its cost). It has no overflowing windows (no
+    truncation)."""
+
+    __slots__ = ("ids", "make", "_full", "single")
+
+    _FILL = {"type_ids": None, "special_tokens_mask": 0, "attention_mask": 1}
+
+    def __init__(self, ids: List[int], make, single=None):
+        self.ids, self.make, self._full, self.single = ids, make, None, single
+
+    def _whole(self) -> "Encoding":
+        e = self._full
+        if e is None:
+            e = self.make()
+            if len(e) != len(self.ids) or e.overflowing:  # (the ids themselves: the tests'; their list costs)
+                raise RuntimeError("gpu_tok: the engine's ids of this text differ from its whole encoding's "
+                                   "(a bug: please report the text and tokenizer)")
+            self._full, self.make = e, None
+        return e
+
+    def __getstate__(self):  # pickled with the whole encoding, made now (``make`` is a closure)
+        return self.ids, None, self._whole(), self.single
+
+    def __setstate__(self, state):
+        self.ids, self.make, self._full, self.single = state
+
+    def length(self, d: int) -> int:
+        return len(self.ids)
+
+    def _text_tokens(self) -> int:
+        """The tokens between the layout's before and after."""
+        _type_id, (before, after, _ranges) = self.single
+        return len(self.ids) - len(before["ids"]) - len(after["ids"])
+
+    def ranges(self, d: int) -> Dict[int, Tuple[int, int]]:
+        if self.single is None:
+            return dict(self._whole().sequence_ranges)
+        n = self._text_tokens()
+        return {seq: (a, a + n) for seq, a in self.single[1][2]}
+
+    def field(self, name: str, d: int) -> list:
+        if name == "ids":
+            return list(self.ids)
+        if self.single is not None and name in self._FILL:
+            type_id, (before, after, _ranges) = self.single
+            fill = type_id if name == "type_ids" else self._FILL[name]
+            return before[name] + [fill] * self._text_tokens() + after[name]
+        return list(getattr(self._whole(), name))
+
+
 class EncodingRows:
     """Many encodings' fields as flat arrays, from which ``Encoding._lazy`` encodings make
     their lists when a field is read: row ``d``'s tokens are ``ids[bounds[d]:bounds[d + 1]]``

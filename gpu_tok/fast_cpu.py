@@ -430,6 +430,7 @@ class ByteBPEEngine:
 
     def _set_added(self, raw_tokens, norm_tokens):
         K = self._K
+        self._contents = [c.decode("utf-8", "replace") for c, _i, _f in (*raw_tokens, *norm_tokens)]
         self._tries = []
         for toks in (raw_tokens, norm_tokens):
             self._tries.append(_trie_tuple(K, toks) if toks else None)
@@ -910,9 +911,9 @@ class ByteBPEEngine:
         """The ids of one text's UTF-8 ``data`` (writable ``uint8``, not empty) on one thread:
         ``run_ids`` of one document without its batch set-up (the thread plan, NFC pre-pass,
         added-token search, row splits; 7 us for a word against 21 through ``run_ids``,
-        RESULTS 2026-12-07 05:40). Only for an engine with no added tokens to match and no
-        NFC (``serves_text_ids``): tiktoken's base engine, which ``CpuTiktokenEngine`` calls
-        once it has seen that none of the special tokens in play occurs in the text."""
+        RESULTS 2026-12-07 05:10-05:35). The caller has made sure that the text is its own NFC
+        (where the engine normalizes) and that none of the added tokens occurs in it
+        (``Absent``): ``CpuTiktokenEngine.ordinary_ids``, ``CpuTokenizerEngine.quick_ids``."""
         out = np.empty(data.shape[0], np.int32)
         bounds = np.array((0, data.shape[0]), np.int64)
         locked = self._lock.acquire(blocking=False)
@@ -930,8 +931,13 @@ class ByteBPEEngine:
 
     @property
     def serves_text_ids(self) -> bool:
-        """Whether ``text_ids`` gives this engine's ids: no added tokens, no NFC."""
+        """Whether ``text_ids`` gives this engine's ids of every text: no added tokens, no NFC."""
         return self.nfc is None and all(t is None for t in self._tries)
+
+    def added_contents(self) -> List[str]:
+        """The texts its added tokens match: the raw tokens' contents, the normalized ones'
+        normalized contents (as ``_set_added`` got them)."""
+        return list(self._contents)
 
     @staticmethod
     def _row_splits(doc_offsets: np.ndarray, rec_s: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -1349,8 +1355,32 @@ class CpuTokenizerEngine:
         self.ref = ref
         self.engine = ByteBPEEngine(spec_for_config(cfg, ref))
         self.prefix, self.suffix = template_ids(cfg, ref)
+        self._prefix_list, self._suffix_list = self.prefix.tolist(), self.suffix.tolist()  # (quick_ids)
+        self._absent = None  # quick_ids' Absent check of the added tokens, made on first use
+        self._nfc_lo = int(self.engine.nfc[5][0]) if self.engine.nfc is not None else 256
         self._vocab_r = None
         self._text = KeptArray(np.uint8, _KEEP_TEXT_MAX)
+
+    def quick_ids(self, text: str, add_special_tokens: bool) -> Optional[List[int]]:
+        """The ids of one ``str`` as ``encode_ids`` gives them (the post-processor's around),
+        through ``ByteBPEEngine.text_ids``, where none of the added tokens occurs in it and
+        (with NFC) it has no byte a character NFC may change begins with; else None (the
+        caller's other path). No truncation or padding: the caller's."""
+        absent = self._absent
+        if absent is None:
+            absent = self._absent = Absent(self.engine.added_contents())
+        if not absent(text):
+            return None
+        ids = _text_ids(self.engine, text, self._nfc_lo)
+        if ids is None or not add_special_tokens:
+            return ids
+        return self._prefix_list + ids + self._suffix_list if self._prefix_list or self._suffix_list else ids
+
+    def single_layout(self, add_special_tokens: bool):
+        """``post_processors.single_layout`` of the post-processor (without its offset trim,
+        ``layout_processor``): ``(type_id, layout)`` of the tokens it puts around one text's,
+        or None."""
+        return post_processors.single_layout(layout_processor(self.cfg.post_processor)[0], add_special_tokens)
 
     def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
         texts = texts if isinstance(texts, list) else list(texts)
@@ -2332,6 +2362,47 @@ def spec_for_tiktoken(pat_str: str, id_bytes: dict) -> EngineSpec:
                       bytes_table=bt)
 
 
+class Absent:
+    """``absent(text)``: True when none of ``tokens`` (strings, not empty) occurs in the text;
+    False when one does, or may: their first characters are searched for first
+    (``str.__contains__``; most texts hold none), and the tokens themselves only where one
+    is there and they are at most ``_TEXT_PROBE_TOKENS``."""
+
+    __slots__ = ("firsts", "tokens")
+
+    def __init__(self, tokens):
+        self.firsts = tuple(sorted({t[:1] for t in tokens}))  # ("" is in every text: never absent)
+        self.tokens = tuple(tokens) if len(tokens) <= _TEXT_PROBE_TOKENS else None
+
+    def __call__(self, text: str) -> bool:
+        for c in self.firsts:
+            if c in text:
+                if self.tokens is None:
+                    return False
+                for t in self.tokens:
+                    if t in text:
+                        return False
+                return True
+        return True
+
+
+def _text_ids(engine: "ByteBPEEngine", text: str, nfc_lo: int = 256) -> Optional[List[int]]:
+    """``engine.text_ids`` of one ``str`` as a list, or None where its UTF-8 cannot be made (a
+    lone surrogate) or, with ``nfc_lo`` (the lowest lead byte of a character NFC may change)
+    below 256, NFC changes the text (the engine's check, for a text with such a byte)."""
+    try:
+        b = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    if not b:
+        return []
+    data = np.frombuffer(bytearray(b), np.uint8)
+    if (nfc_lo < 256 and not text.isascii() and max(b) >= nfc_lo
+            and engine._nfc_changed(data, np.array((0, len(b)), np.int64), None)[0]):
+        return None
+    return engine.text_ids(data).tolist()
+
+
 class CpuTiktokenEngine:
     """``encode_*`` of a ``TiktokenEncoding`` on the compiled engine."""
 
@@ -2346,7 +2417,7 @@ class CpuTiktokenEngine:
         # special-token check and matching search only those
         fb = sorted({s.encode("utf-8")[0] for s in special_tokens if s})
         self.probe = np.array([(b, b, _PROBE_ADDED) for b in fb], np.int64) if 1 <= len(fb) <= 3 else None
-        self._text_probes = {}  # ordinary_ids: per token set, its first characters and its tokens
+        self._text_probes = {}  # ordinary_ids: an Absent check per token set
         self._text_ok = self.engine.serves_text_ids
 
     def pack(self, texts: Sequence[str], check, num_threads: Optional[int], kept: Optional[KeptArray] = None):
@@ -2357,35 +2428,20 @@ class CpuTiktokenEngine:
         """tiktoken's ids of one text (``encode`` / ``encode_ordinary``) when none of ``tokens``
         (the special tokens allowed or disallowed; empty for ``encode_ordinary``) occurs in it:
         then it is ordinary text, and the base engine's ``text_ids`` encodes it without the
-        batch path's set-up. None when it cannot tell (a token may occur: a first character of
-        one is there and they are more than ``_TEXT_PROBE_TOKENS``, or one does), or the text
-        is not a ``str`` of valid UTF-8 (a lone surrogate): the caller takes the batch path,
-        which raises the reference's errors and repairs such text as tiktoken does."""
+        batch path's set-up. None when it cannot tell (``Absent``), or the text is not a
+        ``str`` of valid UTF-8 (a lone surrogate): the caller takes the batch path, which
+        raises the reference's errors and repairs such text as tiktoken does."""
         if type(text) is not str or not self._text_ok:
             return None
         if tokens:
-            got = self._text_probes.get(tokens)
-            if got is None:
-                firsts = tuple(sorted({t[:1] for t in tokens}))
-                got = (firsts, tuple(tokens) if len(tokens) <= _TEXT_PROBE_TOKENS else None)
+            absent = self._text_probes.get(tokens)
+            if absent is None:
+                absent = Absent(tokens)
                 if len(self._text_probes) < 64:
-                    self._text_probes[tokens] = got
-            firsts, toks = got
-            for c in firsts:  # ("" is in every text: a token "" always goes to the batch path)
-                if c in text:
-                    if toks is None:
-                        return None
-                    for t in toks:
-                        if t in text:
-                            return None
-                    break
-        try:
-            b = text.encode("utf-8")
-        except UnicodeEncodeError:
-            return None
-        if not b:
-            return []
-        return self.engine.text_ids(np.frombuffer(bytearray(b), np.uint8)).tolist()
+                    self._text_probes[tokens] = absent
+            if not absent(text):
+                return None
+        return _text_ids(self.engine, text)
 
     def _engine(self, allowed: frozenset) -> ByteBPEEngine:
         """The engine matching the special tokens ``allowed``."""

@@ -12,7 +12,7 @@ from . import loader
 from ._util import gc_paused, id_lists
 from .config import AddedToken, PaddingParams, TokenizerConfig, TruncationParams
 from .cpu_ref import RefPipeline
-from .encoding import Encoding
+from .encoding import DeferredRow, Encoding
 
 DEVICES = ("ref", "cpu", "auto", "cuda")
 
@@ -224,14 +224,31 @@ class Tokenizer:
                add_special_tokens: bool = True) -> Encoding:
         """Encode one text (and optionally its pair), as ``tokenizers.Tokenizer.encode``;
         ``is_pretokenized``: lists of words, each encoded on its own (its word index, offsets
-        within it), as the reference does. A text (and its pair) the compiled engine serves is
-        encoded by it, as ``encode_batch([...])[0]`` (the reference's ``encode`` is its batch
-        of one: same truncation, post-processor and padding); anything else (pre-tokenized
-        words, a value that is not a ``str``) takes the reference path, which raises the
-        reference's errors, and so do texts of fewer than ``ENCODE_REF_CHARS`` characters in
-        all (a call of the engine costs 80-100 us for a short text, the reference path
-        25-35 us for 5 characters and about as much as the engine's at 50-60: decision
-        record 0038)."""
+        within it), as the reference does.
+
+        Ids first (decision record 0039): one ``str`` with no truncation or padding set, in
+        which none of the added tokens occurs (and, with an NFC normalizer, which NFC leaves
+        as it is), on the byte-level engine: its ids are made at once
+        (``CpuTokenizerEngine.quick_ids``, 8-15 us), the other fields when one is first read
+        (``encoding.DeferredRow``), as below. Otherwise, a text (and its pair) the compiled
+        engine serves is encoded by it, as ``encode_batch([...])[0]`` (the reference's
+        ``encode`` is its batch of one: same truncation, post-processor and padding);
+        anything else (pre-tokenized words, a value that is not a ``str``) takes the
+        reference path, which raises the reference's errors, and so do texts of fewer than
+        ``ENCODE_REF_CHARS`` characters in all (a call of the engine costs 80-100 us for a
+        short text, the reference path 25-35 us for 5 characters and about as much as the
+        engine's at 50-60: decision record 0038)."""
+        if (pair is None and not is_pretokenized and type(sequence) is str and self._ref.truncation is None
+                and self._ref.padding is None):
+            quick = getattr(self._cpu_engine(), "quick_ids", None)
+            ids = quick(sequence, add_special_tokens) if quick is not None else None
+            if ids is not None:  # the ids now, the other fields when first read (DeferredRow)
+                return Encoding._lazy(DeferredRow(ids, lambda: self._encode_one(sequence, None, add_special_tokens),
+                                                  self._cpu.single_layout(add_special_tokens)), 0)
+        return self._encode_one(sequence, pair, add_special_tokens, is_pretokenized)
+
+    def _encode_one(self, sequence, pair, add_special_tokens: bool, is_pretokenized: bool = False) -> Encoding:
+        """``encode`` on the engine's batch path (long enough texts) or the reference path."""
         if (not is_pretokenized and type(sequence) is str and (pair is None or type(pair) is str)
                 and len(sequence) + (0 if pair is None else len(pair)) >= ENCODE_REF_CHARS
                 and self._cpu_engine() is not None):

@@ -92,3 +92,72 @@ def test_encode_leaves_words_and_other_values_to_the_reference():
             ref.encode(bad)
         with pytest.raises(TypeError):
             ours.encode(bad)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "qwen3", "roberta-base", "llama3"])
+def test_ids_first(name, monkeypatch):
+    """A text with none of the added tokens in it (and, with NFC, no character NFC may change)
+    and no truncation or padding set: ``encode`` gives its ids from the byte-level engine's
+    ``text_ids`` at once, the attention and special-token masks, type ids and sequence ids
+    from the post-processor's layout, and the other fields when one is first read
+    (``encoding.DeferredRow``: the whole encoding as before); every field is HF's, also after
+    ``pad`` and ``truncate`` of the encoding. An added token in the text, a character NFC may
+    change (qwen3), a pair, truncation or padding: the whole encoding at once, as before."""
+    from gpu_tok.encoding import DeferredRow
+
+    p = model_path(name)
+    ours, ref = gpu_tok.Tokenizer.from_file(p), tokenizers.Tokenizer.from_file(str(p))
+    whole = []
+    real = ours._encode_one
+    monkeypatch.setattr(ours, "_encode_one", lambda *a: whole.append(a[0]) or real(*a))
+    docs = [d for d in bench_texts(60_000) if "<" not in d[:700]]  # ("<": llama3's 256 special tokens begin so)
+    texts = ["hello", "", "x" * (T.ENCODE_REF_CHARS + 3), "na\u00efve caf\u00e9 \u65e5\u672c \U0001f600"]
+    texts += [d[:n] for d in docs[:4] + docs[-2:] for n in (40, 700)]
+    for special in (True, False):
+        for text in texts:
+            whole.clear()
+            e, r = ours.encode(text, add_special_tokens=special), ref.encode(text, add_special_tokens=special)
+            assert type(e._rows) is DeferredRow, (name, text[:20])
+            assert e.ids == r.ids and len(e) == len(r), (name, text[:20])
+            for f in ("attention_mask", "type_ids", "special_tokens_mask", "sequence_ids"):  # from the layout
+                assert getattr(e, f) == getattr(r, f), (name, f, text[:20])
+            assert not whole, (name, text[:20])
+            _same(e, r, (name, special, text[:20]))
+            assert whole == [text]
+            e, r = ours.encode(text, add_special_tokens=special), ref.encode(text, add_special_tokens=special)
+            e.pad(len(r) + 3, direction="left", pad_id=7, pad_token="<pad>")
+            r.pad(len(r) + 3, direction="left", pad_id=7, pad_token="<pad>")
+            _same(e, r, (name, "pad", text[:20]))
+            e, r = ours.encode(text, add_special_tokens=special), ref.encode(text, add_special_tokens=special)
+            e.truncate(3, stride=1)
+            r.truncate(3, stride=1)
+            _same(e, r, (name, "truncate", text[:20]))
+    contents = [t.content for t in ref.get_added_tokens_decoder().values()]
+    others = [f"a {contents[0]} b", f"{contents[-1]}x"]
+    if name == "qwen3":
+        others.append("Cafe\u0301 au lait")  # (NFC changes it)
+    for text in others:
+        e, r = ours.encode(text), ref.encode(text)
+        assert type(e._rows) is not DeferredRow, (name, text)
+        _same(e, r, (name, text))
+    assert type(ours.encode("a", "b")._rows) is not DeferredRow
+    for setup in (lambda t: t.enable_truncation(5), lambda t: t.enable_padding(length=9)):
+        setup(ours)
+        setup(ref)
+        e, r = ours.encode("hello world again and again"), ref.encode("hello world again and again")
+        assert type(e._rows) is not DeferredRow
+        _same(e, r, (name, "set"))
+        ours.no_truncation(), ours.no_padding(), ref.no_truncation(), ref.no_padding()
+    import copy
+    import pickle
+
+    text = "pickled before any field is read"
+    for e in (ours.encode(text), copy.deepcopy(ours.encode(text))):  # (make: a closure, not pickled)
+        _same(pickle.loads(pickle.dumps(e)), ref.encode(text), (name, "pickled"))
+    # the whole encoding must hold as many ids as were given first: a difference is raised
+    wrong = ref.encode("hello")
+    monkeypatch.setattr(ours, "_encode_one", lambda *a: gpu_tok.Encoding(ids=wrong.ids + [0]))
+    e = ours.encode("hello")
+    assert e.ids == wrong.ids
+    with pytest.raises(RuntimeError, match="differ"):
+        e.offsets
