@@ -53,6 +53,7 @@ _NO_HINT = np.zeros(0, np.uint8)  # match_added's hint when every segment is sea
 _NO_IDS = np.zeros(0, np.int32)  # encode_fused_serial's prefix and suffix without a template
 _NO_PAIRS = np.zeros((0, 3), np.int64)  # pack_probed's pairs: none
 _NO_OFFS = np.zeros(0, np.int64)  # encode_fused_serial's added-token matches: none
+_NO_TEXT = np.zeros(0, np.uint8)  # an empty text's bytes (CpuSentencePieceEngine.quick_ids)
 _TEXT_PROBE_TOKENS = 16  # CpuTiktokenEngine.ordinary_ids searches a text for at most this many tokens
 _PROBE_ADDED = 1  # pack_probed's bit: a first byte of an added token's content
 _PROBE_NFC = 2  # pack_probed's bit: a byte NFC may change a character from
@@ -1376,12 +1377,6 @@ class CpuTokenizerEngine:
             return ids
         return self._prefix_list + ids + self._suffix_list if self._prefix_list or self._suffix_list else ids
 
-    def single_layout(self, add_special_tokens: bool):
-        """``post_processors.single_layout`` of the post-processor (without its offset trim,
-        ``layout_processor``): ``(type_id, layout)`` of the tokens it puts around one text's,
-        or None."""
-        return post_processors.single_layout(layout_processor(self.cfg.post_processor)[0], add_special_tokens)
-
     def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
         texts = texts if isinstance(texts, list) else list(texts)
         with self._text.hold() as kept:  # the packed text lives only in this block
@@ -2154,6 +2149,7 @@ class CpuSentencePieceEngine:
         self.nt = _trie_tuple(K, norm)
         self.cls = _np_flags()
         self.prefix, self.suffix = template_ids(cfg, ref)
+        self._prefix_list, self._suffix_list = self.prefix.tolist(), self.suffix.tolist()  # (quick_ids)
         self._lock = threading.Lock()
         self._wcache = None
         self._wrows, self._wshared = 0, False
@@ -2182,6 +2178,32 @@ class CpuSentencePieceEngine:
         byte-level tables unused)."""
         return (self.bt[0], self.bt[1], self.byte_id, _NO_GRID, self.mtab, self.bt[2], self.bt[3], False,
                 self.char_id, self.byte_id)
+
+    def quick_ids(self, text: str, add_special_tokens: bool) -> Optional[List[int]]:
+        """The ids of one ``str`` as ``encode_ids`` gives them (the post-processor's around),
+        from one call of the serial kernel (``sp_block``; it matches the added tokens itself)
+        without the batch path's set-up; None for a text whose UTF-8 cannot be made (a lone
+        surrogate: the caller's other path). No truncation or padding: the caller's."""
+        try:
+            b = text.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        n = len(b)
+        data = np.frombuffer(bytearray(b), np.uint8) if n else _NO_TEXT
+        bounds = np.array((0, n), np.int64)
+        dst = np.array((0, 3 * n + 3), np.int64)
+        out = np.empty(3 * n + 3, np.int32)
+        counts = np.zeros(1, np.int64)
+        locked = self._lock.acquire(blocking=False)
+        try:
+            self._kernel(data, bounds, dst, out, counts, _NO_RECORD, locked, 1, False)
+        finally:
+            if locked:
+                self._lock.release()
+        ids = out[:int(counts[0])].tolist()
+        if add_special_tokens and (self._prefix_list or self._suffix_list):
+            return self._prefix_list + ids + self._suffix_list
+        return ids
 
     def encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int]):
         with self._text.hold() as kept:  # the packed text lives only in this block

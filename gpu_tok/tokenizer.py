@@ -226,10 +226,11 @@ class Tokenizer:
         ``is_pretokenized``: lists of words, each encoded on its own (its word index, offsets
         within it), as the reference does.
 
-        Ids first (decision record 0039): one ``str`` with no truncation or padding set, in
-        which none of the added tokens occurs (and, with an NFC normalizer, which NFC leaves
-        as it is), on the byte-level engine: its ids are made at once
-        (``CpuTokenizerEngine.quick_ids``, 8-15 us), the other fields when one is first read
+        Ids first (decision record 0039): one ``str`` with no truncation or padding set, on
+        the byte-level engine where none of the added tokens occurs in it (and, with an NFC
+        normalizer, NFC leaves it as it is), or on the SentencePiece engine: its ids are made
+        at once (the engines' ``quick_ids``, 8-25 us), the masks, type ids and sequence ids
+        from the post-processor's layout, the other fields when one is first read
         (``encoding.DeferredRow``), as below. Otherwise, a text (and its pair) the compiled
         engine serves is encoded by it, as ``encode_batch([...])[0]`` (the reference's
         ``encode`` is its batch of one: same truncation, post-processor and padding);
@@ -244,8 +245,17 @@ class Tokenizer:
             ids = quick(sequence, add_special_tokens) if quick is not None else None
             if ids is not None:  # the ids now, the other fields when first read (DeferredRow)
                 return Encoding._lazy(DeferredRow(ids, lambda: self._encode_one(sequence, None, add_special_tokens),
-                                                  self._cpu.single_layout(add_special_tokens)), 0)
+                                                  self._single_layout(add_special_tokens)), 0)
         return self._encode_one(sequence, pair, add_special_tokens, is_pretokenized)
+
+    def _single_layout(self, add_special_tokens: bool):
+        """``post_processors.single_layout`` of the post-processor (without its offset trim,
+        ``fast_cpu.layout_processor``): ``(type_id, layout)`` of the tokens it puts around one
+        text's, or None."""
+        from .cpu_ref import post_processors
+        from .fast_cpu import layout_processor
+
+        return post_processors.single_layout(layout_processor(self.config.post_processor)[0], add_special_tokens)
 
     def _encode_one(self, sequence, pair, add_special_tokens: bool, is_pretokenized: bool = False) -> Encoding:
         """``encode`` on the engine's batch path (long enough texts) or the reference path."""
