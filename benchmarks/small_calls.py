@@ -41,29 +41,41 @@ def best_us(fn, texts, repeat: int) -> float:
     return best / len(texts) * 1e6
 
 
-def cases(name: str, models: Path):
-    """``(label, ours, theirs)`` of the calls compared for one model: each a function of one
-    text returning its ids as a list."""
-    if name in ("cl100k_base", "o200k_base", "r50k_base", "p50k_base"):
-        import tiktoken
+TIKTOKEN_NAMES = ("cl100k_base", "o200k_base", "r50k_base", "p50k_base")
 
-        from gpu_tok.tiktoken_encoding import from_tiktoken, load_tiktoken_bpe, named_definition
 
-        path = models / "tiktoken" / f"{name}.tiktoken"
-        ours = from_tiktoken(name, path)
-        d = named_definition(name)
-        ref = tiktoken.Encoding(name, pat_str=d["pat_str"], mergeable_ranks=load_tiktoken_bpe(path),
-                                special_tokens=d["special_tokens"])
-        return [("encode", ours.encode, ref.encode),
-                ("encode_ordinary", ours.encode_ordinary, ref.encode_ordinary),
-                ("encode_batch([t])", lambda t: ours.encode_batch([t])[0], lambda t: ref.encode_batch([t])[0])]
+def tiktoken_pair(name: str, models: Path):
+    """Ours and tiktoken's encoding ``name`` (the rank file read in place)."""
+    import tiktoken
+
+    from gpu_tok.tiktoken_encoding import from_tiktoken, load_tiktoken_bpe, named_definition
+
+    path = models / "tiktoken" / f"{name}.tiktoken"
+    d = named_definition(name)
+    return from_tiktoken(name, path), tiktoken.Encoding(name, pat_str=d["pat_str"],
+                                                         mergeable_ranks=load_tiktoken_bpe(path),
+                                                         special_tokens=d["special_tokens"])
+
+
+def tokenizer_pair(name: str, models: Path):
+    """Ours and HF ``tokenizers``' tokenizer of ``<models>/<name>/tokenizer.json``."""
     import tokenizers
 
     import gpu_tok
 
-    path = models / name / "tokenizer.json"
-    ours = gpu_tok.Tokenizer.from_file(str(path))
-    ref = tokenizers.Tokenizer.from_file(str(path))
+    path = str(models / name / "tokenizer.json")
+    return gpu_tok.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+
+
+def cases(name: str, models: Path):
+    """``(label, ours, theirs)`` of the calls compared for one model: each a function of one
+    text returning its ids as a list."""
+    if name in TIKTOKEN_NAMES:
+        ours, ref = tiktoken_pair(name, models)
+        return [("encode", ours.encode, ref.encode),
+                ("encode_ordinary", ours.encode_ordinary, ref.encode_ordinary),
+                ("encode_batch([t])", lambda t: ours.encode_batch([t])[0], lambda t: ref.encode_batch([t])[0])]
+    ours, ref = tokenizer_pair(name, models)
     return [("encode", lambda t: ours.encode(t).ids, lambda t: ref.encode(t).ids),
             ("encode().offsets", lambda t: [tuple(o) for o in ours.encode(t).offsets], lambda t: ref.encode(t).offsets),
             ("encode_batch([t])", lambda t: ours.encode_batch([t])[0].ids, lambda t: ref.encode_batch([t])[0].ids),
@@ -74,25 +86,11 @@ def cases(name: str, models: Path):
 def decode_cases(name: str, models: Path):
     """``(label, ours, theirs, encode)`` for ``--decode``: ours and the reference's ``decode``,
     each a function of one list of ids, and the reference's ``encode`` (a text's ids)."""
-    if name in ("cl100k_base", "o200k_base", "r50k_base", "p50k_base"):
-        import tiktoken
-
-        from gpu_tok.tiktoken_encoding import from_tiktoken, load_tiktoken_bpe, named_definition
-
-        path = models / "tiktoken" / f"{name}.tiktoken"
-        ours = from_tiktoken(name, path)
-        d = named_definition(name)
-        ref = tiktoken.Encoding(name, pat_str=d["pat_str"], mergeable_ranks=load_tiktoken_bpe(path),
-                                special_tokens=d["special_tokens"])
+    if name in TIKTOKEN_NAMES:
+        ours, ref = tiktoken_pair(name, models)
         return [("decode", ours.decode, ref.decode, ref.encode_ordinary),
                 ("decode_tokens_bytes", ours.decode_tokens_bytes, ref.decode_tokens_bytes, ref.encode_ordinary)]
-    import tokenizers
-
-    import gpu_tok
-
-    path = models / name / "tokenizer.json"
-    ours = gpu_tok.Tokenizer.from_file(str(path))
-    ref = tokenizers.Tokenizer.from_file(str(path))
+    ours, ref = tokenizer_pair(name, models)
     return [("decode", ours.decode, ref.decode, lambda t: ref.encode(t).ids)]
 
 
