@@ -239,14 +239,25 @@ class Tokenizer:
         ``ENCODE_REF_CHARS`` characters in all (a call of the engine costs 80-100 us for a
         short text, the reference path 25-35 us for 5 characters and about as much as the
         engine's at 50-60: decision record 0038)."""
-        if (pair is None and not is_pretokenized and type(sequence) is str and self._ref.truncation is None
-                and self._ref.padding is None):
-            quick = getattr(self._cpu_engine(), "quick_ids", None)
-            ids = quick(sequence, add_special_tokens) if quick is not None else None
-            if ids is not None:  # the ids now, the other fields when first read (DeferredRow)
-                return Encoding._lazy(DeferredRow(ids, lambda: self._encode_one(sequence, None, add_special_tokens),
-                                                  self._single_layout(add_special_tokens)), 0)
+        if pair is None and not is_pretokenized:
+            e = self._ids_first(sequence, add_special_tokens,
+                                lambda: self._encode_one(sequence, None, add_special_tokens))
+            if e is not None:
+                return e
         return self._encode_one(sequence, pair, add_special_tokens, is_pretokenized)
+
+    def _ids_first(self, text, add_special_tokens: bool, make) -> Optional[Encoding]:
+        """The encoding of one ``str`` with its ids made now (the engine's ``quick_ids``), the
+        masks, type ids and sequence ranges from the post-processor's layout, the rest by
+        ``make()`` (the whole encoding) when first read (``encoding.DeferredRow``); None where
+        no truncation or padding may apply and the engine serves it so (decision 0039)."""
+        if type(text) is not str or self._ref.truncation is not None or self._ref.padding is not None:
+            return None
+        quick = getattr(self._cpu_engine(), "quick_ids", None)
+        ids = quick(text, add_special_tokens) if quick is not None else None
+        if ids is None:
+            return None
+        return Encoding._lazy(DeferredRow(ids, make, self._single_layout(add_special_tokens)), 0)
 
     def _single_layout(self, add_special_tokens: bool):
         """``post_processors.single_layout`` of the post-processor (without its offset trim,
@@ -281,10 +292,23 @@ class Tokenizer:
         cut as the reference's early stop cuts them (``fast_cpu.truncated_batch``: the
         ``overflowing`` windows and word ids follow it); padding is applied to the engine's
         encodings. ``is_pretokenized``: each input a list of words (or a pair of such
-        lists), on the reference path.
+        lists), on the reference path. A list of one text (a caller's batch of one, as
+        ``transformers`` makes of one text) gives its encoding ids first, as ``encode`` does.
         """
+        if type(inputs) is list and len(inputs) == 1 and not is_pretokenized and device != "ref":
+            _check_device(device)
+            text = inputs[0]
+            e = self._ids_first(text, add_special_tokens,
+                                lambda: self._batch_of_one(text, add_special_tokens, device, num_threads))
+            if e is not None:
+                return [e]
         with gc_paused():
             return self._encode_batch(inputs, is_pretokenized, add_special_tokens, device, num_threads)
+
+    def _batch_of_one(self, text: str, add_special_tokens: bool, device: str, num_threads: Optional[int]) -> Encoding:
+        """``encode_batch([text])[0]`` without the ids-first path."""
+        with gc_paused():
+            return self._encode_batch([text], False, add_special_tokens, device, num_threads)[0]
 
     def _encode_batch(self, inputs, is_pretokenized: bool, add_special_tokens: bool, device: str,
                       num_threads: Optional[int]) -> List[Encoding]:

@@ -164,3 +164,26 @@ def test_ids_first(name, monkeypatch):
     assert e.ids == wrong.ids
     with pytest.raises(RuntimeError, match="differ"):
         e.offsets
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama2"])
+def test_batch_of_one_ids_first(name):
+    """``encode_batch([text])`` (``transformers`` encodes one text so) gives the encoding ids
+    first as ``encode`` does, every field HF's ``encode_batch``; ``device="ref"``, a batch of
+    two, a tuple and pre-tokenized words keep their paths; a bad device raises as before."""
+    from gpu_tok.encoding import DeferredRow
+
+    p = model_path(name)
+    ours, ref = gpu_tok.Tokenizer.from_file(p), tokenizers.Tokenizer.from_file(str(p))
+    for text in ["hello", "", "The quick brown fox. " * 40]:
+        for special in (True, False):
+            [e] = ours.encode_batch([text], add_special_tokens=special)
+            assert type(e._rows) is DeferredRow
+            _same(e, ref.encode_batch([text], add_special_tokens=special)[0], (name, text[:10], special))
+    assert type(ours.encode_batch(["hello"], device="ref")[0]._rows) is not DeferredRow
+    assert all(type(e._rows) is not DeferredRow for e in ours.encode_batch(["hello", "world"]))
+    assert type(ours.encode_batch(("hello",))[0]._rows) is not DeferredRow
+    _same(ours.encode_batch([["hello", "world"]], is_pretokenized=True)[0],
+          ref.encode_batch([["hello", "world"]], is_pretokenized=True)[0], (name, "words"))
+    with pytest.raises(ValueError):
+        ours.encode_batch(["hello"], device="tpu")
