@@ -2386,14 +2386,17 @@ def spec_for_tiktoken(pat_str: str, id_bytes: dict) -> EngineSpec:
 
 class Absent:
     """``absent(text)``: True when none of ``tokens`` (strings, not empty) occurs in the text;
-    False when one does, or may: their first characters are searched for first
-    (``str.__contains__``; most texts hold none), and the tokens themselves only where one
-    is there and they are at most ``_TEXT_PROBE_TOKENS``."""
+    False when one does, or may: their heads (first two characters, when they are at most
+    eight, else their first characters: llama3's 256 special tokens have the one head
+    "<|", rare in code where "<" is not) are searched for first (``str.__contains__``; most
+    texts hold none), and the tokens themselves only where one is there and they are at
+    most ``_TEXT_PROBE_TOKENS``."""
 
     __slots__ = ("firsts", "tokens")
 
     def __init__(self, tokens):
-        self.firsts = tuple(sorted({t[:1] for t in tokens}))  # ("" is in every text: never absent)
+        heads = {t[:2] for t in tokens}  # ("" is in every text: never absent)
+        self.firsts = tuple(sorted(heads if len(heads) <= 8 else {t[:1] for t in tokens}))
         self.tokens = tuple(tokens) if len(tokens) <= _TEXT_PROBE_TOKENS else None
 
     def __call__(self, text: str) -> bool:
