@@ -160,6 +160,17 @@ class PieceEngine:
             if locked:
                 self._lock.release()
 
+    def quick_ids(self, text: str, add_special_tokens: bool) -> Optional[List[int]]:
+        """The ids of one ``str`` (``encode_ids`` of it on one thread: 27-35 us up to 500
+        characters for bert, where the reference path took 36-99; decision 0039), or None for
+        a text whose UTF-8 cannot be made (a lone surrogate: the caller's path raises). No
+        truncation or padding: the caller's."""
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        return self.encode_ids([text], add_special_tokens, 1)[0].tolist()
+
     def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
         """``(ids, row_splits)``: the texts packed and encoded by the kernels (documents in
         parallel); those the reference path encodes spliced in."""

@@ -228,8 +228,9 @@ class Tokenizer:
 
         Ids first (decision record 0039): one ``str`` with no truncation or padding set, on
         the byte-level engine where none of the added tokens occurs in it (and, with an NFC
-        normalizer, NFC leaves it as it is), or on the SentencePiece engine: its ids are made
-        at once (the engines' ``quick_ids``, 8-25 us), the masks, type ids and sequence ids
+        normalizer, NFC leaves it as it is), or on the SentencePiece, WordPiece or Unigram
+        engine: its ids are made at once (the engines' ``quick_ids``, 8-45 us), the masks,
+        type ids and sequence ids
         from the post-processor's layout, the other fields when one is first read
         (``encoding.DeferredRow``), as below. Otherwise, a text (and its pair) the compiled
         engine serves is encoded by it, as ``encode_batch([...])[0]`` (the reference's
