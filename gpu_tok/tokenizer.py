@@ -230,9 +230,8 @@ class Tokenizer:
         the byte-level engine where none of the added tokens occurs in it (and, with an NFC
         normalizer, NFC leaves it as it is), or on the SentencePiece, WordPiece or Unigram
         engine: its ids are made at once (the engines' ``quick_ids``, 8-45 us), the masks,
-        type ids and sequence ids
-        from the post-processor's layout, the other fields when one is first read
-        (``encoding.DeferredRow``), as below. Otherwise, a text (and its pair) the compiled
+        type ids and sequence ids from the post-processor's layout, the other fields when one
+        is first read (``encoding.DeferredRow``), as below. Otherwise, a text (and its pair) the compiled
         engine serves is encoded by it, as ``encode_batch([...])[0]`` (the reference's
         ``encode`` is its batch of one: same truncation, post-processor and padding);
         anything else (pre-tokenized words, a value that is not a ``str``) takes the
@@ -250,8 +249,9 @@ class Tokenizer:
     def _ids_first(self, text, add_special_tokens: bool, make) -> Optional[Encoding]:
         """The encoding of one ``str`` with its ids made now (the engine's ``quick_ids``), the
         masks, type ids and sequence ranges from the post-processor's layout, the rest by
-        ``make()`` (the whole encoding) when first read (``encoding.DeferredRow``); None where
-        no truncation or padding may apply and the engine serves it so (decision 0039)."""
+        ``make()`` (the whole encoding) when first read (``encoding.DeferredRow``; decision
+        0039); None where truncation or padding is set, or the engine has no ``quick_ids`` or
+        leaves this text to the caller's path."""
         if type(text) is not str or self._ref.truncation is not None or self._ref.padding is not None:
             return None
         quick = getattr(self._cpu_engine(), "quick_ids", None)
