@@ -7,6 +7,7 @@ import ctypes
 import gc
 import hashlib
 import threading
+from collections import abc
 from pathlib import Path
 from typing import List, Tuple, Union
 
@@ -239,3 +240,62 @@ def _items_layout_ok() -> bool:
 
 _VAR_HEADER = tuple.__basicsize__  # ob_refcnt, ob_type, ob_size: where the items (or their array's address) are
 _ITEMS_OK = ctypes.sizeof(ctypes.c_void_p) == 8 and _items_layout_ok()
+
+
+class PackedTexts(abc.Sequence):
+    """Documents whose UTF-8 is already in memory (the corpus job's reader writes it): to
+    whatever reads them as a sequence, ``str``s (each decoded when read); to ``pack`` /
+    ``pack_probed``, their bytes, copied from where they lie. So no ``str`` is made for a
+    document and no UTF-8 is cached on one (for multilingual text the two cost about as much
+    as the encoding on two threads; ``benchmarks/RESULTS.md``, 2026-12-07 07:30).
+
+    ``ptr``, ``size``: ``int64[n]``, each document's address and byte length; ``owners``:
+    the objects that hold those bytes, kept alive here. The bytes must be valid UTF-8 (so
+    without lone surrogates, which UTF-8 cannot hold) and must not change while this
+    lives: ``from_buffer``'s callers vouch for both."""
+
+    __slots__ = ("ptr", "size", "owners")
+
+    def __init__(self, ptr: np.ndarray, size: np.ndarray, owners: tuple):
+        self.ptr, self.size, self.owners = ptr, size, owners
+
+    @classmethod
+    def from_buffer(cls, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> "PackedTexts":
+        """Document ``k`` at ``buf[starts[k]:ends[k]]`` (``buf``: a C-contiguous ``uint8`` array)."""
+        starts = np.asarray(starts, np.int64)
+        return cls(buf.ctypes.data + starts, np.asarray(ends, np.int64) - starts, (buf,))
+
+    @classmethod
+    def join(cls, parts: "abc.Sequence[PackedTexts]") -> "PackedTexts":
+        """One sequence of the documents of ``parts``, in order."""
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), ())
+        owners: dict = {}
+        for p in parts:
+            owners.update((id(o), o) for o in p.owners)
+        return cls(np.concatenate([p.ptr for p in parts]), np.concatenate([p.size for p in parts]),
+                   tuple(owners.values()))
+
+    def __len__(self) -> int:
+        return self.ptr.shape[0]
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return PackedTexts(self.ptr[k], self.size[k], self.owners)
+        n = int(self.size[k])  # an index out of range raises IndexError here
+        return ctypes.string_at(int(self.ptr[k]), n).decode("utf-8") if n else ""
+
+    def __iter__(self):
+        for p, n in zip(self.ptr.tolist(), self.size.tolist()):
+            yield ctypes.string_at(p, n).decode("utf-8") if n else ""
+
+    def __reduce__(self):  # pickled as the list of its documents (addresses do not travel)
+        return list, (list(self),)
+
+
+def text_list(texts) -> "abc.Sequence[str]":
+    """``texts`` as a list, unless it is one already or a ``PackedTexts`` (kept as it is: its
+    documents are packed from their bytes)."""
+    return texts if isinstance(texts, (list, PackedTexts)) else list(texts)

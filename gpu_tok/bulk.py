@@ -27,6 +27,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from . import shards as S
+from ._util import PackedTexts
 from .megatron_idx import dtype_code, token_dtype
 from .corpus import (MISSING, BadInput, Block, Source, Stdin, check_readable, compression_of, expand_inputs,
                      input_format, iter_records, parquet_schema, sha256_and_size, warm_block_reader)
@@ -46,6 +47,46 @@ SETUP_NOTICE = ("gpu-tok: still setting up: the first run of a tokenizer family 
 # options that change the output bytes: a resumed run must use the same ones
 OUTPUT_OPTIONS = ("format", "input_format", "field", "lines", "id_field", "add_special_tokens", "append_eos",
                   "prepend_bos", "shard_bytes", "shard_docs", "on_error")
+
+
+class _Batch:
+    """The documents of the batch being gathered, in order: runs of the reader's blocks
+    (``PackedTexts``, packed by the engine from the reader's UTF-8) and of single records'
+    ``str``s (lists)."""
+
+    __slots__ = ("parts", "n")
+
+    def __init__(self):
+        self.parts: list = []
+        self.n = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def append(self, text: str) -> None:
+        if not self.parts or not isinstance(self.parts[-1], list):
+            self.parts.append([])
+        self.parts[-1].append(text)
+        self.n += 1
+
+    def extend(self, texts) -> None:
+        """Documents of a block (a ``PackedTexts`` slice, kept as it is, or a list)."""
+        if isinstance(texts, PackedTexts):
+            self.parts.append(texts)
+        else:
+            if not self.parts or not isinstance(self.parts[-1], list):
+                self.parts.append([])
+            self.parts[-1].extend(texts)
+        self.n += len(texts)
+
+    def texts(self):
+        """All the documents: one ``PackedTexts`` where every part is one, else a list of ``str``."""
+        if all(isinstance(p, PackedTexts) for p in self.parts):
+            return PackedTexts.join(self.parts)
+        out: List[str] = []
+        for p in self.parts:
+            out.extend(p)
+        return out
 
 
 def _version() -> str:
@@ -587,7 +628,7 @@ class EncodeJob:
         per_input = list(state.per_input)
         pending_skips: list = []  # bad records of the open shard that will be listed
         pending_skip_count = 0  # all bad records of the open shard
-        texts: List[str] = []
+        texts = _Batch()
         doc_ids: list = []
         batch_bytes = 0
         shard_docs = shard_bytes = 0
@@ -600,7 +641,7 @@ class EncodeJob:
             if not texts:
                 return
             t0 = time.perf_counter()
-            b_ids, b_rs = enc.encode(texts, o.add_special_tokens, device, o.num_threads)
+            b_ids, b_rs = enc.encode(texts.texts(), o.add_special_tokens, device, o.num_threads)
             b_ids, b_rs = add_bos_eos(b_ids, b_rs, self.bos and self.bos["id"], self.eos and self.eos["id"])
             encode_s += time.perf_counter() - t0
             tokens += int(b_ids.size)
@@ -608,7 +649,7 @@ class EncodeJob:
                 if writer is None:
                     writer = S.open_shard(o.format, out_dir, state.shards, dtype, self.id_column)
                 writer.add(b_ids, b_rs, doc_ids)
-            texts, doc_ids, batch_bytes = [], [], 0
+            texts, doc_ids, batch_bytes = _Batch(), [], 0
 
         def commit(next_pos: dict):
             """Close the open shard after the document at ``next_pos``."""

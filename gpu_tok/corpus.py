@@ -32,7 +32,7 @@ import sys
 import zlib
 from dataclasses import dataclass, field as dc_field
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, Sequence
 
 JSONL_SUFFIXES = (".jsonl", ".json")
 COMPRESSION_SUFFIXES = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
@@ -207,9 +207,11 @@ class Record:
 class Block:
     """Good documents from consecutive lines of one input (``iter_records(..., blocks=True)``):
     document ``k`` is ``texts[k]``, ``nbytes[k]`` UTF-8 bytes, and ``units[k]`` /
-    ``offsets[k]`` are its ``Record.units`` / ``Record.offset``."""
+    ``offsets[k]`` are its ``Record.units`` / ``Record.offset``. ``texts`` is a
+    ``PackedTexts`` (the reader's UTF-8; a ``str`` is made only for a document read as
+    one)."""
 
-    texts: List[str]
+    texts: "Sequence[str]"
     nbytes: "np.ndarray"
     units: "np.ndarray"
     offsets: "np.ndarray"
@@ -404,6 +406,8 @@ def _line_blocks(f, src: Source, units: int, offset: int, key, idkey, threads=No
     ``_decode`` when its block is not all UTF-8."""
     import numpy as np
 
+    from ._util import PackedTexts
+
     name = src.name
     for body in _read_lines(f):
         arr = np.frombuffer(body, np.uint8)
@@ -431,18 +435,14 @@ def _line_blocks(f, src: Source, units: int, offset: int, key, idkey, threads=No
                 json_fields(arr, starts, ends, key, idkey, out, out_end, id_start, id_end, status)
             if src.id_field is not None and src.id_required:  # json's record says the id is missing
                 status[(status == OK) & (id_start < 0)] = SLOW
-            view = memoryview(out)
-            texts = None
         else:  # text lines: the \n and a \r before it go
             OK, SLOW = 0, 2
             cr = (ends > starts) & (after > ends) & (arr[np.maximum(ends - 1, 0)] == 13)  # only before a \n
             out_end = ends - cr
-            view = body
             try:
-                texts = str(body, "utf-8").split("\n")
+                str(body, "utf-8")  # only to vouch that the lines are UTF-8 (the quickest check at hand)
                 status = np.zeros(ends.shape[0], np.uint8)
             except UnicodeDecodeError:
-                texts = None
                 status = np.full(ends.shape[0], SLOW, np.uint8)
         slow = np.flatnonzero(status == SLOW).tolist()
         first = 0
@@ -451,10 +451,8 @@ def _line_blocks(f, src: Source, units: int, offset: int, key, idkey, threads=No
             good = good[status[first:stop] == OK]
             if good.shape[0]:
                 a, b = starts[good], out_end[good]
-                if texts is not None:
-                    docs = [texts[k][:-1] if c else texts[k] for k, c in zip(good.tolist(), cr[good].tolist())]
-                else:
-                    docs = [str(view[x:y], "utf-8") for x, y in zip(a.tolist(), b.tolist())]
+                # the UTF-8 of the field as the kernel wrote it, or of the line: vouched for above
+                docs = PackedTexts.from_buffer(out if key is not None else arr, a, b)
                 ids = None
                 if key is not None and src.id_field is not None:
                     ids = [MISSING if x < 0 else json.loads(str(body[x:y], "utf-8"))

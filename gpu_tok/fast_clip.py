@@ -47,6 +47,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from . import config as C
+from ._util import text_list
 from .encoding import Encoding, TokenStrings
 from .fast_cpu import (_KEEP_OUT_MAX, _UNITS_PER_THREAD, ByteBPEEngine, CpuTokenizerEngine, EngineSpec, KeptArray,
                        MAX_IDS, NotServed, _added_token_lists, _char_index, add_template, batch_of_singles, byte_blocks,
@@ -333,7 +334,7 @@ class CpuClipEngine:
     def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
         from .cpu_ref.pipeline import check_text
 
-        texts = texts if isinstance(texts, list) else list(texts)
+        texts = text_list(texts)
         data, offsets, hint = pack_probed(texts, check_text, num_threads, self.engine.probe, self.engine.probe_pairs)
         ids, rs, skip = self._run(data, offsets, True, num_threads, hint)
         if skip.any():
@@ -367,7 +368,7 @@ class CpuClipEngine:
         (``fast_cpu.encodings_with_nfc``); those of step 5 from the reference path."""
         from .cpu_ref.pipeline import check_text
 
-        texts = texts if isinstance(texts, list) else list(texts)
+        texts = text_list(texts)
         data, offsets, hint = pack_probed(texts, check_text, num_threads, self.engine.probe, self.engine.probe_pairs)
 
         def arrays_of(d, o, normalized=False):

@@ -31,7 +31,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import config as C
-from ._util import _ITEMS_OK, _VAR_HEADER, sparse_empty
+from ._util import _ITEMS_OK, _VAR_HEADER, PackedTexts, sparse_empty, text_list
 from .cpu_ref import post_processors
 from .cpu_ref.pipeline import check_text
 from .encoding import Encoding, EncodingRows, PairRows, TokenStrings
@@ -996,13 +996,16 @@ def pack_probed(texts: Sequence[str], check, num_threads: Optional[int],
     and the NFC check where a text has not the bit); a bit with rows in ``pairs``
     (``ByteBPEEngine.probe_pairs``) only where one of its byte pairs occurs too. None
     without ``probe`` or when the texts went through ``str.encode``. ``kept``: as in ``pack``."""
-    texts = texts if type(texts) in (list, tuple) else list(texts)  # hold every object while its bytes are read
-    n = len(texts)
-    objs = object_ids(texts)
-    ptr = np.empty(n, np.int64)
-    size = np.empty(n, np.int64)
-    if PK.utf8_views(objs, ptr, size, PK.AS_UTF8, PK.ERR_CLEAR) >= 0:
-        return (*_pack_encoded(texts, check), None)
+    if isinstance(texts, PackedTexts):  # the bytes are there already
+        ptr, size = texts.ptr, texts.size
+    else:
+        texts = texts if type(texts) in (list, tuple) else list(texts)  # hold every object while its bytes are read
+        objs = object_ids(texts)
+        ptr = np.empty(len(texts), np.int64)
+        size = np.empty(len(texts), np.int64)
+        if PK.utf8_views(objs, ptr, size, PK.AS_UTF8, PK.ERR_CLEAR) >= 0:
+            return (*_pack_encoded(texts, check), None)
+    n = ptr.shape[0]
     offsets = running_offsets(size)
     data = kept.take(int(offsets[-1])) if kept is not None else np.empty(int(offsets[-1]), np.uint8)
     threads, parallel = plan_threads(num_threads, data.shape[0])
@@ -1378,7 +1381,7 @@ class CpuTokenizerEngine:
         return self._prefix_list + ids + self._suffix_list if self._prefix_list or self._suffix_list else ids
 
     def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
-        texts = texts if isinstance(texts, list) else list(texts)
+        texts = text_list(texts)
         with self._text.hold() as kept:  # the packed text lives only in this block
             data, offsets, hint = pack_probed(texts, check_text, num_threads, self.engine.probe,
                                               self.engine.probe_pairs, kept=kept)
@@ -2210,7 +2213,7 @@ class CpuSentencePieceEngine:
             return self._encode_ids(texts, add_special_tokens, num_threads, kept)
 
     def _encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int], kept: Optional[KeptArray]):
-        texts = texts if isinstance(texts, list) else list(texts)
+        texts = text_list(texts)
         data, offsets = pack(texts, check_text, num_threads, kept)
         return self.encode_packed(data, offsets, add_special_tokens, num_threads)
 
@@ -2288,7 +2291,7 @@ class CpuSentencePieceEngine:
         ``_encode_single``): the kernels record each token's first and last text bytes and
         its piece (``_sp_doc``'s ``rec``); a text holding a normalized added token takes the
         reference path."""
-        texts = texts if isinstance(texts, list) else list(texts)
+        texts = text_list(texts)
         data, offsets = pack(texts, check_text, num_threads)
         n = len(texts)
         dst = np.zeros(n + 1, np.int64)

@@ -28,6 +28,7 @@ from typing import List, Optional
 import numpy as np
 
 from . import config as C
+from ._util import text_list
 from .encoding import Encoding, TokenStrings
 from .fast_wordpiece import PieceEngine
 
@@ -199,7 +200,7 @@ class CpuUnigramEngine(PieceEngine):
         needing a missing unknown token, from the reference path."""
         from .fast_cpu import assemble, gathered
 
-        texts = texts if isinstance(texts, list) else list(texts)
+        texts = text_list(texts)
         status, (noff, out, counts, (cs, ce, word, ua, ul, ubuf)) = self._packed_run(texts, num_threads, record=True)
         first, idx = gathered(noff[:-1], counts)
         ids_a = out[idx]

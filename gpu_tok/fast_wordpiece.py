@@ -34,6 +34,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from . import config as C
+from ._util import text_list
 from . import fast_cpu as F  # (its attributes read at call time: tests patch them)
 from .cpu_ref.pipeline import check_text
 from .encoding import Encoding, TokenStrings
@@ -174,7 +175,7 @@ class PieceEngine:
     def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
         """``(ids, row_splits)``: the texts packed and encoded by the kernels (documents in
         parallel); those the reference path encodes spliced in."""
-        texts = texts if isinstance(texts, list) else list(texts)
+        texts = text_list(texts)
         status, (noff, out, counts) = self._packed_run(texts, num_threads)
         rs = F.running_offsets(counts)
         ids = np.empty(int(rs[-1]), np.int32)
@@ -453,7 +454,7 @@ class CpuWordPieceEngine(PieceEngine):
         from ._util import sparse_empty
         from .fast_cpu import _REC32_MAX, assemble, gathered, numba_threads, pack, plan_threads
 
-        texts = texts if isinstance(texts, list) else list(texts)
+        texts = text_list(texts)
         data, offsets = pack(texts, check_text, num_threads)
         n = len(texts)
         status = self._status(texts, data, offsets)

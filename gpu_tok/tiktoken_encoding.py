@@ -41,7 +41,7 @@ import numpy as np
 import regex
 
 from . import config as C
-from ._util import id_lists
+from ._util import id_lists, text_list
 from .cpu_ref.pipeline import _token_id
 from .cpu_ref.byte_level import BYTE_TO_CHAR
 from .cpu_ref.models import BPEModel
@@ -404,7 +404,7 @@ class TiktokenEncoding:
         eng = self._cpu()
         if eng is None:
             return None
-        texts = texts if isinstance(texts, list) else list(texts)
+        texts = text_list(texts)
         with eng.text.hold() as kept:  # the packed text lives only in this block
             check = _checked_text(disallowed_special) if disallowed_special else _valid_text
             data, offsets, hint = eng.pack(texts, check, num_threads, kept)
@@ -485,7 +485,7 @@ class TiktokenEncoding:
         from .tokenizer import TokenBatch, _check_device
 
         _check_device(device)
-        texts = list(texts)
+        texts = text_list(texts)
         allowed_special, disallowed_special = self._resolve_special(allowed_special, disallowed_special)
         if device in ("cuda", "auto"):
             from .gpu_engine import tiktoken_batch_ids

@@ -9,7 +9,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Union
 import numpy as np
 
 from . import loader
-from ._util import gc_paused, id_lists
+from ._util import gc_paused, id_lists, text_list
 from .config import AddedToken, PaddingParams, TokenizerConfig, TruncationParams
 from .cpu_ref import RefPipeline
 from .encoding import DeferredRow, Encoding
@@ -407,7 +407,7 @@ class Tokenizer:
         ``return_numpy`` (or CuPy is not installed, or under the Numba simulator).
         """
         _check_device(device)
-        texts = texts if isinstance(texts, list) else list(texts)
+        texts = text_list(texts)
         trunc, pad = self._ref.truncation, self._ref.padding
         if trunc is None and pad is None:
             got = self._batch_ids(texts, add_special_tokens, device, num_threads, return_numpy)

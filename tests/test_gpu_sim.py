@@ -667,6 +667,26 @@ def test_twin_tiktoken(name):
 
 
 @twin_only
+@pytest.mark.parametrize("family", ["gpt2", "llama2", "clip-vit-base-patch32", "cl100k_base"])
+def test_twin_packed_texts(family):
+    """Documents given as UTF-8 in memory (``PackedTexts``, as the corpus job gives them) on
+    the GPU engine's front ends: the ids of the list of their ``str``s."""
+    from gpu_tok import gpu_engine as G
+    from test_packed_texts import EDGE, packed
+
+    texts = EDGE + bench_texts(20_000)
+    p = packed(texts)
+    if family in TIKTOKEN:
+        enc = tiktoken_enc(family)
+        got = G.tiktoken_batch_ids(enc, p, *enc._resolve_special("all", ()), "twin", None, True)
+        want = enc.encode_batch_ids(texts, allowed_special="all", disallowed_special=(), device="cpu")
+    else:
+        got = G.tokenizer_batch_ids(tok(family), p, True, "twin", None, True)
+        want = tok(family).encode_batch_ids(texts, device="cpu")
+    assert np.array_equal(got[1], want.row_splits) and np.array_equal(got[0], want.ids)
+
+
+@twin_only
 @pytest.mark.parametrize("family", ["gpt2", "qwen3", "gpt-oss", "llama2", "gemma3", "mistral-v0.3-metaspace"])
 def test_twin_bench_excerpt(family):
     from gpu_tok import gpu_engine as G

@@ -385,3 +385,42 @@ def test_encode_job_ids_same_with_and_without_blocks(tmp_path, capsys, monkeypat
         assert a[0]["documents"] > 0, name
     assert runs["auto"][0][0]["skipped"]["count"] > 0 and runs["clean"][0][0]["skipped"]["count"] == 0
 
+
+
+def test_encode_job_hands_the_readers_utf8_to_the_engine(tmp_path, capsys, monkeypatch):
+    """Batches of documents read in blocks reach the encoder as one ``PackedTexts`` (the
+    reader's UTF-8: no ``str`` made per document), from JSON Lines and from text lines; a
+    batch that also holds a document read on its own (a line the kernel leaves to ``json``)
+    as the list of its ``str``s, in order. The same shards as one record at a time."""
+    from gpu_tok._util import PackedTexts
+
+    docs = [f"doc {k} caf\u00e9 \u4e2d " * (k % 5) for k in range(300)]
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
+    mixed = tmp_path / "mixed.jsonl"  # line 100's key is escaped: the kernel leaves it to json
+    mixed.write_text("".join((json.dumps({"te\\u0078t": d}).replace("\\\\", "\\") if k == 99 else json.dumps({"text": d}))
+                             + "\n" for k, d in enumerate(docs)), encoding="utf-8")
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(d + ("\r\n" if k % 3 else "\n") for k, d in enumerate(docs)), encoding="utf-8")
+    seen = []
+    real = bulk.Encoder.encode
+
+    def encode(self, texts, *a):
+        if not (type(texts) is list and texts and texts[0].startswith("gpu_tok ")):  # not the set-up's calls
+            seen.append(texts)
+        return real(self, texts, *a)
+    monkeypatch.setattr(bulk.Encoder, "encode", encode)
+    runs = {}
+    for blocks in (True, False):
+        monkeypatch.setattr(bulk, "READ_BLOCKS", blocks)
+        for name, args, want in [("clean", [str(clean)], PackedTexts), ("mixed", [str(mixed)], list),
+                                 ("lines", [str(lines), "--lines"], PackedTexts)]:
+            seen.clear()
+            runs.setdefault(name, []).append(_job(capsys, "--input", *args, "--batch-size", "120",
+                                                  out=tmp_path / f"o_{name}_{blocks}"))
+            assert [list(s) for s in seen] == [docs[:120], docs[120:240], docs[240:]], name
+            if blocks:
+                assert [type(s) for s in seen] == ([list, PackedTexts, PackedTexts] if want is list
+                                                   else [want] * 3), name
+    for name, (a, b) in runs.items():
+        assert a == b, name
