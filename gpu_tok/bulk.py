@@ -710,7 +710,7 @@ class EncodeJob:
                                 per_input[i] += m
                                 shard_inputs[i] = shard_inputs.get(i, 0) + m
                                 last_pos = {"input": i, "units": int(rec.units[k + j]),
-                                            "byte_offset": int(rec.offsets[k + j])}
+                                            "byte_offset": None if rec.offsets is None else int(rec.offsets[k + j])}
                                 k += m
                                 if shard_bytes >= o.shard_bytes or shard_docs >= o.shard_docs:
                                     commit(last_pos)

@@ -207,7 +207,8 @@ class Record:
 class Block:
     """Good documents from consecutive lines of one input (``iter_records(..., blocks=True)``):
     document ``k`` is ``texts[k]``, ``nbytes[k]`` UTF-8 bytes, and ``units[k]`` /
-    ``offsets[k]`` are its ``Record.units`` / ``Record.offset``. ``texts`` is a
+    ``offsets[k]`` are its ``Record.units`` / ``Record.offset`` (Parquet: ``offsets`` is None,
+    the records' offset is). ``texts`` is a
     ``PackedTexts`` (the reader's UTF-8; a ``str`` is made only for a document read as
     one)."""
 
@@ -220,11 +221,14 @@ class Block:
     def records(self, name: str) -> List[Record]:
         """The documents as the ``Record``s they stand for."""
         ids = self.ids or [MISSING] * len(self.texts)
+        if self.offsets is None:  # Parquet rows
+            return [Record(t, u, None, f"{name}:row {u}", u, i) for t, u, i in zip(self.texts, self.units.tolist(), ids)]
         return [Record(t, u, o, f"{name}:{u}", u, i)
                 for t, u, o, i in zip(self.texts, self.units.tolist(), self.offsets.tolist(), ids)]
 
 
 BLOCK_READ = 4 << 20  # bytes read at a time by the block reader
+PARQUET_BATCH_ROWS = 4096  # Parquet rows read at a time
 
 
 @dataclass
@@ -294,7 +298,7 @@ def iter_records(src: Source, start_units: int = 0, start_offset: Optional[int] 
     line: ``_line_blocks``) between the ``Record``s of the lines that are not; ``threads``:
     how many read them (default: all cores)."""
     if src.kind == "parquet":
-        yield from _iter_parquet(src, start_units)
+        yield from _iter_parquet(src, start_units, blocks)
         return
     name = src.name
     f = raw = None
@@ -491,7 +495,48 @@ def parquet_schema(path: str):
         raise BadInput(f"{path}: cannot read as Parquet: {type(e).__name__}: {e}") from None
 
 
-def _iter_parquet(src: Source, start_rows: int) -> Iterator[Record]:
+def _parquet_block(col, row: int, ids: Optional[list], src: Source) -> Optional[list]:
+    """The rows after ``row`` of a batch's column (``col``: ``large_binary``) as a ``Block`` of
+    its good values (their bytes where Arrow keeps them, as a ``PackedTexts``) between the
+    ``Record``s of its null ones (and of rows whose required id is null); None where a
+    value is not UTF-8 (Arrow's check of each value, as strict as Python's decoder: then
+    the caller reads the rows one at a time and names it)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from ._util import PackedTexts
+
+    try:
+        col.cast(pa.large_string())  # checks every value's UTF-8 (a Parquet reader does not)
+    except pa.ArrowInvalid:
+        return None
+    n = len(col)
+    bufs = col.buffers()
+    offs = np.frombuffer(bufs[1], np.int64)[col.offset:col.offset + n + 1] if n else np.zeros(1, np.int64)
+    base = bufs[2].address if bufs[2] is not None else 0
+    bad = col.is_null().to_numpy(zero_copy_only=False) if col.null_count else np.zeros(n, np.bool_)
+    if ids is not None and src.id_required:
+        bad = bad | np.array([x is None for x in ids], np.bool_)
+    rows = row + np.arange(1, n + 1)
+    out: list = []
+    first = 0
+    for stop in np.flatnonzero(bad).tolist() + [n]:
+        if stop > first:
+            a, b = offs[first:stop], offs[first + 1:stop + 1]
+            out.append(Block(PackedTexts(base + a, b - a, (col,)), b - a, rows[first:stop], None,
+                             ids[first:stop] if ids is not None else None))
+        if stop < n:
+            r = int(rows[stop])
+            if col[stop].is_valid:
+                err = f"id column {src.id_field!r} is null"
+            else:
+                err = f"column {src.field!r} is null"
+            out.append(Record(None, r, None, f"{src.name}:row {r}", r, ids[stop] if ids is not None else MISSING, err))
+        first = stop + 1
+    return out
+
+
+def _iter_parquet(src: Source, start_rows: int, blocks: bool = False) -> Iterator[Record]:
     pq = import_pyarrow("reading Parquet input")
     import pyarrow as pa
     name = src.name
@@ -524,32 +569,30 @@ def _iter_parquet(src: Source, start_rows: int) -> Iterator[Record]:
     if first_group >= md.num_row_groups:
         return
     try:
-        batches = pf.iter_batches(batch_size=4096, row_groups=list(range(first_group, md.num_row_groups)),
+        batches = pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, row_groups=list(range(first_group, md.num_row_groups)),
                                   columns=columns, use_threads=False)
         for batch in batches:
-            texts = batch.column(0).to_pylist()
-            ids = batch.column(columns.index(id_col)).to_pylist() if id_col is not None else None
-            for k, text in enumerate(texts):
-                row += 1
-                if row <= start_rows:
+            n = batch.num_rows
+            skip = min(max(start_rows - row, 0), n)  # rows of the batch before the start
+            ids = batch.column(columns.index(id_col)).to_pylist()[skip:] if id_col is not None else None
+            col = batch.column(0).slice(skip).cast(pa.large_binary())  # the values' bytes (no copy of them)
+            if blocks:
+                got = _parquet_block(col, row + skip, ids, src)
+                if got is not None:
+                    src.progress["rows_done"] = row + n
+                    yield from got
+                    row += n
                     continue
+            row += skip
+            for k, raw in enumerate(col.to_pylist()):
+                row += 1
                 src.progress["rows_done"] = row
-                where = f"{name}:row {row}"
-                err = None
-                if text is None:
-                    err = f"column {src.field!r} is null"
-                elif is_binary:
-                    text, err = _decode(text)
-                elif isinstance(text, str):
-                    try:
-                        text.encode("utf-8")
-                    except UnicodeEncodeError:
-                        err = f"column {src.field!r} holds a lone surrogate (not valid Unicode)"
+                text, err = (None, f"column {src.field!r} is null") if raw is None else _decode(raw)
                 ident = MISSING
                 if ids is not None:
                     ident = ids[k]
                     if ident is None and src.id_required:
                         err = err or f"id column {id_col!r} is null"
-                yield Record(None if err else text, row, None, where, row, ident, err)
+                yield Record(None if err else text, row, None, f"{name}:row {row}", row, ident, err)
     except (OSError, pa.ArrowException) as e:
         raise BadInput(f"{name}: {type(e).__name__}: {e}") from None

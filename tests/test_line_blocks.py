@@ -1,7 +1,8 @@
-"""The block reader of JSON Lines and text lines (``corpus.iter_records(..., blocks=True)``,
-``kernels.jsonl_cpu``): the same documents, positions and errors as reading one line at a
-time with Python's ``json``, on hand-picked edge cases, seeded random and mutated lines,
-read sizes that cut lines, real JSON files, and whole ``gpu-tok encode`` runs (shards and
+"""The block reader of JSON Lines, text lines and Parquet (``corpus.iter_records(...,
+blocks=True)``, ``kernels.jsonl_cpu``): the same documents, positions and errors as reading
+one line (row) at a time with Python's ``json``, on hand-picked edge cases, seeded random and
+mutated lines, read sizes that cut lines, real JSON files, Parquet columns of each string
+type with nulls and bytes that are not UTF-8, and whole ``gpu-tok encode`` runs (shards and
 manifests equal with and without blocks)."""
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ def flatten(src: C.Source, **kw):
     out = []
     for r in C.iter_records(src, **kw):
         if isinstance(r, C.Block):
-            assert len(r.texts) == r.nbytes.shape[0] == r.units.shape[0] == r.offsets.shape[0] > 0
+            assert len(r.texts) == r.nbytes.shape[0] == r.units.shape[0] > 0
+            assert r.offsets is None if src.kind == "parquet" else r.offsets.shape[0] == len(r.texts)
             ids = r.ids if r.ids is not None else [C.MISSING] * len(r.texts)
-            for t, n, u, o, i in zip(r.texts, r.nbytes.tolist(), r.units.tolist(), r.offsets.tolist(), ids):
+            offs = r.offsets.tolist() if r.offsets is not None else [None] * len(r.texts)  # (Parquet: None)
+            for t, n, u, o, i in zip(r.texts, r.nbytes.tolist(), r.units.tolist(), offs, ids):
                 assert n == len(t.encode("utf-8"))
                 out.append((t, u, o, None, _id(i)))
         elif r.error:
@@ -424,3 +427,102 @@ def test_encode_job_hands_the_readers_utf8_to_the_engine(tmp_path, capsys, monke
                                                    else [want] * 3), name
     for name, (a, b) in runs.items():
         assert a == b, name
+
+
+def _arrow_strings(pa, typ, vals):
+    """An Arrow array of ``typ`` (string or binary, 32- or 64-bit offsets) holding the raw
+    bytes ``vals`` (None: null), unchecked: Parquet files may hold bytes that are not UTF-8."""
+    large = typ in (pa.large_string(), pa.large_binary())
+    data = b"".join(v or b"" for v in vals)
+    offs = np.cumsum([0] + [len(v or b"") for v in vals]).astype(np.int64 if large else np.int32)
+    valid = np.packbits(np.array([v is not None for v in vals], np.bool_), bitorder="little")
+    return pa.Array.from_buffers(typ, len(vals), [pa.py_buffer(valid.tobytes()), pa.py_buffer(offs.tobytes()),
+                                                  pa.py_buffer(data)], null_count=sum(v is None for v in vals))
+
+
+@pytest.mark.parametrize("typ", ["string", "large_string", "binary", "large_binary"])
+def test_parquet_same_as_row_by_row(tmp_path, monkeypatch, typ):
+    """Parquet rows in blocks (the column's bytes where Arrow holds them, checked as UTF-8 by
+    Arrow): the same documents, row numbers, ids and errors (null values, null required ids,
+    values that are not UTF-8: the batch then goes row by row) as one row at a time, from
+    the start and resumed after rows inside and at the end of a batch."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    monkeypatch.setattr(C, "PARQUET_BATCH_ROWS", 64)
+    rng = random.Random(11)
+    pieces = ["word", " ", "caf\u00e9", "\u4e2d\u6587", "\U0001f600", "\n", "\x00", ""]
+    vals, ids = [], []
+    for k in range(700):
+        v = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))).encode("utf-8")
+        if k % 97 == 5:
+            v = None
+        elif k % 151 == 9:
+            v = rng.choice([b"bad \xff", b"\xed\xa0\x80 surrogate", b"cut \xe4\xb8", b"\xc0\x80 overlong"])
+        vals.append(v)
+        ids.append(None if k % 89 == 3 else k)
+    path = tmp_path / f"{typ}.parquet"
+    pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "text": _arrow_strings(pa, getattr(pa, typ)(), vals)}),
+                   str(path), row_group_size=200)
+    clean = tmp_path / f"{typ}_clean.parquet"  # every value good: no batch goes row by row
+    pq.write_table(pa.table({"text": _arrow_strings(pa, getattr(pa, typ)(), [v for v in vals if v and b"\xff" not in v
+                                                                            and b"\xed" not in v and b"\xe4\xb8" not in v
+                                                                            and b"\xc0" not in v] * 2)}),
+                   str(clean), row_group_size=300)
+    for p, id_kw in [(path, {}), (path, {"id_field": "id"}), (path, {"id_field": "id", "id_required": True}),
+                     (clean, {})]:
+        rows = pq.ParquetFile(str(p)).metadata.num_rows
+        for start in (0, 1, 63, 64, 200, 450, rows - 1, rows):
+            kw = dict(id_kw)
+            one = flatten(C.Source(str(p), "parquet", **kw), start_units=start)
+            got = flatten(C.Source(str(p), "parquet", **kw), start_units=start, blocks=True)
+            assert got == one, (typ, p.name, id_kw, start)
+            assert len(one) == rows - start and (start == rows or one[0][1] == start + 1), (typ, p.name, start)
+            if p == clean:
+                assert all(r[3] is None for r in one)
+            elif start == 0:
+                errors = {r[3] for r in one if r[3]}
+                assert "column 'text' is null" in errors and any(e.startswith("invalid UTF-8") for e in errors)
+                assert ("id column 'id' is null" in errors) == bool(id_kw.get("id_required"))
+    blocks = [r for r in C.iter_records(C.Source(str(clean), "parquet"), blocks=True) if isinstance(r, C.Block)]
+    assert len(blocks) > 3 and all(isinstance(b.texts, __import__("gpu_tok._util", fromlist=["x"]).PackedTexts)
+                                   for b in blocks)
+
+
+def test_encode_job_hands_parquet_bytes_to_the_engine(tmp_path, capsys, monkeypatch):
+    """Parquet: batches of rows reach the encoder as ``PackedTexts`` over Arrow's own bytes;
+    a batch whose Arrow batch holds a value that is not UTF-8 (read row by row, the row
+    skipped) as a list of ``str``; nulls skipped in both. The same shards and manifest as
+    one row at a time."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from gpu_tok._util import PackedTexts
+
+    docs = [f"row {k} caf\u00e9 \u4e2d " * (k % 4) for k in range(300)]
+    clean = tmp_path / "clean.parquet"
+    pq.write_table(pa.table({"text": docs}), str(clean))
+    mixed = tmp_path / "mixed.parquet"  # a null (row 11) and bytes that are not UTF-8 (row 201)
+    vals = [d.encode("utf-8") for d in docs]
+    vals[10], vals[200] = None, b"bad \xff"
+    pq.write_table(pa.table({"text": _arrow_strings(pa, pa.string(), vals)}), str(mixed))
+    seen = []
+    real = bulk.Encoder.encode
+
+    def encode(self, texts, *a):
+        if not (type(texts) is list and texts and texts[0].startswith("gpu_tok ")):  # not the set-up's calls
+            seen.append(texts)
+        return real(self, texts, *a)
+    monkeypatch.setattr(bulk.Encoder, "encode", encode)
+    runs = {}
+    for blocks in (True, False):
+        monkeypatch.setattr(bulk, "READ_BLOCKS", blocks)
+        for name, path in [("clean", clean), ("mixed", mixed)]:
+            seen.clear()
+            runs.setdefault(name, []).append(_job(capsys, "--input", str(path), "--batch-size", "120",
+                                                  out=tmp_path / f"o_{name}_{blocks}"))
+            want = docs if name == "clean" else [d for k, d in enumerate(docs) if k not in (10, 200)]
+            assert [list(s) for s in seen] == [want[:120], want[120:240], want[240:]], name
+            if blocks:
+                assert [type(s) for s in seen] == [PackedTexts if name == "clean" else list] * 3, name
+    for name, (a, b) in runs.items():
+        assert a == b, name
+    assert runs["mixed"][0][0]["skipped"]["count"] == 2
