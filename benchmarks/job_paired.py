@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The whole corpus job (``gpu-tok encode``), ours against ours at another git revision,
-taking turns: reading, encoding and writing, as a user runs it.
+taking turns: reading, encoding and writing, as a user runs it (or, with ``--read``, only
+the reader and the engine's packing of what it reads: the part of the job before the
+encoder, whose few percent the job's seconds on a noisy host do not show).
 
 Each round runs both revisions once (in rotating order) on the same input, each in a
 fresh process writing a ``bin`` shard, and reads the job's own summary (its seconds cover
@@ -10,11 +12,13 @@ The shards both write must be byte for byte the same.
 
     python benchmarks/job_paired.py --against HEAD~1
     python benchmarks/job_paired.py --against HEAD~1 --inputs prose-1KB,english_prose --threads 1 --rounds 8
+    python benchmarks/job_paired.py --against HEAD~1 --read --inputs multilingual,multilingual-parquet
 
 Inputs (``--inputs``, comma-separated): a bench file's name (``english_prose``, ``code``,
 ``multilingual``: its JSON Lines as they are, ``--copies`` times over), ``<file>-1KB``
-(its texts cut into documents of 1,000 characters, one JSON object each, with an ``id``)
-and ``<file>-lines`` (its texts' lines as a text file read with ``--lines``). Generated
+(its texts cut into documents of 1,000 characters, one JSON object each, with an ``id``),
+``<file>-lines`` (its texts' lines as a text file read with ``--lines``) and
+``<file>-parquet`` (its texts as a Parquet ``text`` column, pyarrow's defaults). Generated
 inputs are written under a temporary directory and removed.
 """
 from __future__ import annotations
@@ -43,6 +47,14 @@ def make_input(name: str, tmp: Path, copies: int):
     src = B.bench_file(base)
     if not shape:
         return [str(src)] * copies, []
+    if shape == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        out = tmp / f"{name}.parquet"
+        with open(src, encoding="utf-8") as f:
+            pq.write_table(pa.table({"text": [json.loads(line)["text"] for line in f]}), str(out))
+        return [str(out)] * copies, []
     out = tmp / f"{name}.{'txt' if shape == 'lines' else 'jsonl'}"
     with open(src, encoding="utf-8") as f, open(out, "w", encoding="utf-8") as w:
         n = 0
@@ -70,6 +82,48 @@ def run_job(pythonpath: str, model: str, paths, extra, threads: int, out: Path):
     return float(m.group(4)), wall, int(m.group(3))
 
 
+READ_CHILD = r"""
+import sys, time
+from gpu_tok.corpus import Block, Source, iter_records, warm_block_reader
+from gpu_tok.cpu_ref.pipeline import check_text
+from gpu_tok.fast_cpu import pack
+
+paths, threads, repeat = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3])
+warm_block_reader()
+best, n = float("inf"), 0
+for r in range(repeat + 1):  # the first pass loads the kernels
+    t0, n = time.perf_counter(), 0
+    for p in paths:
+        kind = "parquet" if p.endswith(".parquet") else "text" if p.endswith(".txt") else "jsonl"
+        pend = []
+        for rec in iter_records(Source(p, kind, lines=kind == "text"), blocks=True, threads=threads):
+            if isinstance(rec, Block):
+                n += pack(rec.texts, check_text, threads)[0].shape[0]
+            elif rec.error is None:
+                pend.append(rec.text)
+                if len(pend) == 4096:
+                    n += pack(pend, check_text, threads)[0].shape[0]
+                    pend = []
+        if pend:
+            n += pack(pend, check_text, threads)[0].shape[0]
+    if r:
+        best = min(best, time.perf_counter() - t0)
+print(best, n)
+"""
+
+
+def run_read(pythonpath: str, paths, threads: int, cwd: Path, repeat: int = 3):
+    """The reader and the packing alone (``--read``): best seconds of ``repeat`` passes, bytes
+    (run in ``cwd``, away from the checkout: ``python -c`` puts its directory first on the path)."""
+    env = dict(os.environ, PYTHONPATH=pythonpath)
+    proc = subprocess.run([sys.executable, "-c", READ_CHILD, ",".join(paths), str(threads), str(repeat)],
+                          capture_output=True, text=True, env=env, cwd=str(cwd))
+    if proc.returncode != 0:
+        raise SystemExit(f"the reading child failed:\n{proc.stderr[-3000:]}")
+    s, n = proc.stdout.split()
+    return float(s), float(s), int(n)
+
+
 def shard_bytes(out: Path) -> dict:
     return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.suffix in (".bin", ".idx")}
 
@@ -90,6 +144,9 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--copies", type=int, default=2, help="each input given this many times (default 2)")
+    ap.add_argument("--read", action="store_true",
+                    help="time only what comes before the encoder: the reader's records and blocks, and the "
+                         "engine's packing of their documents (best of 3 passes per process)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="job_paired_") as t:
         tmp = Path(t)
@@ -100,12 +157,18 @@ def main(argv=None) -> int:
         for name in args.inputs.split(","):
             paths, extra = make_input(name, tmp, args.copies)
             outs = {k: tmp / f"out_{i}" for i, k in enumerate(trees)}
-            for k, tree in trees.items():  # warm-up: Numba's caches of each tree
-                run_job(tree, args.model, paths, extra, args.threads, outs[k])
-            got = {k: shard_bytes(outs[k]) for k in trees}
-            if len(set(map(lambda d: tuple(sorted(d.items())), got.values()))) != 1:
-                print(f"{name}: the shards differ between the revisions", flush=True)
-                return 1
+            if args.read:
+                def one(k):
+                    return run_read(trees[k], paths, args.threads, tmp)
+            else:
+                def one(k):
+                    return run_job(trees[k], args.model, paths, extra, args.threads, outs[k])
+                for k, tree in trees.items():  # warm-up: Numba's caches of each tree
+                    run_job(tree, args.model, paths, extra, args.threads, outs[k])
+                got = {k: shard_bytes(outs[k]) for k in trees}
+                if len(set(map(lambda d: tuple(sorted(d.items())), got.values()))) != 1:
+                    print(f"{name}: the shards differ between the revisions", flush=True)
+                    return 1
             secs = {k: [] for k in trees}
             walls = {k: [] for k in trees}
             ratios = []
@@ -114,7 +177,7 @@ def main(argv=None) -> int:
                 order = list(trees) if r % 2 == 0 else list(trees)[::-1]
                 this = {}
                 for k in order:
-                    s, w, nbytes = run_job(trees[k], args.model, paths, extra, args.threads, outs[k])
+                    s, w, nbytes = one(k)
                     secs[k].append(s)
                     walls[k].append(w)
                     this[k] = s

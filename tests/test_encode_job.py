@@ -676,6 +676,12 @@ def test_bad_text_file_and_parquet_values(tmp_path, capsys, default_tok):
     assert rc == 0, err
     assert read_bin_output(tmp_path / "o")[0] == ours(default_tok, ["ok"])
     assert manifest_of(tmp_path / "o")["skipped"]["records"][0]["reason"] == "invalid UTF-8 at byte 0"
+    # a string column holding bytes that are not UTF-8 (a Parquet reader does not check them)
+    bad = pa.Array.from_buffers(pa.string(), 2, [None, pa.py_buffer(np.array([0, 2, 7], np.int32).tobytes()),
+                                                 pa.py_buffer(b"okbad\xed\xa0")])
+    pq.write_table(pa.table({"text": bad}), str(tmp_path / "s.parquet"))
+    rc, _, err = run(["encode", "--input", str(tmp_path / "s.parquet")], capsys)
+    assert rc == 2 and f"{tmp_path / 's.parquet'}:row 2: invalid UTF-8 at byte 3" in err and "Traceback" not in err
     (tmp_path / "t.jsonl.gz").write_bytes(gzip.compress(b'{"text": "a"}\n' * 100)[:-20])
     rc, _, err = run(["encode", "--input", str(tmp_path / "t.jsonl.gz"), "--on-error", "skip"], capsys)
     assert rc == 2 and str(tmp_path / "t.jsonl.gz") in err and "Traceback" not in err
