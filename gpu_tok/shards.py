@@ -46,6 +46,7 @@ TMP_PREFIX = ".tmp-"
 MAX_SHARDS = 100_000
 ROW_GROUP_TOKENS = 1 << 23  # parquet: a row group closes after the document that reaches 8M ids
 ROW_GROUP_ROWS = 1 << 20  # ... or 1M documents
+CHUNK_IDS = 1 << 18  # ids converted to the shard's dtype at a time (write_ids), into a buffer kept per writer
 KILL_ENV = "GPU_TOK_TEST_KILL_AFTER_SHARDS"
 KILL_POINT_ENV = "GPU_TOK_TEST_KILL_POINT"
 
@@ -201,6 +202,25 @@ def _sizes(row_splits: np.ndarray) -> np.ndarray:
     return sizes.astype(np.int32)
 
 
+def write_ids(write, ids: np.ndarray, dtype: np.dtype, kept: Optional[np.ndarray]) -> Optional[np.ndarray]:
+    """``write`` the ids as little-endian ``dtype``: as they are where they are that already,
+    else ``CHUNK_IDS`` at a time through a buffer (``kept``, or a new one, returned for the
+    next call) that stays in the cache for the write and the hash; a whole converted copy
+    of a batch's ids was a fresh array of up to tens of MB each time."""
+    dtype = np.dtype(dtype).newbyteorder("<")
+    if ids.dtype == dtype and ids.flags.c_contiguous:
+        write(ids)
+        return kept
+    if kept is None or kept.dtype != dtype:
+        kept = np.empty(CHUNK_IDS, dtype)
+    for a in range(0, ids.size, CHUNK_IDS):
+        part = ids[a:a + CHUNK_IDS]
+        out = kept[:part.size]
+        np.copyto(out, part, casting="unsafe")
+        write(out)
+    return kept
+
+
 class _HashedFile:
     """An open temp file that hashes what is written to it."""
 
@@ -267,10 +287,11 @@ class BinShardWriter(ShardWriter):
         super().__init__(out_dir, index, "bin", dtype)
         self._bin = _HashedFile(self.tmp[0])
         self._sizes: List[np.ndarray] = []
+        self._buf: Optional[np.ndarray] = None
 
     def add(self, ids, row_splits, doc_ids=None) -> None:
         check_ids_fit(ids, self.dtype)
-        self._bin.write(np.ascontiguousarray(ids, dtype=self.dtype.newbyteorder("<")))
+        self._buf = write_ids(self._bin.write, ids, self.dtype, self._buf)
         self._sizes.append(_sizes(row_splits))
         self.documents += len(row_splits) - 1
         self.tokens += int(ids.size)
@@ -306,10 +327,11 @@ class NpyShardWriter(ShardWriter):
         self._f = open(self.tmp[0], "wb")
         self._f.write(b"\0" * NPY_HEADER_LEN)  # replaced by the real header at the end
         self._sizes: List[np.ndarray] = []
+        self._buf: Optional[np.ndarray] = None
 
     def add(self, ids, row_splits, doc_ids=None) -> None:
         check_ids_fit(ids, self.dtype)
-        self._f.write(memoryview(np.ascontiguousarray(ids, dtype=self.dtype.newbyteorder("<"))).cast("B"))
+        self._buf = write_ids(lambda a: self._f.write(memoryview(a).cast("B")), ids, self.dtype, self._buf)
         self._sizes.append(_sizes(row_splits))
         self.documents += len(row_splits) - 1
         self.tokens += int(ids.size)

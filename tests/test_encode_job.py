@@ -11,6 +11,7 @@ absent.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import itertools
 import json
 import os
@@ -1181,3 +1182,31 @@ def test_unigram_job_writes_the_references_ids(tmp_path, capsys):
     got, dtypes = read_bin_output(tmp_path / "o")
     assert dtypes == {np.dtype(np.uint16)}  # 32,100 ids
     assert [list(r) for r in got] == [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
+
+
+@pytest.mark.parametrize("fmt", ["bin", "npy"])
+def test_shard_writers_convert_ids_in_chunks(tmp_path, monkeypatch, fmt):
+    """Ids converted to the shard's dtype a chunk at a time through a kept buffer
+    (``shards.write_ids``; chunks of 7 ids here, batches cut inside them), and written
+    as they are where they have that dtype: the files hold every id, the recorded SHA-256 is
+    the file's."""
+    from gpu_tok import shards as S
+
+    monkeypatch.setattr(S, "CHUNK_IDS", 7)
+    rng = np.random.default_rng(5)
+    for dtype in (np.uint16, np.int32):
+        batches = [rng.integers(0, 50000, n, dtype=np.int32) for n in (0, 1, 7, 20, 3)]
+        out = tmp_path / f"{fmt}_{np.dtype(dtype).name}"
+        out.mkdir()
+        w = S.open_shard(fmt, out, 0, dtype)
+        for b in batches:
+            w.add(b, np.array([0, b.size], np.int64))
+        files = w.commit(0)
+        want = np.concatenate(batches)
+        docs = read_bin_output(out)[0] if fmt == "bin" else read_npy_output(out)
+        assert docs == [b.tolist() for b in batches], (fmt, dtype)
+        first = out / S.shard_files(fmt, 0)[0]
+        data = first.read_bytes()[S.NPY_HEADER_LEN if fmt == "npy" else 0:]
+        assert data == want.astype(np.dtype(dtype).newbyteorder("<")).tobytes(), (fmt, dtype)
+        for name, info in files.items():
+            assert info["sha256"] == hashlib.sha256((out / name).read_bytes()).hexdigest() and info["bytes"] > 0
