@@ -110,13 +110,17 @@ class Encoder:
     vocab_size: int = 0  # largest id + 1
 
     def encode(self, texts: List[str], add_special_tokens: bool, device: str, num_threads: Optional[int]):
+        # the ids come to the host (return_numpy): on the GPU engine, its path for host results
+        # (copied back through pinned staging buffers; the one gpu_bench times as "host" and
+        # the hybrid loop's, where GPU_TOK_CUDA_HYBRID is set: decision 0020), not CuPy arrays
+        # copied to the host after the call
         if self.kind == "tiktoken":
             # tiktoken's encode_ordinary: special-token text in a document is ordinary text
             b = self.obj.encode_batch_ids(texts, allowed_special=frozenset(), disallowed_special=(),
-                                          num_threads=num_threads, device=device)
+                                          num_threads=num_threads, device=device, return_numpy=True)
         else:
             b = self.obj.encode_batch_ids(texts, add_special_tokens=add_special_tokens, device=device,
-                                          num_threads=num_threads)
+                                          num_threads=num_threads, return_numpy=True)
         ids, rs = b.ids, b.row_splits
         if not isinstance(ids, np.ndarray):  # a device array (CuPy): bring it to the host
             ids, rs = ids.get(), rs.get()

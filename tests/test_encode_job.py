@@ -709,6 +709,26 @@ def test_device_cuda_fails_clearly_when_unavailable(tmp_path, capsys):
     assert rc == 2 and "--device cuda is not usable here" in err and "Traceback" not in err
 
 
+def test_the_job_asks_the_engines_for_ids_on_the_host():
+    """``Encoder.encode`` asks for NumPy arrays (``return_numpy=True``: on the GPU engine its
+    path for host results, not CuPy arrays copied afterwards), for tokenizer.json files and
+    tiktoken encodings alike, on every device."""
+    from gpu_tok.tokenizer import TokenBatch
+
+    calls = []
+
+    class Engine:
+        def encode_batch_ids(self, texts, **kw):
+            calls.append(kw)
+            return TokenBatch(np.arange(len(texts), dtype=np.int32), np.arange(len(texts) + 1, dtype=np.int64))
+
+    for kind in ("tokenizer.json", "tiktoken"):
+        for device in ("cuda", "cpu"):
+            ids, rs = bulk.Encoder(kind, None, Path("x"), "x", Engine()).encode(["a", "b"], False, device, 2)
+            assert ids.tolist() == [0, 1] and rs.tolist() == [0, 1, 2]
+    assert [(c["return_numpy"], c["device"]) for c in calls] == [(True, "cuda"), (True, "cpu")] * 2
+
+
 # ---------------------------------------------------------------- BOS / EOS
 
 # measured from the shared models' tokenizer_config.json / tokenizer.json (2026-11-30)
