@@ -31,6 +31,10 @@
 #      cut (gpu_bench.log);
 #      benchmarks/gpu_overheads.py: what one launch, wait, allocation and copy cost, launches per
 #      run, MB/s as the input grows (gpu_bench.log);
+#      "job": the corpus job (gpu-tok encode, gpt2, bin shards) over the bench files' documents
+#      four times over (96 MB of JSON Lines, 16 MiB batches) on the GPU engine (hybrid loop off,
+#      then auto) and on the CPU engine, each twice: its summary lines (MB/s of reading,
+#      encoding and writing) in gpu_bench.log and summary.md;
 #      ncu (Nsight Compute) on the first batch's kernels of gpt2 on english_prose (ncu.log);
 #   4. benchmarks/bench.py: (step "scale" only) our CPU engine and gigatoken at 4 and 8 threads
 #      on english_prose, ours on unseen text with its shared word table off and on;
@@ -52,7 +56,7 @@
 #
 # GPU_CHECK_DRY=1: a dry run without a GPU (the tests under the simulator, gpu_bench on the CPU
 # twins), to check the script itself. GPU_CHECK_STEPS=tests,gpu (say): a rerun that leaves a
-# step out (default tests,gpu,ab,overheads,hostsplit,ncu,cpu; "scale" adds step 4's runs at 4 and 8 threads
+# step out (default warm,gpu,ab,tests,hostsplit,overheads,job,cpu,ncu; "scale" adds step 4's runs at 4 and 8 threads
 # and on unseen text). GPU_TOK_GIT: the commit to name in the results (the copy
 # on a lent machine may carry a stale .git).
 set -u
@@ -64,7 +68,7 @@ PY=${PYTHON:-python3}
 THREADS=${GPU_CHECK_THREADS:-$(nproc)}
 MODELS=${GPU_CHECK_MODELS:-gpt2,llama3,o200k_base,llama2}  # llama2: the SentencePiece host step
 MAX_MB=${GPU_CHECK_MAX_MB:-8}
-STEPS=${GPU_CHECK_STEPS:-warm,gpu,ab,tests,hostsplit,overheads,cpu,ncu}  # which steps run (a rerun may leave some out)
+STEPS=${GPU_CHECK_STEPS:-warm,gpu,ab,tests,hostsplit,overheads,job,cpu,ncu}  # which steps run (a rerun may leave some out)
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 unset NUMBA_ENABLE_CUDASIM
@@ -261,6 +265,27 @@ else:
 EOF
 fi
 
+# the corpus job as a user runs it (reading JSON Lines, encoding, writing bin shards), on the GPU
+# engine with the hybrid loop off and on, and on the CPU engine; each twice (the first run of a
+# process pays its first touches of memory); the job's own summary line is the result
+if has_step job; then
+  JOB_IN=()
+  for k in 1 2 3 4; do
+    for f in code english_prose multilingual; do JOB_IN+=("$GPU_TOK_CORPORA/bench/$f.jsonl"); done
+  done
+  JOBS="cuda 0 cuda auto cpu 0"
+  [ "$REAL" = 1 ] || JOBS="cpu 0"
+  set -- $JOBS
+  while [ $# -ge 2 ]; do
+    for run in 1 2; do
+      step "job: device $1, hybrid $2, run $run" "${GPU_CHECK_JOB_LIMIT:-60}" "$OUT/gpu_bench.log" \
+        env GPU_TOK_CUDA_HYBRID=$2 $PY -m gpu_tok encode --tokenizer gpt2 --device "$1" --num-threads "$THREADS" \
+          --input "${JOB_IN[@]}" --output /tmp/gpu_tok_job --overwrite
+    done
+    shift 2
+  done
+fi
+
 # ---------------------------------------------------------------- 4. CPU engines, same texts
 ENGINES=ours,hf,tiktoken
 if ! has_step cpu; then
@@ -328,6 +353,12 @@ fi
   echo '```'
   grep -A8 '^fixed costs' "$OUT/gpu_bench.log" 2>/dev/null
   grep '^clocks' "$OUT/gpu_bench.log" 2>/dev/null
+  echo '```'
+  echo
+  echo "The corpus job (gpu-tok encode, gpt2; its summary after each run):"
+  echo
+  echo '```'
+  grep -E '^(== job: device|[0-9]+ documents, )' "$OUT/gpu_bench.log" 2>/dev/null | grep -v ': exit '
   echo '```'
   echo
   echo "CPU engines on $THREADS threads (benchmarks/bench.py):"
