@@ -371,16 +371,18 @@ def _field_key(field: str):
 
 
 def warm_block_reader() -> None:
-    """Load the compiled JSON Lines reader now (from Numba's cache: a few tenths of a
-    second the first time in a process), not inside the first block's time."""
+    """Load the compiled JSON Lines reader and the text lines' UTF-8 check now (from Numba's
+    cache: a few tenths of a second the first time in a process), not inside the first
+    block's time."""
     import numpy as np
 
-    from .kernels.jsonl_cpu import json_fields
+    from .kernels.jsonl_cpu import json_fields, utf8_lines
 
     line = np.frombuffer(b'{"text": "x"}', np.uint8)
     one = np.zeros(1, np.int64)
     json_fields(line, one * 0, one + line.shape[0], line[2:6], line[:0], np.empty_like(line), np.empty_like(one),
                 np.empty_like(one), np.empty_like(one), np.empty(1, np.uint8))
+    utf8_lines(line, one * 0, one + line.shape[0], np.empty(1, np.uint8))
 
 
 def _read_lines(f):
@@ -440,14 +442,15 @@ def _line_blocks(f, src: Source, units: int, offset: int, key, idkey, threads=No
             if src.id_field is not None and src.id_required:  # json's record says the id is missing
                 status[(status == OK) & (id_start < 0)] = SLOW
         else:  # text lines: the \n and a \r before it go
-            OK, SLOW = 0, 2
+            from .fast_cpu import default_threads, numba_threads
+            from .kernels.jsonl_cpu import OK, SLOW, utf8_lines
+
             cr = (ends > starts) & (after > ends) & (arr[np.maximum(ends - 1, 0)] == 13)  # only before a \n
             out_end = ends - cr
-            try:
-                str(body, "utf-8")  # only to vouch that the lines are UTF-8 (the quickest check at hand)
-                status = np.zeros(ends.shape[0], np.uint8)
-            except UnicodeDecodeError:
-                status = np.full(ends.shape[0], SLOW, np.uint8)
+
+            status = np.empty(ends.shape[0], np.uint8)  # each line UTF-8 (OK) or not (SLOW: _decode names why)
+            with numba_threads(None if threads is None else min(max(1, threads), default_threads())):
+                utf8_lines(arr, starts, out_end, status)
         slow = np.flatnonzero(status == SLOW).tolist()
         first = 0
         for stop in slow + [ends.shape[0]]:

@@ -176,6 +176,42 @@ ID_CASES = [  # (line, the raw id value the kernel finds)
 ]
 
 
+def test_the_utf8_check_of_text_lines():
+    """``utf8_lines`` against Python's strict decoder on seeded random lines: valid characters
+    of every length, long ASCII runs (read 64 bytes at a time), bytes that are not UTF-8
+    (a stray continuation byte, overlong forms, encoded surrogates, past U+10FFFF, a cut
+    character at the line's end), with the next line's bytes right after each line's end."""
+    from gpu_tok.kernels.jsonl_cpu import utf8_lines
+
+    rng = random.Random(12)
+    good = [b"a", b" ", b"x" * 63, b"y" * 64, b"z" * 130, "\u00e9".encode(), "\u4e2d".encode(), "\U0001f600".encode(),
+            "\U0010ffff".encode(), "\ud7ff".encode(), "\ue000".encode(), b"\x00", b"\x7f"]
+    bad = [b"\x80", b"\xbf", b"\xc0\x80", b"\xc1\xbf", b"\xe0\x80\x80", b"\xed\xa0\x80", b"\xed\xbf\xbf",
+           b"\xf0\x80\x80\x80", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xff", b"\xc3", b"\xe4\xb8",
+           b"\xf0\x9f\x98", b"\xc3\x28"]
+    lines = []
+    for k in range(4000):
+        parts = [rng.choice(good) for _ in range(rng.randint(0, 8))]
+        if k % 3 == 0:
+            parts.insert(rng.randint(0, len(parts)), rng.choice(bad))
+        lines.append(b"".join(parts))
+    body = b"".join(x + b"\n" for x in lines)
+    arr = np.frombuffer(body, np.uint8)
+    ends = np.flatnonzero(arr == 10)
+    starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)
+    status = np.empty(ends.shape[0], np.uint8)
+    utf8_lines(arr, starts, ends, status)
+    want = []
+    for x in lines:
+        try:
+            x.decode("utf-8")
+            want.append(OK)
+        except UnicodeDecodeError:
+            want.append(SLOW)
+    assert status.tolist() == want
+    assert want.count(SLOW) > 1000 and want.count(OK) > 2000
+
+
 def test_the_kernel_finds_the_id():
     status, _, ids = statuses([line for line, _ in ID_CASES], idkey=b"id")
     assert status == [OK] * len(ID_CASES)

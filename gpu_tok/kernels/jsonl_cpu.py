@@ -27,6 +27,9 @@ goes to ``out[starts[k]:out_end[k]]`` (never longer than the line); ``status: ui
 ``id_start, id_end: int64[L]``: ``buf[id_start[k]:id_end[k]]`` is the raw JSON value of
 the last top-level member of line ``k`` so named (-1: none; the caller reads it with
 ``json``). Lines are independent (``prange``).
+
+``utf8_lines`` is the text-lines reader's check: ``status[k]`` is ``OK`` where
+``buf[starts[k]:ends[k]]`` is UTF-8 as Python's strict decoder reads it, else ``SLOW``.
 """
 
 from __future__ import annotations
@@ -412,3 +415,36 @@ def json_fields(buf, starts, ends, key, idkey, out, out_end, id_start, id_end, s
         out_end[k] = oe
         id_start[k] = i0
         id_end[k] = i1
+
+
+@njit_noalloc(inline="always")
+def _utf8_ok(buf, p, e):
+    """Whether ``buf[p:e]`` is UTF-8 as Python's strict decoder reads it (64 bytes at a time
+    while they are ASCII)."""
+    n = buf.shape[0]
+    while p < e:
+        if p + 64 <= n:
+            m = range_mask64(buf, p, 0x80, 0xFF)
+            if m == 0:
+                p += 64
+                continue
+            p += np.int64(ctz64(m))
+            if p >= e:
+                break
+        if buf[p] < 0x80:
+            p += 1
+            continue
+        k = _utf8_len(buf, p, e)
+        if k < 0:
+            return False
+        p += k
+    return True
+
+
+@njit_cached(parallel=True)
+def utf8_lines(buf, starts, ends, status):
+    """``status[k]``: ``OK`` where ``buf[starts[k]:ends[k]]`` is UTF-8 (Python's strict
+    decoder would read it), else ``SLOW``; lines in parallel (the text-lines reader's check)."""
+    for k in prange(starts.shape[0]):
+        status[k] = OK if _utf8_ok(buf, starts[k], ends[k]) else SLOW
+
