@@ -63,10 +63,14 @@ class _Batch:
     def __len__(self) -> int:
         return self.n
 
-    def append(self, text: str) -> None:
+    def _strs(self) -> list:
+        """The run of ``str``s at the end (a new one after a block)."""
         if not self.parts or not isinstance(self.parts[-1], list):
             self.parts.append([])
-        self.parts[-1].append(text)
+        return self.parts[-1]
+
+    def append(self, text: str) -> None:
+        self._strs().append(text)
         self.n += 1
 
     def extend(self, texts) -> None:
@@ -74,9 +78,7 @@ class _Batch:
         if isinstance(texts, PackedTexts):
             self.parts.append(texts)
         else:
-            if not self.parts or not isinstance(self.parts[-1], list):
-                self.parts.append([])
-            self.parts[-1].extend(texts)
+            self._strs().extend(texts)
         self.n += len(texts)
 
     def texts(self):

@@ -208,9 +208,8 @@ class Block:
     """Good documents from consecutive lines of one input (``iter_records(..., blocks=True)``):
     document ``k`` is ``texts[k]``, ``nbytes[k]`` UTF-8 bytes, and ``units[k]`` /
     ``offsets[k]`` are its ``Record.units`` / ``Record.offset`` (Parquet: ``offsets`` is None,
-    the records' offset is). ``texts`` is a
-    ``PackedTexts`` (the reader's UTF-8; a ``str`` is made only for a document read as
-    one)."""
+    as a row's offset is). ``texts`` is a ``PackedTexts`` (the reader's UTF-8; a ``str`` is
+    made only for a document read as one)."""
 
     texts: "Sequence[str]"
     nbytes: "np.ndarray"
@@ -409,7 +408,7 @@ def _line_blocks(f, src: Source, units: int, offset: int, key, idkey, threads=No
     """``Block``s and ``Record``s of the lines of ``f`` (``iter_records``), the same
     documents and errors as one line at a time: a JSON line goes through ``_json_record``
     unless ``kernels.jsonl_cpu`` reads it (exactly, or not at all), a text line through
-    ``_decode`` when its block is not all UTF-8."""
+    ``_decode`` when it is not UTF-8 (``jsonl_cpu.utf8_lines``)."""
     import numpy as np
 
     from ._util import PackedTexts
@@ -499,11 +498,11 @@ def parquet_schema(path: str):
 
 
 def _parquet_block(col, row: int, ids: Optional[list], src: Source) -> Optional[list]:
-    """The rows after ``row`` of a batch's column (``col``: ``large_binary``) as a ``Block`` of
+    """The rows after ``row`` of a batch's column (``col``: ``large_binary``): ``Block``s of
     its good values (their bytes where Arrow keeps them, as a ``PackedTexts``) between the
-    ``Record``s of its null ones (and of rows whose required id is null); None where a
-    value is not UTF-8 (Arrow's check of each value, as strict as Python's decoder: then
-    the caller reads the rows one at a time and names it)."""
+    ``Record``s of its null ones (and of rows whose required id is null), in row order; None
+    where a value is not UTF-8 (Arrow's check of each value, as strict as Python's decoder:
+    then the caller reads the rows one at a time and names it)."""
     import numpy as np
     import pyarrow as pa
 
