@@ -426,6 +426,19 @@ def test_encode_job_ids_same_with_and_without_blocks(tmp_path, capsys, monkeypat
 
 
 
+def _batches_seen(monkeypatch) -> list:
+    """The document sequences the job hands its encoder (the set-up's own calls left out)."""
+    seen = []
+    real = bulk.Encoder.encode
+
+    def encode(self, texts, *a):
+        if not (type(texts) is list and texts and texts[0].startswith("gpu_tok ")):
+            seen.append(texts)
+        return real(self, texts, *a)
+    monkeypatch.setattr(bulk.Encoder, "encode", encode)
+    return seen
+
+
 def test_encode_job_hands_the_readers_utf8_to_the_engine(tmp_path, capsys, monkeypatch):
     """Batches of documents read in blocks reach the encoder as one ``PackedTexts`` (the
     reader's UTF-8: no ``str`` made per document), from JSON Lines and from text lines; a
@@ -441,14 +454,7 @@ def test_encode_job_hands_the_readers_utf8_to_the_engine(tmp_path, capsys, monke
                              + "\n" for k, d in enumerate(docs)), encoding="utf-8")
     lines = tmp_path / "lines.txt"
     lines.write_text("".join(d + ("\r\n" if k % 3 else "\n") for k, d in enumerate(docs)), encoding="utf-8")
-    seen = []
-    real = bulk.Encoder.encode
-
-    def encode(self, texts, *a):
-        if not (type(texts) is list and texts and texts[0].startswith("gpu_tok ")):  # not the set-up's calls
-            seen.append(texts)
-        return real(self, texts, *a)
-    monkeypatch.setattr(bulk.Encoder, "encode", encode)
+    seen = _batches_seen(monkeypatch)
     runs = {}
     for blocks in (True, False):
         monkeypatch.setattr(bulk, "READ_BLOCKS", blocks)
@@ -540,14 +546,7 @@ def test_encode_job_hands_parquet_bytes_to_the_engine(tmp_path, capsys, monkeypa
     vals = [d.encode("utf-8") for d in docs]
     vals[10], vals[200] = None, b"bad \xff"
     pq.write_table(pa.table({"text": _arrow_strings(pa, pa.string(), vals)}), str(mixed))
-    seen = []
-    real = bulk.Encoder.encode
-
-    def encode(self, texts, *a):
-        if not (type(texts) is list and texts and texts[0].startswith("gpu_tok ")):  # not the set-up's calls
-            seen.append(texts)
-        return real(self, texts, *a)
-    monkeypatch.setattr(bulk.Encoder, "encode", encode)
+    seen = _batches_seen(monkeypatch)
     runs = {}
     for blocks in (True, False):
         monkeypatch.setattr(bulk, "READ_BLOCKS", blocks)
