@@ -447,4 +447,3 @@ def utf8_lines(buf, starts, ends, status):
     decoder would read it), else ``SLOW``; lines in parallel (the text-lines reader's check)."""
     for k in prange(starts.shape[0]):
         status[k] = OK if _utf8_ok(buf, starts[k], ends[k]) else SLOW
-
