@@ -1056,6 +1056,11 @@ def _pack_encoded(texts: Sequence[str], check) -> Tuple[np.ndarray, np.ndarray]:
     return data, offsets
 
 
+def templated(ids: List[int], prefix: List[int], suffix: List[int]) -> List[int]:
+    """One text's ids (a list) with the post-processor's ids around them (``quick_ids``)."""
+    return prefix + ids + suffix if prefix or suffix else ids
+
+
 def add_template(K, ids: np.ndarray, row_splits: np.ndarray, prefix: np.ndarray, suffix: np.ndarray,
                  num_threads: Optional[int]) -> Tuple[np.ndarray, np.ndarray]:
     """The post-processor's ids around every row (``engine_cpu.add_template``), in parallel
@@ -1378,7 +1383,7 @@ class CpuTokenizerEngine:
         ids = _text_ids(self.engine, text, self._nfc_lo)
         if ids is None or not add_special_tokens:
             return ids
-        return self._prefix_list + ids + self._suffix_list if self._prefix_list or self._suffix_list else ids
+        return templated(ids, self._prefix_list, self._suffix_list)
 
     def encode_ids(self, texts: Sequence[str], add_special_tokens: bool, num_threads: Optional[int]):
         texts = text_list(texts)
@@ -2204,9 +2209,7 @@ class CpuSentencePieceEngine:
             if locked:
                 self._lock.release()
         ids = out[:int(counts[0])].tolist()
-        if add_special_tokens and (self._prefix_list or self._suffix_list):
-            return self._prefix_list + ids + self._suffix_list
-        return ids
+        return templated(ids, self._prefix_list, self._suffix_list) if add_special_tokens else ids
 
     def encode_ids(self, texts, add_special_tokens: bool, num_threads: Optional[int]):
         with self._text.hold() as kept:  # the packed text lives only in this block
