@@ -2434,6 +2434,24 @@ def _text_ids(engine: "ByteBPEEngine", text: str, nfc_lo: int = 256) -> Optional
     return engine.text_ids(data).tolist()
 
 
+_ONE_TEXT_CHARS = 1000  # Tokenizer.encode_batch_ids of one text up to this many characters: quick_ids
+
+
+def one_text_ids(eng, text, add_special_tokens: bool) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """``(ids, row_splits)`` of one short ``str`` by the byte-level or SentencePiece engine's
+    ``quick_ids`` (``Tokenizer.encode_batch_ids([text])``: gpt2 and llama2 25-27 -> 10-15 us
+    up to 500 characters), else None: a longer text (from a few thousand characters the ids'
+    list costs more than the batch set-up saves), another engine (WordPiece's and Unigram's
+    ``quick_ids`` are their batch path), or a text ``quick_ids`` leaves to the batch path."""
+    if type(text) is not str or len(text) > _ONE_TEXT_CHARS or not isinstance(
+            eng, (CpuTokenizerEngine, CpuSentencePieceEngine)):
+        return None
+    ids = eng.quick_ids(text, add_special_tokens)
+    if ids is None:
+        return None
+    return np.array(ids, np.int32), np.array((0, len(ids)), np.int64)
+
+
 class CpuTiktokenEngine:
     """``encode_*`` of a ``TiktokenEncoding`` on the compiled engine."""
 

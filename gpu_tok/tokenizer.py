@@ -447,6 +447,12 @@ class Tokenizer:
         if device != "ref":
             eng = self._cpu_engine()
             if eng is not None:
+                if len(texts) == 1:  # one text: its ids without the batch set-up, where it is short
+                    from .fast_cpu import one_text_ids
+
+                    got = one_text_ids(eng, texts[0], add_special_tokens)
+                    if got is not None:
+                        return got
                 return eng.encode_ids(texts, add_special_tokens, num_threads)
         return None
 

@@ -192,3 +192,33 @@ def test_batch_of_one_ids_first(name):
           ref.encode_batch([["hello", "world"]], is_pretokenized=True)[0], (name, "words"))
     with pytest.raises(ValueError):
         ours.encode_batch(["hello"], device="tpu")
+
+
+@pytest.mark.parametrize("name", ["gpt2", "qwen3", "llama2", "gemma3", "bert-base-uncased", "clip-vit-base-patch32"])
+def test_batch_ids_of_one_text(name, monkeypatch):
+    """``encode_batch_ids([text])``: a short text by the byte-level or SentencePiece engine's
+    ``quick_ids`` (a longer one, and the other engines, by the batch path), every time the ids
+    of HF's ``encode``, with and without special tokens, truncated too; a text ``quick_ids``
+    leaves to the batch path (an added token in it) still right."""
+    from gpu_tok import fast_cpu as F
+
+    p = model_path(name)
+    ours, ref = gpu_tok.Tokenizer.from_file(p), tokenizers.Tokenizer.from_file(str(p))
+    eng = ours._cpu_engine()
+    quick = isinstance(eng, (F.CpuTokenizerEngine, F.CpuSentencePieceEngine))
+    calls = []
+    if quick:
+        real = type(eng).quick_ids
+        monkeypatch.setattr(type(eng), "quick_ids", lambda self, t, add: calls.append(t) or real(self, t, add))
+    added = ref.id_to_token(max(ref.get_vocab(with_added_tokens=True).values()))
+    for text in ["hello", "", "caf\u00e9 e\u0301 \u4e2d", f"a {added} b", "The quick brown fox. " * 40,
+                 "x" * (F._ONE_TEXT_CHARS + 1)]:
+        for special in (True, False):
+            calls.clear()
+            b = ours.encode_batch_ids([text], add_special_tokens=special)
+            want = ref.encode(text, add_special_tokens=special).ids
+            assert b.ids.tolist() == want and b.row_splits.tolist() == [0, len(want)], (name, text[:12], special)
+            assert calls == ([text] if quick and len(text) <= F._ONE_TEXT_CHARS else []), (name, text[:12])
+    ours.enable_truncation(5)
+    ref.enable_truncation(5)
+    assert ours.encode_batch_ids(["The quick brown fox jumps"]).ids.tolist() == ref.encode("The quick brown fox jumps").ids
