@@ -23,6 +23,7 @@ def sha256_file(path: Union[str, Path]) -> str:
     return h.hexdigest()
 
 
+_ONE_TEXT_CHARS = 1000  # encode_batch_ids of one text up to this many characters: the one-text path
 _SPARSE_MIN = 1 << 22  # bytes from which sparse_empty maps its own pages
 
 

@@ -41,7 +41,7 @@ import numpy as np
 import regex
 
 from . import config as C
-from ._util import id_lists, text_list
+from ._util import _ONE_TEXT_CHARS, id_lists, text_list
 from .cpu_ref.pipeline import _token_id
 from .cpu_ref.byte_level import BYTE_TO_CHAR
 from .cpu_ref.models import BPEModel
@@ -495,6 +495,11 @@ class TiktokenEncoding:
             if got is not None:
                 return TokenBatch(*got)
         if device != "ref":
+            if len(texts) == 1 and type(texts[0]) is str and len(texts[0]) <= _ONE_TEXT_CHARS:
+                eng = self._cpu()  # one short text: as encode, where no special token in play occurs
+                ids = eng.ordinary_ids(texts[0], self._in_play(allowed_special, disallowed_special)) if eng else None
+                if ids is not None:
+                    return TokenBatch(np.array(ids, np.int32), np.array((0, len(ids)), np.int64))
             got = self._fast_batch(texts, allowed_special, disallowed_special, num_threads)
             if got is not None:
                 return TokenBatch(*got)

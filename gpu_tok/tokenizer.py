@@ -9,7 +9,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Union
 import numpy as np
 
 from . import loader
-from ._util import gc_paused, id_lists, text_list
+from ._util import _ONE_TEXT_CHARS, gc_paused, id_lists, text_list
 from .config import AddedToken, PaddingParams, TokenizerConfig, TruncationParams
 from .cpu_ref import RefPipeline
 from .encoding import DeferredRow, Encoding
@@ -447,8 +447,8 @@ class Tokenizer:
         if device != "ref":
             eng = self._cpu_engine()
             if eng is not None:
-                if len(texts) == 1:  # one text: its ids without the batch set-up, where it is short
-                    from .fast_cpu import one_text_ids
+                if len(texts) == 1 and type(texts[0]) is str and len(texts[0]) <= _ONE_TEXT_CHARS:
+                    from .fast_cpu import one_text_ids  # one short text: without the batch set-up
 
                     got = one_text_ids(eng, texts[0], add_special_tokens)
                     if got is not None:

@@ -347,9 +347,9 @@ def test_disallowed_message_exact():
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_harmony"])
 def test_one_text_routes(name, monkeypatch):
-    """``encode`` / ``encode_ordinary`` of one text take the base engine's ``text_ids`` when
-    no special token in play (allowed or disallowed) occurs in the text, and the batch path
-    otherwise; either way the outcome (ids or error) is tiktoken's. o200k_harmony has more
+    """``encode`` / ``encode_ordinary`` (and ``encode_batch_ids`` of one text of up to 1,000
+    characters) take the base engine's ``text_ids`` when no special token in play (allowed
+    or disallowed) occurs in the text, and the batch path otherwise; either way the outcome (ids or error) is tiktoken's. o200k_harmony has more
     special tokens than ``ordinary_ids`` searches a text for one by one: a text with their
     first character goes to the batch path."""
     from gpu_tok import fast_cpu
@@ -376,6 +376,10 @@ def test_one_text_routes(name, monkeypatch):
         calls.clear()
         assert _outcome(lambda: a.encode(text, **kw)) == _outcome(lambda: b.encode(text, **kw)), (text, kw)
         assert bool(calls) == lean, (text, kw, calls)
+        calls.clear()  # encode_batch_ids of the one text: the same way up to _ONE_TEXT_CHARS characters
+        got = _outcome(lambda: a.encode_batch_ids([text], **kw).ids.tolist())
+        assert got == _outcome(lambda: b.encode(text, **kw)), (text, kw, "encode_batch_ids")
+        assert bool(calls) == (lean and len(text) <= fast_cpu._ONE_TEXT_CHARS), (text, kw, "encode_batch_ids")
         if not kw:
             calls.clear()
             assert a.encode_ordinary(text) == b.encode_ordinary(text), text
