@@ -123,10 +123,7 @@ class Encoder:
         else:
             b = self.obj.encode_batch_ids(texts, add_special_tokens=add_special_tokens, device=device,
                                           num_threads=num_threads, return_numpy=True)
-        ids, rs = b.ids, b.row_splits
-        if not isinstance(ids, np.ndarray):  # a device array (CuPy): bring it to the host
-            ids, rs = ids.get(), rs.get()
-        return ids, rs
+        return b.ids, b.row_splits
 
     def token_to_id(self, token: str) -> Optional[int]:
         if self.kind == "tiktoken":

@@ -412,7 +412,10 @@ def _line_blocks(f, src: Source, units: int, offset: int, key, idkey, threads=No
     import numpy as np
 
     from ._util import PackedTexts
+    from .fast_cpu import default_threads, numba_threads
+    from .kernels.jsonl_cpu import OK, SLOW, json_fields, utf8_lines
 
+    workers = None if threads is None else min(max(1, threads), default_threads())  # the kernels' threads
     name = src.name
     for body in _read_lines(f):
         arr = np.frombuffer(body, np.uint8)
@@ -426,29 +429,20 @@ def _line_blocks(f, src: Source, units: int, offset: int, key, idkey, threads=No
         line_units = units + np.arange(1, ends.shape[0] + 1)
         line_offsets = offset + after
         units, offset = int(line_units[-1]), int(line_offsets[-1])
+        status = np.empty(ends.shape[0], np.uint8)
         if key is not None:
-            from .kernels.jsonl_cpu import OK, SLOW, json_fields
-
             out = np.empty(max(len(body), 1), np.uint8)
             out_end = np.empty_like(ends)
             id_start = np.empty_like(ends)
             id_end = np.empty_like(ends)
-            status = np.empty(ends.shape[0], np.uint8)
-            from .fast_cpu import default_threads, numba_threads
-
-            with numba_threads(None if threads is None else min(max(1, threads), default_threads())):
+            with numba_threads(workers):
                 json_fields(arr, starts, ends, key, idkey, out, out_end, id_start, id_end, status)
             if src.id_field is not None and src.id_required:  # json's record says the id is missing
                 status[(status == OK) & (id_start < 0)] = SLOW
-        else:  # text lines: the \n and a \r before it go
-            from .fast_cpu import default_threads, numba_threads
-            from .kernels.jsonl_cpu import OK, SLOW, utf8_lines
-
+        else:  # text lines: the \n and a \r before it go; each line UTF-8 (OK) or not (SLOW: _decode names why)
             cr = (ends > starts) & (after > ends) & (arr[np.maximum(ends - 1, 0)] == 13)  # only before a \n
             out_end = ends - cr
-
-            status = np.empty(ends.shape[0], np.uint8)  # each line UTF-8 (OK) or not (SLOW: _decode names why)
-            with numba_threads(None if threads is None else min(max(1, threads), default_threads())):
+            with numba_threads(workers):
                 utf8_lines(arr, starts, out_end, status)
         slow = np.flatnonzero(status == SLOW).tolist()
         first = 0

@@ -31,7 +31,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import config as C
-from ._util import _ITEMS_OK, _ONE_TEXT_CHARS, _VAR_HEADER, PackedTexts, sparse_empty, text_list
+from ._util import _ITEMS_OK, _VAR_HEADER, PackedTexts, sparse_empty, text_list
 from .cpu_ref import post_processors
 from .cpu_ref.pipeline import check_text
 from .encoding import Encoding, EncodingRows, PairRows, TokenStrings
@@ -2434,14 +2434,14 @@ def _text_ids(engine: "ByteBPEEngine", text: str, nfc_lo: int = 256) -> Optional
     return engine.text_ids(data).tolist()
 
 
-def one_text_ids(eng, text, add_special_tokens: bool) -> Optional[Tuple[np.ndarray, np.ndarray]]:
-    """``(ids, row_splits)`` of one short ``str`` by the byte-level or SentencePiece engine's
-    ``quick_ids`` (``Tokenizer.encode_batch_ids([text])``: gpt2 and llama2 25-27 -> 10-15 us
-    up to 500 characters), else None: a longer text (from a few thousand characters the ids'
-    list costs more than the batch set-up saves), another engine (WordPiece's and Unigram's
-    ``quick_ids`` are their batch path), or a text ``quick_ids`` leaves to the batch path."""
-    if type(text) is not str or len(text) > _ONE_TEXT_CHARS or not isinstance(
-            eng, (CpuTokenizerEngine, CpuSentencePieceEngine)):  # (the caller checks the first two too)
+def one_text_ids(eng, text: str, add_special_tokens: bool) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """``(ids, row_splits)`` of one ``str`` of at most ``_ONE_TEXT_CHARS`` characters (the
+    caller's check: from a few thousand characters the ids' list costs more than the batch
+    set-up saves) by the byte-level or SentencePiece engine's ``quick_ids``
+    (``Tokenizer.encode_batch_ids([text])``: gpt2 and llama2 25-27 -> 10-15 us up to 500
+    characters), else None: another engine (WordPiece's and Unigram's ``quick_ids`` are their
+    batch path), or a text ``quick_ids`` leaves to the batch path."""
+    if not isinstance(eng, (CpuTokenizerEngine, CpuSentencePieceEngine)):
         return None
     ids = eng.quick_ids(text, add_special_tokens)
     if ids is None:

@@ -9,6 +9,7 @@ import pytest
 
 import gpu_tok
 from gpu_tok import tokenizer as T
+from gpu_tok._util import _ONE_TEXT_CHARS
 from _paths import model_path
 from _samples import bench_texts
 
@@ -212,13 +213,13 @@ def test_batch_ids_of_one_text(name, monkeypatch):
         monkeypatch.setattr(type(eng), "quick_ids", lambda self, t, add: calls.append(t) or real(self, t, add))
     added = ref.id_to_token(max(ref.get_vocab(with_added_tokens=True).values()))
     for text in ["hello", "", "caf\u00e9 e\u0301 \u4e2d", f"a {added} b", "The quick brown fox. " * 40,
-                 "x" * (F._ONE_TEXT_CHARS + 1)]:
+                 "x" * (_ONE_TEXT_CHARS + 1)]:
         for special in (True, False):
             calls.clear()
             b = ours.encode_batch_ids([text], add_special_tokens=special)
             want = ref.encode(text, add_special_tokens=special).ids
             assert b.ids.tolist() == want and b.row_splits.tolist() == [0, len(want)], (name, text[:12], special)
-            assert calls == ([text] if quick and len(text) <= F._ONE_TEXT_CHARS else []), (name, text[:12])
+            assert calls == ([text] if quick and len(text) <= _ONE_TEXT_CHARS else []), (name, text[:12])
     ours.enable_truncation(5)
     ref.enable_truncation(5)
     assert ours.encode_batch_ids(["The quick brown fox jumps"]).ids.tolist() == ref.encode("The quick brown fox jumps").ids

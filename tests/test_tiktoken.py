@@ -26,6 +26,7 @@ import tiktoken.load  # noqa: E402
 from tiktoken_ext import openai_public  # noqa: E402
 
 import gpu_tok  # noqa: E402
+from gpu_tok._util import _ONE_TEXT_CHARS  # noqa: E402
 from gpu_tok.cpu_ref.models import BPEModel  # noqa: E402
 from gpu_tok.cpu_ref.rust_regex import UnsupportedPattern, reference_version, translate  # noqa: E402
 from gpu_tok.tiktoken_encoding import (  # noqa: E402
@@ -379,7 +380,7 @@ def test_one_text_routes(name, monkeypatch):
         calls.clear()  # encode_batch_ids of the one text: the same way up to _ONE_TEXT_CHARS characters
         got = _outcome(lambda: a.encode_batch_ids([text], **kw).ids.tolist())
         assert got == _outcome(lambda: b.encode(text, **kw)), (text, kw, "encode_batch_ids")
-        assert bool(calls) == (lean and len(text) <= fast_cpu._ONE_TEXT_CHARS), (text, kw, "encode_batch_ids")
+        assert bool(calls) == (lean and len(text) <= _ONE_TEXT_CHARS), (text, kw, "encode_batch_ids")
         if not kw:
             calls.clear()
             assert a.encode_ordinary(text) == b.encode_ordinary(text), text
