@@ -374,6 +374,7 @@ class EngineSpec:
 
 
 _NO_IDS = np.zeros(0, np.int32)  # short_seed's char_id / byte_id for the byte-level engine
+_NO_SPELLING = (np.zeros(0, np.uint8), np.zeros(0, np.int64))  # short_seed's karena / ktok_off: keys of the tokens' bytes
 _NO_GRID = np.zeros(0, np.uint64)  # and its grid for the SentencePiece engine
 
 
@@ -814,15 +815,20 @@ class ByteBPEEngine:
         if self._seed[0] is None:
             import numba
 
-            hs, words = short_seed(*self._seed_tables(), 4 * numba.get_num_threads())
-            keep = words[:, 1] != 0
-            self._seed[0] = (np.ascontiguousarray(hs[keep]), np.ascontiguousarray(words[keep]))
+            parts = []
+            for tables in self._seed_tables():
+                hs, words = short_seed(*tables, 4 * numba.get_num_threads())
+                keep = words[:, 1] != 0
+                parts.append((hs[keep], words[keep]))
+            self._seed[0] = (np.ascontiguousarray(np.concatenate([p[0] for p in parts])),
+                             np.ascontiguousarray(np.concatenate([p[1] for p in parts])))
         return int(seed_short_cache(cache, *self._seed[0]))
 
     def _seed_tables(self):
-        """``short_seed``'s arguments but the block count: the byte-level miss path's tables."""
-        return (self.arena, self.tok_off, self.init_ids, self.grid, self.mtab, self.wkeys, self.wvals,
-                self.spec.whole_first, _NO_IDS, _NO_IDS)
+        """``short_seed``'s arguments but the block count (a list of such: the entries of
+        all are put): the byte-level miss path's tables, no spelling of its own."""
+        return [(self.arena, self.tok_off, self.init_ids, self.grid, self.mtab, self.wkeys, self.wvals,
+                 self.spec.whole_first, _NO_IDS, _NO_IDS, _NO_SPELLING[0], _NO_SPELLING[1])]
 
     def run_ids(self, data: np.ndarray, doc_offsets: np.ndarray, skip: Optional[np.ndarray] = None,
                 num_threads: Optional[int] = None, normalized: bool = False,
@@ -2155,6 +2161,7 @@ class CpuSentencePieceEngine:
         raw, norm = _added_token_lists(ref)
         self.rt = _trie_tuple(K, raw)
         self.nt = _trie_tuple(K, norm)
+        self.raw_walk = self._raw_walk_marker(K, norm)
         self.cls = _np_flags()
         self.prefix, self.suffix = template_ids(cfg, ref)
         self._prefix_list, self._suffix_list = self.prefix.tolist(), self.suffix.tolist()  # (quick_ids)
@@ -2181,11 +2188,42 @@ class CpuSentencePieceEngine:
 
     _seed_short = ByteBPEEngine._seed_short
 
+    def _raw_walk_marker(self, K, norm) -> tuple:
+        """``_sp_doc``'s ``raw_walk`` for the ids: the trie tuple of ``tails`` when the gaps may be walked as
+        raw text (decision 0041: a normalizer form, word cuts (``held``), no
+        ``ignore_merges``, and every normalized added token's content, its leading "▁"s left
+        out, a non-empty text with no "▁": one that cannot occur unless that text is in the
+        raw gap), else ``()``."""
+        if self.prepend not in (0, 1) or self.whole_first or self.held.shape[0] == 0:
+            return ()
+        mark = _SP.encode("utf-8")
+        tails = {}
+        for content, i, _flags in norm:
+            t = content
+            while t.startswith(mark):
+                t = t[len(mark):]
+            if not t or mark in t or b" " in t:
+                return ()
+            tails.setdefault(t, (t, i, 0))
+        return _trie_tuple(K, list(tails.values()))
+
     def _seed_tables(self):
         """``short_seed``'s arguments but the block count, for words (``char_id`` given: the
-        byte-level tables unused)."""
-        return (self.bt[0], self.bt[1], self.byte_id, _NO_GRID, self.mtab, self.bt[2], self.bt[3], False,
-                self.char_id, self.byte_id)
+        byte-level tables unused): keyed on the tokens' bytes, and when the ids path walks
+        raw text (``raw_walk``) once more keyed on their raw spelling, each "▁" a space (a
+        word of raw text is keyed so: decision 0041)."""
+        tables = (self.bt[0], self.bt[1], self.byte_id, _NO_GRID, self.mtab, self.bt[2], self.bt[3], False,
+                  self.char_id, self.byte_id)
+        sets = [tables + _NO_SPELLING]
+        if len(self.raw_walk):
+            arena, tok_off = self.bt[0], self.bt[1]
+            mark = _SP.encode("utf-8")
+            spelt = [arena[tok_off[i]:tok_off[i + 1]].tobytes() for i in range(tok_off.shape[0] - 1)]
+            spelt = [t.replace(mark, b" ") if mark in t else b"" for t in spelt]  # the others: seeded already
+            koff = np.zeros(len(spelt) + 1, np.int64)
+            np.cumsum([len(b) for b in spelt], out=koff[1:])
+            sets.append(tables + (np.frombuffer(b"".join(spelt), np.uint8).copy(), koff))
+        return sets
 
     def quick_ids(self, text: str, add_special_tokens: bool) -> Optional[List[int]]:
         """The ids of one ``str`` as ``encode_ids`` gives them (the post-processor's around),
@@ -2263,8 +2301,9 @@ class CpuSentencePieceEngine:
         n = offsets.shape[0] - 1
         cache = self._word_cache(locked, threads if par else 1)
         try:
-            args = (self.rt, self.nt, self.cls, K.sp_form_marker(self.prepend), self.char_id, self.byte_id, self.mtab,
-                    *self.bt, self.whole_first, self.held, *cache, out, counts, rec)
+            args = (self.rt, self.nt, self.cls, K.sp_form_marker(self.prepend), self.raw_walk if rec is None else (),
+                    self.char_id, self.byte_id, self.mtab, *self.bt, self.whole_first, self.held, *cache, out, counts,
+                    rec)
             if par:
                 blocks = byte_blocks(offsets, data.shape[0], n, _UNITS_PER_THREAD * threads)
                 with numba_threads(threads):

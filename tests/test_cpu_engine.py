@@ -284,10 +284,20 @@ def test_sentencepiece_doc_inlines_one_piece_path(family, form, monkeypatch):
     want = t.encode_batch_ids(texts, add_special_tokens=False, device="ref").to_list()
     assert t.encode_batch_ids(texts, add_special_tokens=False, device="cpu", num_threads=1).to_list() == want
     inlined = inlined_by_untyped_passes(K._sp_doc.py_func, monkeypatch, prepend=numba.typeof(K.sp_form_marker(form)),
-                                        rec=numba.types.none)
+                                        raw_walk=numba.typeof(()), rec=numba.types.none)
     assert inlined.count("_sp_piece") == 1, inlined
     # _sp_spaces: once in _sp_gap_bytes, once more on Metaspace's own path (pruned for the normalizer forms)
     assert inlined.count("_sp_spaces") == (2 if form >= 2 else 1), inlined
+    assert "_sp_raw_gap" not in inlined, inlined  # no raw walk: pruned
+    walk = t._cpu_engine().raw_walk
+    assert len(walk) == (8 if form < 2 else 0)  # the normalizer form's ids walk raw text (decision 0041)
+    if walk:
+        inlined = inlined_by_untyped_passes(K._sp_doc.py_func, monkeypatch,
+                                            prepend=numba.typeof(K.sp_form_marker(form)), raw_walk=numba.typeof(walk),
+                                            rec=numba.types.none)
+        assert inlined.count("_sp_piece") == 1 and inlined.count("_sp_raw_gap") == 1, inlined
+        # and once more for the "▁" put in front of a form-1 gap's first word
+        assert inlined.count("_sp_spaces") == 1 + (form == 1), inlined
 
 
 @pytest.mark.parametrize("family, form", [("gemma3", 0), ("llama2", 1), ("mistral-v0.3-metaspace", 2)])
@@ -460,20 +470,24 @@ def test_sp_marks_skip_only_the_runs_of_spaces():
     every "▁" not right after a "▁" is among its places (after the callers' middle-byte
     check), every place kept is a "▁", and with ``runs_held`` the "▁"s right after a "▁" of
     the same window are left out (runs of spaces in code), never one after a character that
-    shares the "▁"'s first and last bytes (U+2001 E2 80 81, U+2541 E2 95 81)."""
+    shares the "▁"'s first and last bytes (U+2001 E2 80 81, U+2541 E2 95 81). On raw text
+    (``raw``: ``_sp_raw_gap``'s walk) the spaces are places too, and with ``runs_held``
+    those right after a space of the same window are left out."""
     from numba import njit
 
     from gpu_tok.kernels import engine_cpu as K
 
     @njit
-    def places(buf, n, runs):
+    def places(buf, n, runs, raw):
         out = []
-        for i in range(0, n - 2, 64):
-            m = K._sp_marks(buf, i, runs)
+        for i in range(0, n, 64):
+            m = K._sp_marks(buf, i, runs, raw)
             while m != 0:
                 b = i + int(K._ctz64(m))
                 m &= m - np.uint64(1)
-                if b + 2 < n and buf[b + 1] == 0x96:
+                if b < n and buf[b] == 0x20:
+                    out.append(b)
+                elif b + 2 < n and buf[b + 1] == 0x96:
                     out.append(b)
         return out
 
@@ -491,7 +505,7 @@ def test_sp_marks_skip_only_the_runs_of_spaces():
         marks = [b for b in starts if text[b:b + 3] == mark]
         after = {b for b in marks if b >= 3 and text[b - 3:b] == mark}
         for runs in (False, True):
-            got = places(buf, n, runs)
+            got = places(buf, n, runs, False)
             assert set(got) <= set(marks)
             need = set(marks) - after if runs else set(marks)
             assert need <= set(got)
@@ -499,6 +513,17 @@ def test_sp_marks_skip_only_the_runs_of_spaces():
                 assert not any(b in after and b % 64 >= 3 for b in got)
             else:
                 assert set(got) == set(marks)
+        spaces = [b for b in starts if text[b] == 0x20]
+        after_space = {b for b in spaces if b >= 1 and text[b - 1] == 0x20}
+        for runs in (False, True):
+            got = places(buf, n, runs, True)
+            assert set(got) <= set(marks) | set(spaces)
+            assert set(marks) <= set(got)
+            assert set(spaces) - after_space <= set(got)
+            if runs:
+                assert not any(b in after_space and b % 64 >= 1 for b in got)
+            else:
+                assert set(got) == set(marks) | set(spaces)
 
 
 def test_held_pairs_empty_when_a_merge_joins_a_byte_token():

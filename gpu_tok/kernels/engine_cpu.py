@@ -1755,7 +1755,8 @@ def _set_put(tab, w, slot, pw0, pw1, c, out, o, n_ids):
 # the worker would have put there; entries are placed in empty ways of a fresh cache and
 # age out like any other.
 @njit_cached(parallel=True)
-def short_seed(arena, tok_off, init_ids, grid, mtab, bkeys, bvals, whole_first, char_id, byte_id, nblocks):
+def short_seed(arena, tok_off, init_ids, grid, mtab, bkeys, bvals, whole_first, char_id, byte_id, karena, ktok_off,
+               nblocks):
     """``(hs, words)``: for each token of 1.._SHORT_KEY bytes whose piece has at most
     ``_SHORT_IDS`` ids, its short key's hash and its short-cache entry (``words[t]``, four
     words as ``_set_put`` writes them); ``words[t, 1] == 0`` for the others. Blocks of
@@ -1763,9 +1764,13 @@ def short_seed(arena, tok_off, init_ids, grid, mtab, bkeys, bvals, whole_first, 
     SentencePiece engine, whose short cache is keyed on words (``_sp_word_cached``): each
     token of 2.._SHORT_KEY bytes (its normalized text, "▁" and all) with the ids
     ``_sp_word`` gives a word of those bytes (what ``_sp_word_miss`` puts there; its cut
-    into parts gives the same ids); ``init_ids``, ``grid``, ``bkeys``, ``bvals`` unused."""
+    into parts gives the same ids); ``init_ids``, ``grid``, ``bkeys``, ``bvals`` unused.
+    With a non-empty ``ktok_off``, each token's key is made from its spelling in
+    ``karena``/``ktok_off`` (2.._SHORT_KEY bytes) instead: the SentencePiece words of raw
+    text (``_sp_raw_gap``) spell "▁" as a space."""
     T = tok_off.shape[0] - 1
     sp = char_id.shape[0] > 0
+    spelt = ktok_off.shape[0] > 0
     hs = np.zeros(T, np.uint64)
     words = np.zeros((T, 4), np.uint64)
     for blk in prange(nblocks):
@@ -1778,7 +1783,12 @@ def short_seed(arena, tok_off, init_ids, grid, mtab, bkeys, bvals, whole_first, 
         for t in range(lo, hi):
             a = tok_off[t]
             n = tok_off[t + 1] - a
-            if n < 1 + sp or n > _SHORT_KEY:
+            if spelt:
+                ka = ktok_off[t]
+                kn = ktok_off[t + 1] - ka
+                if kn < 2 or kn > _SHORT_KEY or n > _SHORT:
+                    continue
+            elif n < 1 + sp or n > _SHORT_KEY:
                 continue
             c = -1
             if sp:
@@ -1791,7 +1801,10 @@ def short_seed(arena, tok_off, init_ids, grid, mtab, bkeys, bvals, whole_first, 
             if c < 0:
                 c = _merge_short(arena, a, n, init_ids, grid, mtab, pc, heap[0], rank, out, 0)
             if c <= _SHORT_IDS:
-                w0, w1, h = short_key(arena, a, n)
+                if spelt:
+                    w0, w1, h = short_key(karena, ka, kn)
+                else:
+                    w0, w1, h = short_key(arena, a, n)
                 hs[t] = h
                 words[t, 0] = w0
                 words[t, 1] = w1 | (np.uint64(c) << np.uint64(60))
@@ -2491,21 +2504,22 @@ def _sp_key(buf, a, b, cache, lidx, w, q, kw0, kw1, kh):
 
 
 @njit_noalloc(inline="always")
-def _sp_find(buf, a, n, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o):
-    """The ids of word ``buf[a:a + n]`` (keyed by ``_sp_key``) from the word
+def _sp_find(buf, a, n, nn, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o):
+    """The ids of word ``buf[a:a + n]`` (keyed by ``_sp_key``; ``nn`` bytes once
+    normalized: ``n``, or more for a word of raw text, ``_sp_raw_len``) from the word
     caches to ``out[o:]``; returns how many, or -1 when they do not hold it. A short-cache
     hit is the byte-level engine's ``_encode_hit`` (three ids written whatever the count, no
-    loop; ``out`` has room for ``n`` ids from ``o``: ids never outnumber the normalized
-    bytes); the wide cache is probed only for words of more than ``_SHORT_IDS`` bytes (a
-    shorter word has at most that many ids: it is in the short cache if anywhere), so a
-    miss of a short word does not wait on memory for it. Both together: llama2, gemma3 and
-    mistral 4-14% faster (RESULTS 2026-12-06 17:20)."""
+    loop; ``out`` has room for ``nn`` ids from ``o``: ids never outnumber the normalized
+    bytes); the wide cache is probed only for words of more than ``_SHORT_IDS`` normalized
+    bytes (a shorter word has at most that many ids: it is in the short cache if anywhere),
+    so a miss of a short word does not wait on memory for it. Both together: llama2, gemma3
+    and mistral 4-14% faster (RESULTS 2026-12-06 17:20)."""
     if 2 <= n <= _SHORT_KEY:
-        o2 = _encode_hit(n, _short_slot(cache, h), pw0, pw1, cache, w, out, o)
+        o2 = _encode_hit(nn, _short_slot(cache, h), pw0, pw1, cache, w, out, o)
         if o2 >= 0:
             return o2 - o
         wslot = _wide_slot(wide, h)
-        if n > _SHORT_IDS and _find_to_front(wide, w, wslot, pw0, pw1):
+        if nn > _SHORT_IDS and _find_to_front(wide, w, wslot, pw0, pw1):
             return _entry_ids(wide, w, wslot, out, o)
     elif _SHORT_KEY < n <= _LONG_MAX:
         return _long_find(buf, a, n, h, _long_set(lidx, h), lidx, lbytes, lids, w, out, o)
@@ -2535,7 +2549,7 @@ def _sp_word_cached(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide
     Words of 16.._LONG_MAX bytes go to the long cache: in the code bench file 72% of
     llama2's bytes are in such words (an indentation is one "▁" run with the word after
     it), each of them encoded every time before."""
-    c = _sp_find(buf, a, b - a, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o)
+    c = _sp_find(buf, a, b - a, b - a, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o)
     if c >= 0:
         return c
     return _sp_word_miss(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w,
@@ -2547,12 +2561,15 @@ _LONE = _PAIR_ROW * _PAIR_ROW  # then one bit per code point: no token of two or
 
 
 @njit_noalloc(inline="always")
-def _pair_class(buf, i, b, held):
+def _pair_class(buf, i, b, held, raw):
     """``(class, length)`` of the character at ``buf[i]`` (before ``b``): its row in
     ``held``'s pair table (an ASCII byte, 128 for "▁", 129 for a character no token of two
-    or more characters holds) or -1 for any other character."""
+    or more characters holds) or -1 for any other character. With ``raw`` a space is a
+    "▁" (raw text: ``_sp_raw_gap``)."""
     x = buf[_U(i)]
     if x < 0x80:
+        if raw and x == 0x20:
+            return np.int64(128), np.int64(1)
         return np.int64(x), np.int64(1)
     if x == 0xE2 and i + 2 < b and buf[_U(i + 1)] == 0x96 and buf[_U(i + 2)] == 0x81:
         return np.int64(128), np.int64(3)
@@ -2562,9 +2579,19 @@ def _pair_class(buf, i, b, held):
     return np.int64(-1), _next_char(buf, i)
 
 
+@njit_noalloc(inline="always")
+def _sp_word_of(buf, a, b, raw, nbuf, char_id, byte_id, mtab, pc, hs, rank, out, o):
+    """``_sp_word`` of ``buf[a:b]``; with ``raw`` (raw text) of its bytes normalized into
+    ``nbuf`` first."""
+    if raw:
+        m = _sp_spaces(buf, a, b, nbuf, 0)
+        return _sp_word(nbuf, 0, m, char_id, byte_id, mtab, pc, hs, rank, out, o)
+    return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
+
+
 @njit_noalloc
 def _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w, held, bsc,
-                   out, o):
+                   raw, nbuf, out, o):
     """``_sp_word`` of a word the caches missed, cut first into parts at every place
     between two characters (ASCII, "▁" or lone: ``_pair_class``) that no vocabulary token
     holds next to each other (``held[x * 130 + y] == 0``): no token spans such a place, so
@@ -2573,7 +2600,10 @@ def _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide,
     (a part of a new word is mostly not new: "▁▁▁▁▁▁▁▁return", "▁self.x_max", "(x,"); only
     the parts they miss are merged. The parts are cut and keyed (their sets prefetched) up
     to ``_SP_BATCH`` at a time, in ``bsc``'s second half (``_sp_piece``'s batch is in the
-    first). Returns the number of ids."""
+    first). Returns the number of ids. With ``raw`` the word is raw text (``_sp_raw_gap``:
+    a space is a "▁"), its parts keyed on their raw bytes and normalized into ``nbuf``
+    when merged (the word's own key is raw: so are its parts', and a part is found where
+    the same text was a whole word)."""
     ws, kw0, kw1, kh = bsc
     B = _SP_BATCH + 1
     o0 = o
@@ -2585,7 +2615,7 @@ def _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide,
         while nq < _SP_BATCH and s < b:
             e = b
             while i < b:
-                x, ln = _pair_class(buf, i, b, held)
+                x, ln = _pair_class(buf, i, b, held, raw)
                 if i > s and px >= 0 and x >= 0 and held[_U(px * _PAIR_ROW + x)] == 0:
                     e = i
                     px = x
@@ -2594,7 +2624,7 @@ def _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide,
                 px = x
                 i += ln
             if nq == 0 and s == a and e == b:  # no place to cut
-                return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
+                return _sp_word_of(buf, a, b, raw, nbuf, char_id, byte_id, mtab, pc, hs, rank, out, o)
             ws[_U(B + nq)] = s
             _sp_key(buf, s, e, cache, lidx, w, B + nq, kw0, kw1, kh)
             nq += 1
@@ -2603,7 +2633,7 @@ def _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide,
         for q in range(B, B + nq):
             p0 = ws[_U(q)]
             n = ws[_U(q + 1)] - p0
-            if n == 1:  # an ASCII character
+            if n == 1 and not (raw and buf[_U(p0)] == 0x20):  # an ASCII character
                 t = char_id[_U(buf[_U(p0)])]
                 out[_U(o)] = t if t >= 0 else byte_id[_U(buf[_U(p0)])]
                 o += 1
@@ -2611,9 +2641,9 @@ def _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide,
             pw0 = kw0[_U(q)]
             pw1 = kw1[_U(q)]
             h = kh[_U(q)]
-            c = _sp_find(buf, p0, n, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o)
+            c = _sp_find(buf, p0, n, _sp_raw_len(n, pw0, pw1), cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o)
             if c < 0:
-                c = _sp_word(buf, p0, p0 + n, char_id, byte_id, mtab, pc, hs, rank, out, o)
+                c = _sp_word_of(buf, p0, p0 + n, raw, nbuf, char_id, byte_id, mtab, pc, hs, rank, out, o)
                 _sp_put(buf, p0, n, c, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o)
             o += c
     return o - o0
@@ -2627,7 +2657,7 @@ def _sp_word_miss(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, 
     n = b - a
     if held.shape[0] != 0 and n > 2:
         c = _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w, held,
-                           bsc, out, o)
+                           bsc, False, buf, out, o)
     else:
         c = _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
     _sp_put(buf, a, n, c, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o)
@@ -2646,7 +2676,7 @@ def _sp_nocut_before(buf, i, held):
 
 
 @njit_noalloc(inline="always")
-def _sp_marks(buf, i, runs_held):
+def _sp_marks(buf, i, runs_held, raw):
     """Bit ``k`` set where a "▁" may start at ``buf[i + k]`` (its first and last byte there:
     the caller checks the middle one), for 64 places (the caller keeps ``i + 66 <=
     buf.shape[0]``), less, when ``runs_held`` (a token holds "▁" right before "▁":
@@ -2654,7 +2684,14 @@ def _sp_marks(buf, i, runs_held):
     places: no cut is there, and a run of spaces in code (indentation) was a "▁" tested one
     at a time. The middle bytes are compared only for a window with two places 3 apart
     (prose and most text have none: a third compare in every window cost gemma3's
-    multilingual text about 2%, RESULTS 2026-12-06 15:10)."""
+    multilingual text about 2%, RESULTS 2026-12-06 15:10). With ``raw`` (a constant: the
+    raw text's walk, ``_sp_raw_gap``) the spaces are places too (each a "▁" once
+    normalized), less those right after a space when ``runs_held``."""
+    if raw:
+        sp = _range_mask64(buf, i, 0x20, 0x20)
+        if runs_held:
+            sp &= ~(sp << np.uint64(1))
+        return sp | (_range_mask64(buf, i, 0xE2, 0xE2) & _range_mask64(buf, i + 2, 0x81, 0x81))
     m = _range_mask64(buf, i, 0xE2, 0xE2) & _range_mask64(buf, i + 2, 0x81, 0x81)
     if runs_held and (m & (m << np.uint64(3))) != np.uint64(0):
         m &= _range_mask64(buf, i + 1, 0x96, 0x96)
@@ -2669,7 +2706,7 @@ def _sp_runs_held(held):
 
 
 @njit_noalloc(inline="always")
-def _sp_next_place(buf, i, wbase, wend, wm, runs_held):
+def _sp_next_place(buf, i, wbase, wend, wm, runs_held, raw):
     """``(j, wbase, wend, wm)``: ``j`` the first place from ``i`` where a "▁" may start that
     may be a cut (``_sp_marks``), else ``wend``, the end of the window of 64 places
     ``[wbase, wend)`` whose bits ``wm`` are kept between calls (a new window is read when
@@ -2678,7 +2715,7 @@ def _sp_next_place(buf, i, wbase, wend, wm, runs_held):
     if i >= wend:
         wbase = i
         wend = i + 64
-        wm = _sp_marks(buf, i, runs_held)
+        wm = _sp_marks(buf, i, runs_held, raw)
     m = wm & (_ALL64 << np.uint64(i - wbase))
     if m == 0:
         return wend, wbase, wend, wm
@@ -2725,7 +2762,7 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
             cut = b
             while i < b:  # the next "▁" (0xE2 is a lead byte: never inside another character)
                 if i + 66 <= nbuf:
-                    i, wbase, wend, wm = _sp_next_place(buf, i, wbase, wend, wm, runs)
+                    i, wbase, wend, wm = _sp_next_place(buf, i, wbase, wend, wm, runs, False)
                     if i == wend:  # none in the window
                         continue
                     if i >= b:
@@ -2749,6 +2786,160 @@ def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bval
         for q in range(nb):
             o += _sp_word_cached(buf, ws[_U(q)], ws[_U(q + 1)], char_id, byte_id, mtab, pc, hs, rank, cache, wide,
                                  lidx, lbytes, lids, w, held, bsc, kw0[_U(q)], kw1[_U(q)], kh[_U(q)], out, o)
+    return o - o0
+
+
+# The raw text's walk (decision 0041). For the normalizer forms (every " " made "▁", with a
+# "▁" in front of each gap for form 1) the ids path no longer writes the normalized gap:
+# it walks the raw gap, a space standing for the "▁" it would become, and keys each word on
+# its raw bytes. The word caches may hold a word under either spelling: a key's ids are
+# always those of its bytes normalized, and normalized text holds no space, so a key of
+# normalized bytes is its own raw spelling. Only a word the caches miss is normalized (into
+# ``nbuf``) and merged; the first word of a form-1 gap, which starts with the "▁" put in
+# front, is normalized too and keyed on that. The copy with three bytes written per byte
+# (``_sp_spaces``) was 16% of llama2's time on English prose (one thread, perf).
+_SP_ONES = np.uint64(0x0101010101010101)
+_SP_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+
+
+@njit_noalloc(inline="always")
+def _spaces_in(x):
+    """How many bytes of the word ``x`` are spaces (exact: no carry between bytes)."""
+    t = x ^ (np.uint64(0x20) * _SP_ONES)
+    z = ~(((t & _SP_LOW7) + _SP_LOW7) | t | _SP_LOW7)  # 0x80 in each byte of t that is 0
+    return np.int64(((z >> np.uint64(7)) * _SP_ONES) >> np.uint64(56))
+
+
+@njit_noalloc(inline="always")
+def _sp_raw_len(n, pw0, pw1):
+    """Normalized bytes of a raw word of ``n`` bytes (keyed: ``pw0``/``pw1``, ``short_key``'s
+    words when ``2 <= n <= _SHORT_KEY``): two more per space; ``n`` for a longer one (the
+    long cache writes exactly its count, with no room taken past it)."""
+    if 2 <= n <= _SHORT_KEY:
+        return n + 2 * (_spaces_in(pw0) + _spaces_in(pw1 & _KEY1))
+    return n
+
+
+@njit_noalloc(inline="always")
+def _raw_nocut_before(data, i, held):
+    """``_sp_nocut_before`` on raw text: the character before the place at ``data[i]`` (a
+    space, or a "▁" in the text) is held right before a "▁"; a space is a "▁" itself."""
+    y = data[_U(i - 1)]
+    if y == 0x20:
+        return held[_U(128 * _PAIR_ROW + 128)] != 0
+    if y < 0x80:
+        return held[_U(np.int64(y) * _PAIR_ROW + 128)] != 0
+    return y == 0x81 and data[_U(i - 2)] == 0x96 and data[_U(i - 3)] == 0xE2 and held[_U(128 * _PAIR_ROW + 128)] != 0
+
+
+@njit_noalloc(inline="always")
+def _raw_cut(data, i, w0, b, held, runs, wbase, wend, wm, lead):
+    """``(cut, i, wbase, wend, wm)``: the next cut from ``i`` in the raw gap ending at ``b``
+    of the word that starts at ``w0``: a place (a space, or a "▁" in the text) past ``w0``
+    whose previous character is not held before a "▁" (``_raw_nocut_before``); with
+    ``lead`` (a form-1 gap's first word, the "▁" put in front of ``w0``) a place at ``w0``
+    too, unless "▁" is held before "▁". ``cut == b`` when there is none; ``i`` is past the
+    cut's place. The window state as ``_sp_next_place``'s."""
+    nd = data.shape[0]
+    while i < b:
+        if i + 66 <= nd:
+            i, wbase, wend, wm = _sp_next_place(data, i, wbase, wend, wm, runs, True)
+            if i == wend:  # none in the window
+                continue
+            if i >= b:
+                break
+        elif data[_U(i)] != 0x20 and data[_U(i)] != 0xE2:
+            i += 1
+            continue
+        if data[_U(i)] == 0x20:
+            ln = 1
+        elif i + 2 < b and data[_U(i + 1)] == 0x96 and data[_U(i + 2)] == 0x81:
+            ln = 3
+        else:
+            i += 1
+            continue
+        if i > w0:
+            if not _raw_nocut_before(data, i, held):
+                return i, i + ln, wbase, wend, wm
+        elif lead and held[_U(128 * _PAIR_ROW + 128)] == 0:
+            return i, i + ln, wbase, wend, wm
+        i += ln
+    return b, i, wbase, wend, wm
+
+
+@njit_noalloc
+def _sp_raw_miss(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w, held, bsc,
+                 pw0, pw1, h, nbuf, out, o):
+    """``_sp_word_miss`` of a word of raw text: normalized into ``nbuf``, merged there
+    (through its parts, keyed on raw text too), put in the caches under its raw key. A word
+    in ``nbuf`` already (``buf`` is ``nbuf``: a form-1 gap's first word, normalized) is
+    merged as ``_sp_word_miss`` would."""
+    raw = buf.ctypes.data != nbuf.ctypes.data
+    if b - a > 2 or (raw and b - a == 2):
+        c = _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w, held,
+                           bsc, raw, nbuf, out, o)
+    else:
+        c = _sp_word_of(buf, a, b, raw, nbuf, char_id, byte_id, mtab, pc, hs, rank, out, o)
+    _sp_put(buf, a, b - a, c, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o)
+    return c
+
+
+@njit_noalloc(inline="always")
+def _sp_raw_gap(data, x, y, lead, char_id, byte_id, mtab, pc, held, hs, rank, cache, wide, lidx, lbytes, lids, bsc,
+                w, nbuf, out, o):
+    """``_sp_piece`` of the normalized gap ``data[x:y]`` (``y > x``) without writing it:
+    words cut on the raw text (``_raw_cut``), keyed on their raw bytes, in batches of
+    ``_SP_BATCH`` as there. With ``lead`` (form 1) the first word, "▁" and its raw bytes
+    normalized, is written to ``nbuf`` and keyed there. Needs a non-empty ``held``;
+    returns the number of ids."""
+    ws, kw0, kw1, kh = bsc
+    o0 = o
+    runs = _sp_runs_held(held)
+    wbase = np.int64(0)
+    wend = np.int64(-1)
+    wm = np.uint64(0)
+    w0 = x
+    i = x
+    first = -1  # the batch slot whose word is in nbuf[0:ln0]
+    ln0 = np.int64(0)
+    while w0 < y:
+        nb = 0
+        if lead and first == -1:  # the form-1 gap's first word, into nbuf
+            cut, i, wbase, wend, wm = _raw_cut(data, i, w0, y, held, runs, wbase, wend, wm, True)
+            for k in range(3):
+                nbuf[_U(k)] = _SP_CHAR[_U(k)]
+            ln0 = _sp_spaces(data, x, cut, nbuf, 3)
+            ws[0] = 0
+            _sp_key(nbuf, 0, ln0, cache, lidx, w, 0, kw0, kw1, kh)
+            first = 0
+            nb = 1
+            w0 = cut
+        while nb < _SP_BATCH and w0 < y:
+            cut, i, wbase, wend, wm = _raw_cut(data, i, w0, y, held, runs, wbase, wend, wm, False)
+            ws[_U(nb)] = w0
+            _sp_key(data, w0, cut, cache, lidx, w, nb, kw0, kw1, kh)
+            nb += 1
+            w0 = cut
+        ws[_U(nb)] = w0
+        for q in range(nb):
+            if q == first:
+                buf = nbuf
+                a = np.int64(0)
+                b = ln0
+            else:
+                buf = data
+                a = ws[_U(q)]
+                b = ws[_U(q + 1)]
+            pw0 = kw0[_U(q)]
+            pw1 = kw1[_U(q)]
+            h = kh[_U(q)]
+            c = _sp_find(buf, a, b - a, _sp_raw_len(b - a, pw0, pw1), cache, wide, lidx, lbytes, lids, w, pw0, pw1, h,
+                         out, o)
+            if c < 0:
+                c = _sp_raw_miss(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w,
+                                 held, bsc, pw0, pw1, h, nbuf, out, o)
+            o += c
+        first = -2  # done with it
     return o - o0
 
 
@@ -2818,7 +3009,7 @@ def sp_form_marker(form: int) -> tuple:
 
 
 @njit_noalloc
-def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
+def _sp_doc(data, a, b, rt, nt, cls, prepend, raw_walk, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
             whole_first, held, cache, wide, lidx, lbytes, lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, o, rec,
             nsrc, psrc):
     """Encode ``data[a:b]`` into ``out[o:]``; returns the new ``o``. ``rt``/``nt``: the raw and
@@ -2834,6 +3025,13 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
     false``) with ``prepend_scheme`` "first"/"always": each piece gets its spaces replaced and
     "▁" in front unless it starts with one, "first" only for the piece at the start of the
     text.
+
+    ``raw_walk``: ``()``, or for the normalizer forms' ids (``rec`` None), with a non-empty
+    ``held`` and no ``whole_first``, the trie tuple of ``tails`` (flat: a parallel kernel
+    cannot take a tuple in a tuple): the gaps are walked raw (``_sp_raw_gap``, decision
+    0041) unless one holds some tail (the normalized added tokens' contents without their
+    leading "▁"s: none of them can match without one of these; an empty trie when there
+    are no normalized added tokens).
 
     ``rec = (nlen, tb, te, word)`` (not None: a specialization of its own, the checks below
     pruned when compiled for None): each token's first and last text bytes and its
@@ -2862,6 +3060,13 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
         x = gs[_U(gi)]
         y = ge[_U(gi)]
         gi += 1
+        if len(raw_walk) > 0:  # a constant: the other copies have no raw walk
+            if raw_walk[2].shape[0] == 0 or not _any_in_segment(data, x, y, raw_walk[0], raw_walk[1], raw_walk[2],
+                                                                  raw_walk[3], raw_walk[4], raw_walk[5]):
+                if y > x:
+                    o += _sp_raw_gap(data, x, y, form == 1, char_id, byte_id, mtab, pc, held, hs, rank, cache, wide,
+                                     lidx, lbytes, lids, bsc, w, nbuf, out, o)
+                continue
         n = 0
         if form == 1 and y > x:
             for k in range(3):
@@ -2931,7 +3136,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena,
 
 
 @njit_cached(nogil=True)
-def sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte_id, mtab, arena, tok_off,
+def sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, raw_walk, char_id, byte_id, mtab, arena, tok_off,
              bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, w, out, counts, rec):
     """Documents ``d0..d1`` on worker ``w`` (its rows of the word caches and ``pcache``):
     the scratch for ``_sp_docs``, sized for the longest. One thread's call from Python
@@ -2957,13 +3162,13 @@ def sp_block(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte
     rank = np.empty(_SHORT + 1, np.uint64)
     bsc = (np.empty(2 * _SP_BATCH + 2, np.int64), np.empty(2 * _SP_BATCH + 1, np.uint64),
            np.empty(2 * _SP_BATCH + 1, np.uint64), np.empty(2 * _SP_BATCH + 1, np.uint64))
-    _sp_docs(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena, tok_off, bkeys,
+    _sp_docs(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, raw_walk, char_id, byte_id, mtab, pc, arena, tok_off, bkeys,
              bvals, whole_first, held, cache, wide, lidx, lbytes, lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, counts,
              rec, nsrc, psrc)
 
 
 @njit_noalloc
-def _sp_docs(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte_id, mtab, pc, arena, tok_off, bkeys,
+def _sp_docs(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, raw_walk, char_id, byte_id, mtab, pc, arena, tok_off, bkeys,
              bvals, whole_first, held, cache, wide, lidx, lbytes, lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, counts,
              rec, nsrc, psrc):
     """``sp_block``'s loop over its documents, compiled without reference counting: in
@@ -2979,7 +3184,7 @@ def _sp_docs(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte
     o = dst[_U(d0)]
     for d in range(d0, d1):
         dst[_U(d)] = o
-        o2 = _sp_doc(data, doc_offsets[_U(d)], doc_offsets[_U(d + 1)], rt, nt, cls, prepend, char_id, byte_id,
+        o2 = _sp_doc(data, doc_offsets[_U(d)], doc_offsets[_U(d + 1)], rt, nt, cls, prepend, raw_walk, char_id, byte_id,
                      mtab, pc, arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes,
                      lids, w, nbuf, pbuf, dsc, hs, rank, bsc, out, o, rec, nsrc, psrc)
         counts[_U(d)] = o2 - o
@@ -2987,7 +3192,7 @@ def _sp_docs(data, doc_offsets, dst, d0, d1, rt, nt, cls, prepend, char_id, byte
 
 
 @njit_cached(parallel=True, nogil=True)
-def sp_encode_parallel(data, doc_offsets, dst, blocks, nw, rt, nt, cls, prepend, char_id, byte_id, mtab, arena,
+def sp_encode_parallel(data, doc_offsets, dst, blocks, nw, rt, nt, cls, prepend, raw_walk, char_id, byte_id, mtab, arena,
                        tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache, out, counts,
                        rec):
     """``blocks`` of documents (bounds into the document list) handed to the ``nw``
@@ -3001,8 +3206,8 @@ def sp_encode_parallel(data, doc_offsets, dst, blocks, nw, rt, nt, cls, prepend,
         for c in range(nb):
             k = take(flags, c, np.int64(t), nw, nb)
             if k >= 0:
-                sp_block(data, doc_offsets, dst, blocks[_U(k)], blocks[_U(k + 1)], rt, nt, cls, prepend, char_id, byte_id,
-                         mtab, arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids, pcache,
-                         get_thread_id(), out, counts, rec)
+                sp_block(data, doc_offsets, dst, blocks[_U(k)], blocks[_U(k + 1)], rt, nt, cls, prepend, raw_walk, char_id,
+                         byte_id, mtab, arena, tok_off, bkeys, bvals, whole_first, held, cache, wide, lidx, lbytes, lids,
+                         pcache, get_thread_id(), out, counts, rec)
 
 

@@ -81,7 +81,7 @@ def _emit_piece(src, x, y, buf, m, starts, special, p, whole_first, held, arena,
         i = x + 1
         while i + 2 < y:
             if i + 66 <= N:  # 64 places at a time: where a "▁" that may be a cut may start
-                wm = _sp_marks(src, i, runs)
+                wm = _sp_marks(src, i, runs, False)
                 while wm != 0:
                     j = i + np.int64(_ctz64(wm))
                     wm &= wm - np.uint64(1)
