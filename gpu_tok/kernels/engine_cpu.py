@@ -2870,28 +2870,27 @@ def _raw_cut(data, i, w0, b, held, runs, wbase, wend, wm, lead):
 @njit_noalloc
 def _sp_raw_miss(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w, held, bsc,
                  pw0, pw1, h, nbuf, out, o):
-    """``_sp_word_miss`` of a word of raw text: normalized into ``nbuf``, merged there
-    (through its parts, keyed on raw text too), put in the caches under its raw key. A word
-    in ``nbuf`` already (``buf`` is ``nbuf``: a form-1 gap's first word, normalized) is
-    merged as ``_sp_word_miss`` would."""
-    raw = buf.ctypes.data != nbuf.ctypes.data
-    if b - a > 2 or (raw and b - a == 2):
+    """``_sp_word_miss`` of a word of raw text: merged through its parts (keyed on raw
+    text too), each normalized into ``nbuf`` when merged; put in the caches under its raw
+    key."""
+    if b - a >= 2:
         c = _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w, held,
-                           bsc, raw, nbuf, out, o)
+                           bsc, True, nbuf, out, o)
     else:
-        c = _sp_word_of(buf, a, b, raw, nbuf, char_id, byte_id, mtab, pc, hs, rank, out, o)
+        c = _sp_word_of(buf, a, b, True, nbuf, char_id, byte_id, mtab, pc, hs, rank, out, o)
     _sp_put(buf, a, b - a, c, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o)
     return c
 
 
 @njit_noalloc(inline="always")
 def _sp_raw_gap(data, x, y, lead, char_id, byte_id, mtab, pc, held, hs, rank, cache, wide, lidx, lbytes, lids, bsc,
-                w, nbuf, out, o):
+                w, nbuf, pbuf, out, o):
     """``_sp_piece`` of the normalized gap ``data[x:y]`` (``y > x``) without writing it:
     words cut on the raw text (``_raw_cut``), keyed on their raw bytes, in batches of
-    ``_SP_BATCH`` as there. With ``lead`` (form 1) the first word, "▁" and its raw bytes
-    normalized, is written to ``nbuf`` and keyed there. Needs a non-empty ``held``;
-    returns the number of ids."""
+    ``_SP_BATCH`` as there. With ``lead`` (form 1) the first word, the "▁" put in front
+    and its raw bytes, is spelt raw in ``pbuf`` (a space, then its bytes: the key of the
+    same word elsewhere) and keyed there. Needs a non-empty ``held``; returns the number
+    of ids."""
     ws, kw0, kw1, kh = bsc
     o0 = o
     runs = _sp_runs_held(held)
@@ -2900,17 +2899,17 @@ def _sp_raw_gap(data, x, y, lead, char_id, byte_id, mtab, pc, held, hs, rank, ca
     wm = np.uint64(0)
     w0 = x
     i = x
-    first = -1  # the batch slot whose word is in nbuf[0:ln0]
+    first = -1  # the batch slot whose word is in pbuf[0:ln0]
     ln0 = np.int64(0)
     while w0 < y:
         nb = 0
-        if lead and first == -1:  # the form-1 gap's first word, into nbuf
+        if lead and first == -1:  # the form-1 gap's first word, spelt raw in pbuf
             cut, i, wbase, wend, wm = _raw_cut(data, i, w0, y, held, runs, wbase, wend, wm, True)
-            for k in range(3):
-                nbuf[_U(k)] = _SP_CHAR[_U(k)]
-            ln0 = _sp_spaces(data, x, cut, nbuf, 3)
+            pbuf[0] = 0x20
+            ln0 = 1 + cut - x
+            _copy_bytes(pbuf, 1, data, x, cut - x)
             ws[0] = 0
-            _sp_key(nbuf, 0, ln0, cache, lidx, w, 0, kw0, kw1, kh)
+            _sp_key(pbuf, 0, ln0, cache, lidx, w, 0, kw0, kw1, kh)
             first = 0
             nb = 1
             w0 = cut
@@ -2923,7 +2922,7 @@ def _sp_raw_gap(data, x, y, lead, char_id, byte_id, mtab, pc, held, hs, rank, ca
         ws[_U(nb)] = w0
         for q in range(nb):
             if q == first:
-                buf = nbuf
+                buf = pbuf
                 a = np.int64(0)
                 b = ln0
             else:
@@ -3065,7 +3064,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, raw_walk, char_id, byte_id, mtab, 
                                                                   raw_walk[3], raw_walk[4], raw_walk[5]):
                 if y > x:
                     o += _sp_raw_gap(data, x, y, form == 1, char_id, byte_id, mtab, pc, held, hs, rank, cache, wide,
-                                     lidx, lbytes, lids, bsc, w, nbuf, out, o)
+                                     lidx, lbytes, lids, bsc, w, nbuf, pbuf, out, o)
                 continue
         n = 0
         if form == 1 and y > x:
