@@ -1,6 +1,6 @@
 """The SentencePiece engine's ids walk raw text (decision 0041): for the normalizer forms
 (every " " made "▁", a "▁" put in front of each gap for form 1) ``_sp_doc`` no longer
-writes the normalized gap; ``_sp_raw_gap`` cuts the raw gap into words (a space stands
+writes the normalized gap; ``_sp_piece`` cuts the raw gap into words (a space stands
 for its "▁"), keys them on their raw bytes and normalizes only the words the caches miss.
 
 * adversarial texts (runs of spaces, "▁" in the text, spaces next to added tokens, words

@@ -1761,13 +1761,13 @@ def short_seed(arena, tok_off, init_ids, grid, mtab, bkeys, bvals, whole_first, 
     ``_SHORT_IDS`` ids, its short key's hash and its short-cache entry (``words[t]``, four
     words as ``_set_put`` writes them); ``words[t, 1] == 0`` for the others. Blocks of
     tokens in parallel, each with its own pair cache. With a non-empty ``char_id``, for the
-    SentencePiece engine, whose short cache is keyed on words (``_sp_word_cached``): each
+    SentencePiece engine, whose short cache is keyed on words (``_sp_piece``): each
     token of 2.._SHORT_KEY bytes (its normalized text, "▁" and all) with the ids
     ``_sp_word`` gives a word of those bytes (what ``_sp_word_miss`` puts there; its cut
     into parts gives the same ids); ``init_ids``, ``grid``, ``bkeys``, ``bvals`` unused.
     With a non-empty ``ktok_off``, each token's key is made from its spelling in
     ``karena``/``ktok_off`` (2.._SHORT_KEY bytes) instead: the SentencePiece words of raw
-    text (``_sp_raw_gap``) spell "▁" as a space."""
+    text (``_sp_piece`` on a raw gap) spell "▁" as a space."""
     T = tok_off.shape[0] - 1
     sp = char_id.shape[0] > 0
     spelt = ktok_off.shape[0] > 0
@@ -2539,36 +2539,19 @@ def _sp_put(buf, a, n, c, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, 
         _long_insert(buf, a, n, c, h, _long_set(lidx, h), lidx, lbytes, lids, w, out, o)
 
 
-@njit_noalloc(inline="always")
-def _sp_word_cached(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w,
-                    held, bsc, pw0, pw1, h, out, o):
-    """``_sp_word`` through the word caches (the byte-level engine's short, wide and long
-    caches, keyed on the normalized word's bytes: a word's ids depend on its bytes alone),
-    with the word's key from ``_sp_key``; inlined, the miss in a call of its own
-    (``_sp_word_miss``: a call passes every array field by field, hundreds of moves).
-    Words of 16.._LONG_MAX bytes go to the long cache: in the code bench file 72% of
-    llama2's bytes are in such words (an indentation is one "▁" run with the word after
-    it), each of them encoded every time before."""
-    c = _sp_find(buf, a, b - a, b - a, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o)
-    if c >= 0:
-        return c
-    return _sp_word_miss(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w,
-                         held, bsc, pw0, pw1, h, out, o)
-
-
 _PAIR_ROW = 130  # ``held``'s pair table: the 128 ASCII bytes, "▁" (128), a lone character (129)
 _LONE = _PAIR_ROW * _PAIR_ROW  # then one bit per code point: no token of two or more characters holds it
 
 
 @njit_noalloc(inline="always")
-def _pair_class(buf, i, b, held, raw):
+def _pair_class(buf, i, b, held):
     """``(class, length)`` of the character at ``buf[i]`` (before ``b``): its row in
-    ``held``'s pair table (an ASCII byte, 128 for "▁", 129 for a character no token of two
-    or more characters holds) or -1 for any other character. With ``raw`` a space is a
-    "▁" (raw text: ``_sp_raw_gap``)."""
+    ``held``'s pair table (an ASCII byte, 128 for "▁" and for a space, which is raw text's
+    "▁": ``_sp_piece``, 129 for a character no token of two or more characters holds) or
+    -1 for any other character."""
     x = buf[_U(i)]
     if x < 0x80:
-        if raw and x == 0x20:
+        if x == 0x20:
             return np.int64(128), np.int64(1)
         return np.int64(x), np.int64(1)
     if x == 0xE2 and i + 2 < b and buf[_U(i + 1)] == 0x96 and buf[_U(i + 2)] == 0x81:
@@ -2580,18 +2563,20 @@ def _pair_class(buf, i, b, held, raw):
 
 
 @njit_noalloc(inline="always")
-def _sp_word_of(buf, a, b, raw, nbuf, char_id, byte_id, mtab, pc, hs, rank, out, o):
-    """``_sp_word`` of ``buf[a:b]``; with ``raw`` (raw text) of its bytes normalized into
-    ``nbuf`` first."""
-    if raw:
-        m = _sp_spaces(buf, a, b, nbuf, 0)
-        return _sp_word(nbuf, 0, m, char_id, byte_id, mtab, pc, hs, rank, out, o)
+def _sp_word_of(buf, a, b, nbuf, char_id, byte_id, mtab, pc, hs, rank, out, o):
+    """``_sp_word`` of ``buf[a:b]``, its bytes normalized into ``nbuf`` first when they hold
+    a space (raw text: ``_sp_piece``; a word of normalized text holds none, and is merged
+    where it is)."""
+    for k in range(a, b):
+        if buf[_U(k)] == 0x20:
+            m = _sp_spaces(buf, a, b, nbuf, 0)
+            return _sp_word(nbuf, 0, m, char_id, byte_id, mtab, pc, hs, rank, out, o)
     return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
 
 
 @njit_noalloc
 def _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w, held, bsc,
-                   raw, nbuf, out, o):
+                   nbuf, out, o):
     """``_sp_word`` of a word the caches missed, cut first into parts at every place
     between two characters (ASCII, "▁" or lone: ``_pair_class``) that no vocabulary token
     holds next to each other (``held[x * 130 + y] == 0``): no token spans such a place, so
@@ -2600,10 +2585,10 @@ def _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide,
     (a part of a new word is mostly not new: "▁▁▁▁▁▁▁▁return", "▁self.x_max", "(x,"); only
     the parts they miss are merged. The parts are cut and keyed (their sets prefetched) up
     to ``_SP_BATCH`` at a time, in ``bsc``'s second half (``_sp_piece``'s batch is in the
-    first). Returns the number of ids. With ``raw`` the word is raw text (``_sp_raw_gap``:
-    a space is a "▁"), its parts keyed on their raw bytes and normalized into ``nbuf``
-    when merged (the word's own key is raw: so are its parts', and a part is found where
-    the same text was a whole word)."""
+    first). Returns the number of ids. A word of raw text (``_sp_piece``: a space is a
+    "▁") has its parts keyed on their raw bytes and normalized into ``nbuf`` when merged
+    (the word's own key is raw: so are its parts', and a part is found where the same text
+    was a whole word)."""
     ws, kw0, kw1, kh = bsc
     B = _SP_BATCH + 1
     o0 = o
@@ -2615,7 +2600,7 @@ def _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide,
         while nq < _SP_BATCH and s < b:
             e = b
             while i < b:
-                x, ln = _pair_class(buf, i, b, held, raw)
+                x, ln = _pair_class(buf, i, b, held)
                 if i > s and px >= 0 and x >= 0 and held[_U(px * _PAIR_ROW + x)] == 0:
                     e = i
                     px = x
@@ -2624,7 +2609,7 @@ def _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide,
                 px = x
                 i += ln
             if nq == 0 and s == a and e == b:  # no place to cut
-                return _sp_word_of(buf, a, b, raw, nbuf, char_id, byte_id, mtab, pc, hs, rank, out, o)
+                return _sp_word_of(buf, a, b, nbuf, char_id, byte_id, mtab, pc, hs, rank, out, o)
             ws[_U(B + nq)] = s
             _sp_key(buf, s, e, cache, lidx, w, B + nq, kw0, kw1, kh)
             nq += 1
@@ -2633,7 +2618,7 @@ def _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide,
         for q in range(B, B + nq):
             p0 = ws[_U(q)]
             n = ws[_U(q + 1)] - p0
-            if n == 1 and not (raw and buf[_U(p0)] == 0x20):  # an ASCII character
+            if n == 1 and buf[_U(p0)] != 0x20:  # an ASCII character (a space is a "▁")
                 t = char_id[_U(buf[_U(p0)])]
                 out[_U(o)] = t if t >= 0 else byte_id[_U(buf[_U(p0)])]
                 o += 1
@@ -2643,25 +2628,10 @@ def _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide,
             h = kh[_U(q)]
             c = _sp_find(buf, p0, n, _sp_raw_len(n, pw0, pw1), cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o)
             if c < 0:
-                c = _sp_word_of(buf, p0, p0 + n, raw, nbuf, char_id, byte_id, mtab, pc, hs, rank, out, o)
+                c = _sp_word_of(buf, p0, p0 + n, nbuf, char_id, byte_id, mtab, pc, hs, rank, out, o)
                 _sp_put(buf, p0, n, c, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o)
             o += c
     return o - o0
-
-
-@njit_noalloc
-def _sp_word_miss(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w,
-                  held, bsc, pw0, pw1, h, out, o):
-    """``_sp_word`` of a word the caches do not hold (through its parts, ``_sp_word_parts``,
-    with a non-empty ``held``), put in the cache its length and ids go to."""
-    n = b - a
-    if held.shape[0] != 0 and n > 2:
-        c = _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w, held,
-                           bsc, False, buf, out, o)
-    else:
-        c = _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
-    _sp_put(buf, a, n, c, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o)
-    return c
 
 
 @njit_noalloc(inline="always")
@@ -2685,17 +2655,17 @@ def _sp_marks(buf, i, runs_held, raw):
     at a time. The middle bytes are compared only for a window with two places 3 apart
     (prose and most text have none: a third compare in every window cost gemma3's
     multilingual text about 2%, RESULTS 2026-12-06 15:10). With ``raw`` (a constant: the
-    raw text's walk, ``_sp_raw_gap``) the spaces are places too (each a "▁" once
-    normalized), less those right after a space when ``runs_held``."""
-    if raw:
-        sp = _range_mask64(buf, i, 0x20, 0x20)
-        if runs_held:
-            sp &= ~(sp << np.uint64(1))
-        return sp | (_range_mask64(buf, i, 0xE2, 0xE2) & _range_mask64(buf, i + 2, 0x81, 0x81))
+    CPU engine's walk, ``_sp_piece``, which may be on raw text) the spaces are places too
+    (each a "▁" once normalized), less those right after a space when ``runs_held``."""
     m = _range_mask64(buf, i, 0xE2, 0xE2) & _range_mask64(buf, i + 2, 0x81, 0x81)
     if runs_held and (m & (m << np.uint64(3))) != np.uint64(0):
         m &= _range_mask64(buf, i + 1, 0x96, 0x96)
         m &= ~(m << np.uint64(3))
+    if raw:
+        sp = _range_mask64(buf, i, 0x20, 0x20)
+        if runs_held:
+            sp &= ~(sp << np.uint64(1))
+        m |= sp
     return m
 
 
@@ -2722,71 +2692,6 @@ def _sp_next_place(buf, i, wbase, wend, wm, runs_held, raw):
     return wbase + np.int64(_ctz64(m)), wbase, wend, wm
 
 
-@njit_noalloc(inline="always")
-def _sp_piece(buf, a, b, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals, whole_first, held, hs,
-              rank, cache, wide, lidx, lbytes, lids, bsc, w, out, o):
-    """One piece: whole in the vocabulary (``ignore_merges``), else BPE. With a non-empty
-    ``held`` (``fast_cpu._held_pairs``: ``held[x * 130 + y]`` whether some vocabulary token
-    holds character ``x`` right before ``y``, for the ASCII bytes and "▁" as 128; no token
-    holds any other character right before a "▁") the piece is cut into words before every "▁"
-    whose previous character no token holds there: no token can span such a place, so no
-    merge crosses it and BPE of the words is BPE of the whole. The words go
-    through the word caches (``_sp_word_cached``) in batches of up to ``_SP_BATCH``: each
-    batch's words cut and keyed first, their cache sets prefetched (``bsc``: the batch's
-    word starts ``int64[2 * _SP_BATCH + 2]`` and keys ``uint64[2 * _SP_BATCH + 1]`` x 3, the
-    first ``_SP_BATCH + 1`` items this batch's, the rest ``_sp_word_parts``'s), so that the
-    probes do not each wait on memory (they were a fifth of llama2's time on code). The
-    next "▁" is found 64 places at a time by its first and last byte (the window's bits kept
-    while the scan is in it). Inlined into ``_sp_doc``: a call per gap passed every array
-    field by field, and gemma3's "\n" and "\t" added tokens make a gap every ~40 bytes of
-    code."""
-    if whole_first:
-        t = bytes_lookup(buf, a, b, arena, tok_off, bkeys, bvals)
-        if t >= 0:
-            out[_U(o)] = t
-            return 1
-    if held.shape[0] == 0:
-        return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
-    ws, kw0, kw1, kh = bsc
-    o0 = o
-    w0 = a
-    i = a
-    nbuf = buf.shape[0]
-    runs = _sp_runs_held(held)
-    wbase = np.int64(0)  # the window of places looked at: [wbase, wend), their bits wm
-    wend = np.int64(-1)
-    wm = np.uint64(0)
-    while w0 < b:
-        nb = 0
-        while nb < _SP_BATCH and w0 < b:
-            cut = b
-            while i < b:  # the next "▁" (0xE2 is a lead byte: never inside another character)
-                if i + 66 <= nbuf:
-                    i, wbase, wend, wm = _sp_next_place(buf, i, wbase, wend, wm, runs, False)
-                    if i == wend:  # none in the window
-                        continue
-                    if i >= b:
-                        break
-                elif buf[_U(i)] != 0xE2:
-                    i += 1
-                    continue
-                if i + 2 < b and buf[_U(i + 1)] == 0x96 and buf[_U(i + 2)] == 0x81:
-                    if i > w0 and not _sp_nocut_before(buf, i, held):
-                        cut = i
-                        i += 3
-                        break
-                    i += 3
-                else:
-                    i += 1
-            ws[_U(nb)] = w0
-            _sp_key(buf, w0, cut, cache, lidx, w, nb, kw0, kw1, kh)
-            nb += 1
-            w0 = cut
-        ws[_U(nb)] = w0
-        for q in range(nb):
-            o += _sp_word_cached(buf, ws[_U(q)], ws[_U(q + 1)], char_id, byte_id, mtab, pc, hs, rank, cache, wide,
-                                 lidx, lbytes, lids, w, held, bsc, kw0[_U(q)], kw1[_U(q)], kh[_U(q)], out, o)
-    return o - o0
 
 
 # The raw text's walk (decision 0041). For the normalizer forms (every " " made "▁", with a
@@ -2868,77 +2773,98 @@ def _raw_cut(data, i, w0, b, held, runs, wbase, wend, wm, lead):
 
 
 @njit_noalloc
-def _sp_raw_miss(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w, held, bsc,
-                 pw0, pw1, h, nbuf, out, o):
-    """``_sp_word_miss`` of a word of raw text: merged through its parts (keyed on raw
-    text too), each normalized into ``nbuf`` when merged; put in the caches under its raw
-    key."""
-    if b - a >= 2:
+def _sp_word_miss(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w, held, bsc,
+                  pw0, pw1, h, nbuf, out, o):
+    """A word the caches do not hold (raw or normalized text): merged through its parts
+    (``_sp_word_parts``, with a non-empty ``held``; each normalized into ``nbuf`` when
+    merged if it holds a space), put in the cache its length and ids go to under its key.
+    Called, not inlined (a call passes every array field by field, hundreds of moves, but
+    only a miss pays it)."""
+    if held.shape[0] != 0 and b - a >= 2:
         c = _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w, held,
-                           bsc, True, nbuf, out, o)
+                           bsc, nbuf, out, o)
     else:
-        c = _sp_word_of(buf, a, b, True, nbuf, char_id, byte_id, mtab, pc, hs, rank, out, o)
+        c = _sp_word_of(buf, a, b, nbuf, char_id, byte_id, mtab, pc, hs, rank, out, o)
     _sp_put(buf, a, b - a, c, cache, wide, lidx, lbytes, lids, w, pw0, pw1, h, out, o)
     return c
 
 
 @njit_noalloc(inline="always")
-def _sp_raw_gap(data, x, y, lead, char_id, byte_id, mtab, pc, held, hs, rank, cache, wide, lidx, lbytes, lids, bsc,
-                w, nbuf, pbuf, out, o):
-    """``_sp_piece`` of the normalized gap ``data[x:y]`` (``y > x``) without writing it:
-    words cut on the raw text (``_raw_cut``), keyed on their raw bytes, in batches of
-    ``_SP_BATCH`` as there. With ``lead`` (form 1) the first word, the "▁" put in front
-    and its raw bytes, is spelt raw in ``pbuf`` (a space, then its bytes: the key of the
-    same word elsewhere) and keyed there. Needs a non-empty ``held``; returns the number
-    of ids."""
+def _sp_piece(buf, a, b, lead, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals, whole_first, held, hs, rank,
+              cache, wide, lidx, lbytes, lids, bsc, w, nbuf, pbuf, out, o):
+    """One piece ``buf[a:b]`` of normalized text, or a gap of raw text that stands for one
+    (a space there is the "▁" it becomes: decision 0041); returns the number of ids. Whole
+    in the vocabulary (``ignore_merges``: normalized text only), else BPE. With a non-empty
+    ``held`` (``fast_cpu._held_pairs``: ``held[x * 130 + y]`` whether some vocabulary token
+    holds character ``x`` right before ``y``, for the ASCII bytes and "▁" as 128; no token
+    holds any other character right before a "▁") the piece is cut into words before every
+    "▁" (or space) whose previous character no token holds there (``_raw_cut``): no token
+    can span such a place, so no merge crosses it and BPE of the words is BPE of the whole.
+    Each word is keyed on its bytes as they are (raw or normalized: ``_sp_raw_len`` gives
+    its normalized length) in batches of up to ``_SP_BATCH``, their cache sets prefetched
+    (``bsc``: the batch's word starts ``int64[2 * _SP_BATCH + 2]`` and keys
+    ``uint64[2 * _SP_BATCH + 1]`` x 3, the first ``_SP_BATCH + 1`` items this batch's, the
+    rest ``_sp_word_parts``'s), so that the probes do not each wait on memory; a word the
+    caches miss goes to ``_sp_word_miss``. With ``lead`` (a form-1 gap of raw text) the
+    first word, the "▁" put in front and its raw bytes, is spelt raw in ``pbuf`` (a space,
+    then its bytes: the key of the same word elsewhere). Inlined into ``_sp_doc``, from one
+    call site: a call per gap passed every array field by field, and gemma3's "\n" and
+    "\t" added tokens make a gap every ~40 bytes of code."""
+    if whole_first:
+        t = bytes_lookup(buf, a, b, arena, tok_off, bkeys, bvals)
+        if t >= 0:
+            out[_U(o)] = t
+            return 1
+    if held.shape[0] == 0:  # normalized text (the raw walk needs word cuts)
+        return _sp_word(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, out, o)
     ws, kw0, kw1, kh = bsc
     o0 = o
     runs = _sp_runs_held(held)
-    wbase = np.int64(0)
+    wbase = np.int64(0)  # the window of places looked at: [wbase, wend), their bits wm
     wend = np.int64(-1)
     wm = np.uint64(0)
-    w0 = x
-    i = x
-    first = -1  # the batch slot whose word is in pbuf[0:ln0]
+    w0 = a
+    i = a
+    first = -1  # the batch slot whose word is in pbuf[0:ln0] (-1: not cut yet, -2: done)
     ln0 = np.int64(0)
-    while w0 < y:
+    while w0 < b:
         nb = 0
-        if lead and first == -1:  # the form-1 gap's first word, spelt raw in pbuf
-            cut, i, wbase, wend, wm = _raw_cut(data, i, w0, y, held, runs, wbase, wend, wm, True)
-            pbuf[0] = 0x20
-            ln0 = 1 + cut - x
-            _copy_bytes(pbuf, 1, data, x, cut - x)
-            ws[0] = 0
-            _sp_key(pbuf, 0, ln0, cache, lidx, w, 0, kw0, kw1, kh)
-            first = 0
-            nb = 1
-            w0 = cut
-        while nb < _SP_BATCH and w0 < y:
-            cut, i, wbase, wend, wm = _raw_cut(data, i, w0, y, held, runs, wbase, wend, wm, False)
+        while nb < _SP_BATCH and w0 < b:
+            lead_word = lead and first == -1  # the form-1 gap's first word, spelt raw in pbuf
+            cut, i, wbase, wend, wm = _raw_cut(buf, i, w0, b, held, runs, wbase, wend, wm, lead_word)
             ws[_U(nb)] = w0
-            _sp_key(data, w0, cut, cache, lidx, w, nb, kw0, kw1, kh)
+            if lead_word:
+                pbuf[0] = 0x20
+                _copy_bytes(pbuf, 1, buf, a, cut - a)
+                ln0 = 1 + cut - a
+                first = nb
+                kbuf, ka, kb = pbuf, np.int64(0), ln0
+            else:
+                kbuf, ka, kb = buf, w0, cut
+            _sp_key(kbuf, ka, kb, cache, lidx, w, nb, kw0, kw1, kh)  # one call site: each is inlined
             nb += 1
             w0 = cut
         ws[_U(nb)] = w0
         for q in range(nb):
             if q == first:
-                buf = pbuf
-                a = np.int64(0)
-                b = ln0
+                wb = pbuf
+                p0 = np.int64(0)
+                p1 = ln0
             else:
-                buf = data
-                a = ws[_U(q)]
-                b = ws[_U(q + 1)]
+                wb = buf
+                p0 = ws[_U(q)]
+                p1 = ws[_U(q + 1)]
             pw0 = kw0[_U(q)]
             pw1 = kw1[_U(q)]
             h = kh[_U(q)]
-            c = _sp_find(buf, a, b - a, _sp_raw_len(b - a, pw0, pw1), cache, wide, lidx, lbytes, lids, w, pw0, pw1, h,
-                         out, o)
+            c = _sp_find(wb, p0, p1 - p0, _sp_raw_len(p1 - p0, pw0, pw1), cache, wide, lidx, lbytes, lids, w, pw0, pw1,
+                         h, out, o)
             if c < 0:
-                c = _sp_raw_miss(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w,
-                                 held, bsc, pw0, pw1, h, nbuf, out, o)
+                c = _sp_word_miss(wb, p0, p1, char_id, byte_id, mtab, pc, hs, rank, cache, wide, lidx, lbytes, lids, w,
+                                  held, bsc, pw0, pw1, h, nbuf, out, o)
             o += c
-        first = -2  # done with it
+        if first == 0:
+            first = -2
     return o - o0
 
 
@@ -3027,7 +2953,7 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, raw_walk, char_id, byte_id, mtab, 
 
     ``raw_walk``: ``()``, or for the normalizer forms' ids (``rec`` None), with a non-empty
     ``held`` and no ``whole_first``, the trie tuple of ``tails`` (flat: a parallel kernel
-    cannot take a tuple in a tuple): the gaps are walked raw (``_sp_raw_gap``, decision
+    cannot take a tuple in a tuple): the gaps are walked raw (``_sp_piece`` on them, decision
     0041) unless one holds some tail (the normalized added tokens' contents without their
     leading "▁"s: none of them can match without one of these; an empty trie when there
     are no normalized added tokens).
@@ -3055,33 +2981,38 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, raw_walk, char_id, byte_id, mtab, 
             o += 1
             mk += 1
             continue
-        # normalize the gap into nbuf
         x = gs[_U(gi)]
         y = ge[_U(gi)]
         gi += 1
+        raw_gap = False
         if len(raw_walk) > 0:  # a constant: the other copies have no raw walk
             if raw_walk[2].shape[0] == 0 or not _any_in_segment(data, x, y, raw_walk[0], raw_walk[1], raw_walk[2],
                                                                   raw_walk[3], raw_walk[4], raw_walk[5]):
-                if y > x:
-                    o += _sp_raw_gap(data, x, y, form == 1, char_id, byte_id, mtab, pc, held, hs, rank, cache, wide,
-                                     lidx, lbytes, lids, bsc, w, nbuf, pbuf, out, o)
-                continue
-        n = 0
-        if form == 1 and y > x:
-            for k in range(3):
-                nbuf[_U(n + k)] = _SP_CHAR[_U(k)]
-                if rec is not None:
-                    nsrc[_U(n + k)] = x
-            n += 3
-        if rec is not None:  # each byte's source (a loop of its own: the ids path has no branch per byte)
-            m = n
-            for k in range(x, y):
-                r = 3 if data[_U(k)] == 32 and form < 2 else 1
-                for j in range(r):
-                    nsrc[_U(m + j)] = k
-                m += r
-        n = _sp_gap_bytes(data, x, y, form, nbuf, n)
-        n2, nm2 = _split_added(nbuf, 0, n, nt, cls, s2, e2, ms2, me2, mi2)
+                if y <= x:
+                    continue
+                raw_gap = True
+        if raw_gap:  # walked as it is: one piece (no normalized added token can be in it)
+            n2 = 1
+            nm2 = 0
+            s2[0] = x
+            e2[0] = y
+        else:  # normalize the gap into nbuf
+            n = 0
+            if form == 1 and y > x:
+                for k in range(3):
+                    nbuf[_U(n + k)] = _SP_CHAR[_U(k)]
+                    if rec is not None:
+                        nsrc[_U(n + k)] = x
+                n += 3
+            if rec is not None:  # each byte's source (a loop of its own: the ids path has no branch per byte)
+                m = n
+                for k in range(x, y):
+                    r = 3 if data[_U(k)] == 32 and form < 2 else 1
+                    for j in range(r):
+                        nsrc[_U(m + j)] = k
+                    m += r
+            n = _sp_gap_bytes(data, x, y, form, nbuf, n)
+            n2, nm2 = _split_added(nbuf, 0, n, nt, cls, s2, e2, ms2, me2, mi2)
         g2 = 0
         k2 = 0
         while g2 < n2 or k2 < nm2:
@@ -3096,14 +3027,13 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, raw_walk, char_id, byte_id, mtab, 
                 k2 += 1
                 continue
             # form < 2, written on len(prepend), which Numba makes a constant: it prunes the
-            # other branch before it inlines _sp_piece, once, not twice (decision 0036)
+            # other branch; _sp_piece has one call site below, so it is inlined once (decision 0036)
             if len(prepend) < 3:
-                c = _sp_piece(nbuf, s2[_U(g2)], e2[_U(g2)], char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-                              whole_first, held, hs, rank, cache, wide, lidx, lbytes, lids, bsc, w, out, o)
-                if rec is not None:
-                    _sp_record(nsrc, s2[_U(g2)], out, o, c, rec, wd)
-                    wd += 1
-                o += c
+                wb = data if raw_gap else nbuf
+                pa = s2[_U(g2)]
+                pb = e2[_U(g2)]
+                rsrc = nsrc
+                rpos = pa
             else:  # Metaspace on this piece
                 p0 = s2[_U(g2)]
                 p1 = e2[_U(g2)]
@@ -3124,12 +3054,17 @@ def _sp_doc(data, a, b, rt, nt, cls, prepend, raw_walk, char_id, byte_id, mtab, 
                             psrc[_U(m + j)] = nsrc[_U(k)]
                         m += r
                 q = _sp_spaces(nbuf, p0, p1, pbuf, q)
-                c = _sp_piece(pbuf, 0, q, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
-                              whole_first, held, hs, rank, cache, wide, lidx, lbytes, lids, bsc, w, out, o)
-                if rec is not None:
-                    _sp_record(psrc, 0, out, o, c, rec, wd)
-                    wd += 1
-                o += c
+                wb = pbuf
+                pa = np.int64(0)
+                pb = q
+                rsrc = psrc
+                rpos = np.int64(0)
+            c = _sp_piece(wb, pa, pb, raw_gap and form == 1, char_id, byte_id, mtab, pc, arena, tok_off, bkeys, bvals,
+                          whole_first, held, hs, rank, cache, wide, lidx, lbytes, lids, bsc, w, nbuf, pbuf, out, o)
+            if rec is not None:
+                _sp_record(rsrc, rpos, out, o, c, rec, wd)
+                wd += 1
+            o += c
             g2 += 1
     return o
 
