@@ -2189,11 +2189,11 @@ class CpuSentencePieceEngine:
     _seed_short = ByteBPEEngine._seed_short
 
     def _raw_walk_marker(self, K, norm) -> tuple:
-        """``_sp_doc``'s ``raw_walk`` for the ids: the trie tuple of ``tails`` when the gaps may be walked as
-        raw text (decision 0041: a normalizer form, word cuts (``held``), no
+        """``_sp_doc``'s ``raw_walk`` for the ids: the trie tuple of the tails when the gaps
+        may be walked as raw text (decision 0041: a normalizer form, word cuts (``held``), no
         ``ignore_merges``, and every normalized added token's content, its leading "▁"s left
-        out, a non-empty text with no "▁": one that cannot occur unless that text is in the
-        raw gap), else ``()``."""
+        out, a non-empty text with no "▁" or space: its tail, which must be in a gap for the
+        token to be), else ``()``."""
         if self.prepend not in (0, 1) or self.whole_first or self.held.shape[0] == 0:
             return ()
         mark = _SP.encode("utf-8")

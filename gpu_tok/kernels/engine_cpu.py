@@ -2676,16 +2676,16 @@ def _sp_runs_held(held):
 
 
 @njit_noalloc(inline="always")
-def _sp_next_place(buf, i, wbase, wend, wm, runs_held, raw):
-    """``(j, wbase, wend, wm)``: ``j`` the first place from ``i`` where a "▁" may start that
-    may be a cut (``_sp_marks``), else ``wend``, the end of the window of 64 places
+def _sp_next_place(buf, i, wbase, wend, wm, runs_held):
+    """``(j, wbase, wend, wm)``: ``j`` the first place from ``i`` where a "▁" (or a space:
+    raw text) may start that may be a cut (``_sp_marks``), else ``wend``, the end of the window of 64 places
     ``[wbase, wend)`` whose bits ``wm`` are kept between calls (a new window is read when
     ``i`` is past it; ``wend = -1`` at first). The caller keeps ``i + 66 <= buf.shape[0]``
     and checks the middle byte."""
     if i >= wend:
         wbase = i
         wend = i + 64
-        wm = _sp_marks(buf, i, runs_held, raw)
+        wm = _sp_marks(buf, i, runs_held, True)
     m = wm & (_ALL64 << np.uint64(i - wbase))
     if m == 0:
         return wend, wbase, wend, wm
@@ -2701,8 +2701,10 @@ def _sp_next_place(buf, i, wbase, wend, wm, runs_held, raw):
 # always those of its bytes normalized, and normalized text holds no space, so a key of
 # normalized bytes is its own raw spelling. Only a word the caches miss is normalized (into
 # ``nbuf``) and merged; the first word of a form-1 gap, which starts with the "▁" put in
-# front, is normalized too and keyed on that. The copy with three bytes written per byte
-# (``_sp_spaces``) was 16% of llama2's time on English prose (one thread, perf).
+# front, is spelt raw in ``pbuf`` (a space, then its bytes). The copy with three bytes
+# written per byte (``_sp_spaces``) was 16% of llama2's time on English prose (one thread,
+# perf). The same walk (``_sp_piece``) takes the pieces of normalized text, which hold no
+# space: there a space standing for "▁" changes nothing.
 _SP_ONES = np.uint64(0x0101010101010101)
 _SP_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 
@@ -2748,7 +2750,7 @@ def _raw_cut(data, i, w0, b, held, runs, wbase, wend, wm, lead):
     nd = data.shape[0]
     while i < b:
         if i + 66 <= nd:
-            i, wbase, wend, wm = _sp_next_place(data, i, wbase, wend, wm, runs, True)
+            i, wbase, wend, wm = _sp_next_place(data, i, wbase, wend, wm, runs)
             if i == wend:  # none in the window
                 continue
             if i >= b:
