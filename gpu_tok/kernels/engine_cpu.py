@@ -2637,9 +2637,12 @@ def _sp_word_parts(buf, a, b, char_id, byte_id, mtab, pc, hs, rank, cache, wide,
 @njit_noalloc(inline="always")
 def _sp_nocut_before(buf, i, held):
     """Whether a vocabulary token holds the character right before the "▁" at ``buf[i]``
-    (``i`` past the piece's start) right before a "▁": an ASCII byte or "▁" itself
+    (``i`` past the piece's start; on raw text, ``_sp_piece``'s, the "▁" may be a space)
+    right before a "▁": an ASCII byte or "▁" itself, which a space before it is on raw text
     (``held[x * 130 + 128]``); no token holds any other character there."""
     y = buf[_U(i - 1)]
+    if y == 0x20:
+        return held[_U(128 * _PAIR_ROW + 128)] != 0
     if y < 0x80:
         return held[_U(np.int64(y) * _PAIR_ROW + 128)] != 0
     return y == 0x81 and buf[_U(i - 2)] == 0x96 and buf[_U(i - 3)] == 0xE2 and held[_U(128 * _PAIR_ROW + 128)] != 0
@@ -2728,22 +2731,10 @@ def _sp_raw_len(n, pw0, pw1):
 
 
 @njit_noalloc(inline="always")
-def _raw_nocut_before(data, i, held):
-    """``_sp_nocut_before`` on raw text: the character before the place at ``data[i]`` (a
-    space, or a "▁" in the text) is held right before a "▁"; a space is a "▁" itself."""
-    y = data[_U(i - 1)]
-    if y == 0x20:
-        return held[_U(128 * _PAIR_ROW + 128)] != 0
-    if y < 0x80:
-        return held[_U(np.int64(y) * _PAIR_ROW + 128)] != 0
-    return y == 0x81 and data[_U(i - 2)] == 0x96 and data[_U(i - 3)] == 0xE2 and held[_U(128 * _PAIR_ROW + 128)] != 0
-
-
-@njit_noalloc(inline="always")
 def _raw_cut(data, i, w0, b, held, runs, wbase, wend, wm, lead):
     """``(cut, i, wbase, wend, wm)``: the next cut from ``i`` in the raw gap ending at ``b``
     of the word that starts at ``w0``: a place (a space, or a "▁" in the text) past ``w0``
-    whose previous character is not held before a "▁" (``_raw_nocut_before``); with
+    whose previous character is not held before a "▁" (``_sp_nocut_before``); with
     ``lead`` (a form-1 gap's first word, the "▁" put in front of ``w0``) a place at ``w0``
     too, unless "▁" is held before "▁". ``cut == b`` when there is none; ``i`` is past the
     cut's place. The window state as ``_sp_next_place``'s."""
@@ -2766,7 +2757,7 @@ def _raw_cut(data, i, w0, b, held, runs, wbase, wend, wm, lead):
             i += 1
             continue
         if i > w0:
-            if not _raw_nocut_before(data, i, held):
+            if not _sp_nocut_before(data, i, held):
                 return i, i + ln, wbase, wend, wm
         elif lead and held[_U(128 * _PAIR_ROW + 128)] == 0:
             return i, i + ln, wbase, wend, wm
