@@ -23,6 +23,7 @@ anything else ``device="cpu"`` runs the reference path, which gives the same res
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import threading
 from dataclasses import dataclass
@@ -2081,25 +2082,55 @@ def _held_pairs(vocab, model):
     it joins) or some token holds a character other than ASCII and "▁" right before a "▁"
     (the cut before a "▁" tells only those apart)."""
     none = np.zeros(0, np.uint8)
-    if any(_is_byte_token(x) or _is_byte_token(y) for x, y in model.merges):
+    keys = list(vocab)
+    lens = np.fromiter(map(len, keys), np.int64, count=len(keys))
+    cps = np.frombuffer("".join(keys).encode("utf-32-le", "surrogatepass"), np.uint32).astype(np.int64)
+    start = np.zeros(len(keys) + 1, np.int64)
+    np.cumsum(lens, out=start[1:])
+    six = np.flatnonzero(lens == 6)
+    at = start[six]
+    byte_tok = six[(cps[at] == 0x3C) & (cps[at + 1] == 0x30) & (cps[at + 2] == 0x78) & (cps[at + 5] == 0x3E)]
+    byte_text = {keys[i] for i in byte_tok.tolist()}  # "<0x??>" (``_is_byte_token``); a merge's sides are tokens
+    if byte_text and not byte_text.isdisjoint(itertools.chain.from_iterable(model.merges)):
         return none
+    kept = lens >= 2
+    kept[byte_tok] = False
+    tok_of = np.repeat(np.arange(len(keys)), lens)  # each character's token
+    on = kept[tok_of]
+    code = np.where(cps == ord(_SP), 128, cps)
+    inside = on[:-1] & (tok_of[:-1] == tok_of[1:])  # two characters of one kept token
+    x, y = code[:-1][inside], code[1:][inside]
+    if np.any((y == 128) & (x > 128)):
+        return none
+    ascii_pair = (x <= 128) & (y <= 128)
     pairs = np.zeros((130, 130), np.uint8)
+    pairs[x[ascii_pair], y[ascii_pair]] = 1
     lone = np.ones(0x110000, np.uint8)
-    for tok in vocab:
-        if _is_byte_token(tok) or len(tok) < 2:
-            continue
-        for c, d in zip(tok, tok[1:]):
-            x = 128 if c == _SP else ord(c)
-            y = 128 if d == _SP else ord(d)
-            if y == 128 and x > 128:
-                return none
-            if x <= 128 and y <= 128:
-                pairs[x, y] = 1
-        for c in tok:
-            lone[ord(c)] = 0
+    lone[cps[on]] = 0
     lone[:0x80] = 0  # ASCII and "▁" have rows of their own
     lone[ord(_SP)] = 0
     return np.concatenate((pairs.reshape(-1), np.packbits(lone, bitorder="little")))
+
+
+def _raw_spelling(arena: np.ndarray, tok_off: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """The bytes of each token (``arena[tok_off[i]:tok_off[i + 1]]``, valid UTF-8) that holds
+    a "▁", each "▁" a space, and no bytes for the others: ``(bytes, offsets)``, the layout
+    of ``engine_cpu.short_seed``'s ``karena`` / ``ktok_off``."""
+    n = tok_off.shape[0] - 1
+    a = arena[:tok_off[n]]
+    tok_of = np.repeat(np.arange(n), np.diff(tok_off))
+    at = np.flatnonzero((a[:-2] == 0xE2) & (a[1:-1] == 0x96) & (a[2:] == 0x81))  # "▁"
+    at = at[tok_of[at] == tok_of[at + 2]]
+    holds = np.zeros(n, np.bool_)
+    holds[tok_of[at]] = True
+    keep = holds[tok_of]
+    keep[at + 1] = False
+    keep[at + 2] = False
+    spelt = a.copy()
+    spelt[at] = 0x20
+    off = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(tok_of[keep], minlength=n), out=off[1:])
+    return np.ascontiguousarray(spelt[keep]), off
 
 
 def _is_byte_token(t: str) -> bool:
@@ -2216,13 +2247,7 @@ class CpuSentencePieceEngine:
                   self.char_id, self.byte_id)
         sets = [tables + _NO_SPELLING]
         if len(self.raw_walk):
-            arena, tok_off = self.bt[0], self.bt[1]
-            mark = _SP.encode("utf-8")
-            spelt = [arena[tok_off[i]:tok_off[i + 1]].tobytes() for i in range(tok_off.shape[0] - 1)]
-            spelt = [t.replace(mark, b" ") if mark in t else b"" for t in spelt]  # the others: seeded already
-            koff = np.zeros(len(spelt) + 1, np.int64)
-            np.cumsum([len(b) for b in spelt], out=koff[1:])
-            sets.append(tables + (np.frombuffer(b"".join(spelt), np.uint8).copy(), koff))
+            sets.append(tables + _raw_spelling(self.bt[0], self.bt[1]))  # the others: seeded already
         return sets
 
     def quick_ids(self, text: str, add_special_tokens: bool) -> Optional[List[int]]:

@@ -543,6 +543,77 @@ def test_held_pairs_empty_when_a_merge_joins_a_byte_token():
     assert held.shape[0] == 0
 
 
+def _held_pairs_spec(vocab, merges):
+    """``fast_cpu._held_pairs`` as its docstring reads, one token and one character at a time."""
+    none = np.zeros(0, np.uint8)
+    if any(fast_cpu._is_byte_token(x) or fast_cpu._is_byte_token(y) for x, y in merges):
+        return none
+    pairs = np.zeros((130, 130), np.uint8)
+    lone = np.ones(0x110000, np.uint8)
+    for tk in vocab:
+        if fast_cpu._is_byte_token(tk) or len(tk) < 2:
+            continue
+        for c, d in zip(tk, tk[1:]):
+            x = 128 if c == "\u2581" else ord(c)
+            y = 128 if d == "\u2581" else ord(d)
+            if y == 128 and x > 128:
+                return none
+            if x <= 128 and y <= 128:
+                pairs[x, y] = 1
+        for c in tk:
+            lone[ord(c)] = 0
+    lone[:0x80] = 0
+    lone[0x2581] = 0
+    return np.concatenate((pairs.reshape(-1), np.packbits(lone, bitorder="little")))
+
+
+@pytest.mark.parametrize("family", SENTENCEPIECE + ["crafted"])
+def test_held_pairs_equal_their_spec(family):
+    """The vectorized ``_held_pairs`` equals the plain loop over tokens and characters on
+    each SentencePiece vocabulary and on crafted ones (tokens shaped like ``<0x..>`` that
+    are no byte, a lone surrogate, U+0080, one-character and empty tokens, a "▁" after a
+    character other than ASCII, a merge of a byte token)."""
+    from types import SimpleNamespace
+
+    if family == "crafted":
+        base = {"a": 0, "b": 1, "ab": 2, "<0x0A>": 3, "\u2581": 4, "\u2581a": 5, "<0xZZ>": 6, "<0x1>": 7,
+                "\ud800a": 8, "\x80b": 9, "": 10, "\u4e2d": 11, "\u4e2d\u6587": 12, "a<0x0A>": 13}
+        cases = [(base, (("a", "b"), ("\u2581", "a"))),
+                 (dict(base, **{"\u00e9\u2581": 14}), (("a", "b"),)),
+                 (dict(base, **{"\u2581\u00e9": 14}), (("a", "b"),)),
+                 (base, (("a", "b"), ("<0x0A>", "a"))),
+                 (base, (("<0xZZ>", "a"),)),
+                 ({"x": 0}, ())]
+    else:
+        ref = tok(family)._cpu_engine().ref
+        cases = [(ref.model.vocab, ref.model.cfg.merges)]
+    for vocab, merges in cases:
+        want = _held_pairs_spec(vocab, merges)
+        got = fast_cpu._held_pairs(vocab, SimpleNamespace(merges=merges))
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("family", SENTENCEPIECE + ["crafted"])
+def test_raw_spelling_of_the_tokens(family):
+    """``_raw_spelling``: each token holding a "▁" with every "▁" a space, the others no
+    bytes, on each SentencePiece vocabulary's byte table and on crafted bytes (a "▁"
+    split over two tokens is in neither)."""
+    mark = "\u2581".encode("utf-8")
+    if family == "crafted":
+        toks = [b"\xe2", b"\x96\x81a", mark, b"a" + mark + mark + b"b", b"", b"\xe2\x96", b"\x81", mark + b"\xe2"]
+        arena = np.frombuffer(b"".join(toks) + b"zz", np.uint8)
+        off = np.zeros(len(toks) + 1, np.int64)
+        np.cumsum([len(x) for x in toks], out=off[1:])
+    else:
+        arena, off = tok(family)._cpu_engine().bt[:2]
+        toks = [arena[off[i]:off[i + 1]].tobytes() for i in range(off.shape[0] - 1)]
+    want = [x.replace(mark, b" ") if mark in x else b"" for x in toks]
+    spelt, koff = fast_cpu._raw_spelling(arena, off)
+    assert spelt.dtype == np.uint8 and koff.dtype == np.int64 and koff.shape[0] == len(toks) + 1
+    assert [spelt[koff[i]:koff[i + 1]].tobytes() for i in range(len(toks))] == want
+    assert koff[-1] == spelt.shape[0]
+
+
 @pytest.mark.parametrize("family", ["gpt2", "llama3", "gpt-4o"])
 def test_cached_pieces_of_every_length_and_id_count(family):
     """Pieces of 2..70 bytes holding 1..n ids (rare letters take one id per byte), encoded
