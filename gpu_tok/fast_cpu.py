@@ -840,7 +840,7 @@ class ByteBPEEngine:
         gaps between raw added tokens are already NFC (``nfc_normalize``), none is skipped
         for it. ``template``: ``(prefix, suffix)`` ids put around every row (a skipped
         document's row holds them alone); the parallel path puts them there as it gathers
-        the ids, the serial one with ``add_template``. ``hint``: ``pack_probed``'s flags
+        the ids, the serial one as it writes them. ``hint``: ``pack_probed``'s flags
         for ``self.probe`` (``_segments``). ``own_data``: ``data`` is the caller's to
         change (documents NFC changes are then normalized in place, ``_nfc_prepass``)."""
         K = self._K
@@ -910,10 +910,7 @@ class ByteBPEEngine:
                 ids = out[:total]
                 if template is not None:  # put around the rows by the kernel
                     return ids, rs, skip
-        row_splits = self._row_splits(doc_offsets, rec_s, pos)
-        if template is not None:
-            return (*add_template(K, ids, row_splits, *template, num_threads), skip)
-        return ids, row_splits, skip
+        return ids, self._row_splits(doc_offsets, rec_s, pos), skip
 
     def text_ids(self, data: np.ndarray) -> np.ndarray:
         """The ids of one text's UTF-8 ``data`` (writable ``uint8``, not empty) on one thread:
@@ -1077,6 +1074,28 @@ def add_template(K, ids: np.ndarray, row_splits: np.ndarray, prefix: np.ndarray,
         return K.add_template(ids, row_splits, prefix, suffix)
     with numba_threads(threads):
         return K.add_template_parallel(ids, row_splits, prefix, suffix)
+
+
+def gather_rows(K, out: np.ndarray, starts: np.ndarray, counts: np.ndarray,
+                template: Optional[Tuple[np.ndarray, np.ndarray]], num_threads: Optional[int]) -> Tuple[np.ndarray, np.ndarray]:
+    """``(ids, row_splits)``: row ``d``'s ``counts[d]`` ids copied from ``out[starts[d]:]``
+    with ``template``'s ``(prefix, suffix)`` ids (None: none) around every row, in one copy
+    (``engine_cpu.gather_rows_serial``; ``gather_template_parallel`` for many ids on more
+    than one thread)."""
+    prefix, suffix = template if template is not None else (_NO_IDS, _NO_IDS)
+    n = counts.shape[0]
+    if num_threads == 1 or n == 1:
+        return K.gather_rows_serial(out, starts, counts, prefix, suffix)
+    rs = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=rs[1:])
+    threads, parallel = plan_threads(num_threads, 4 * int(rs[-1]))
+    if not parallel:
+        return K.gather_rows_serial(out, starts, counts, prefix, suffix)
+    rs_t = rs + (prefix.shape[0] + suffix.shape[0]) * np.arange(n + 1)
+    ids = np.empty(int(rs_t[-1]), np.int32)
+    with numba_threads(threads):
+        K.gather_template_parallel(out, starts, counts, rs, np.arange(n), rs_t, prefix, suffix, ids)
+    return ids, rs_t
 
 
 def splice_rows(ids: np.ndarray, row_splits: np.ndarray, rows: dict) -> Tuple[np.ndarray, np.ndarray]:
@@ -2298,26 +2317,12 @@ class CpuSentencePieceEngine:
         try:
             out = self._scratch_out(int(dst[-1])) if locked else np.empty(max(int(dst[-1]), 1), np.int32)
             self._kernel(data, offsets, dst, out, counts, _NO_RECORD, locked, threads, par)
-            rs = np.zeros(n + 1, np.int64)
-            np.cumsum(counts, out=rs[1:])
             templated = add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0])
-            if par:  # the ids gathered in parallel, the template (if any) put around the rows meanwhile
-                k = self.prefix.shape[0] + self.suffix.shape[0] if templated else 0
-                rs_t = rs + k * np.arange(n + 1)
-                ids = np.empty(int(rs_t[-1]), np.int32)
-                with numba_threads(threads):
-                    K.gather_template_parallel(out, dst[:-1].copy(), counts, rs, np.arange(n), rs_t,
-                                               self.prefix if templated else self.prefix[:0],
-                                               self.suffix if templated else self.suffix[:0], ids)
-                return ids, rs_t
-            ids = np.empty(int(rs[-1]), np.int32)
-            K.gather_serial(out, dst[:-1].copy(), counts, rs, ids)
+            return gather_rows(K, out, dst[:-1].copy(), counts, (self.prefix, self.suffix) if templated else None,
+                               threads if par else 1)
         finally:
             if locked:
                 self._lock.release()
-        if templated:
-            ids, rs = add_template(K, ids, rs, self.prefix, self.suffix, num_threads)
-        return ids, rs
 
     def _kernel(self, data, offsets, dst, out, counts, rec, locked: bool, threads: int, par: bool) -> None:
         """``sp_encode_parallel`` (blocks of documents) or ``sp_block`` (all of them) into ``out`` at

@@ -177,12 +177,9 @@ class PieceEngine:
         parallel); those the reference path encodes spliced in."""
         texts = text_list(texts)
         status, (noff, out, counts) = self._packed_run(texts, num_threads)
-        rs = F.running_offsets(counts)
-        ids = np.empty(int(rs[-1]), np.int32)
-        K.gather_serial(out, noff[:-1].copy(), counts, rs[:-1].copy(), ids)
         templated = add_special_tokens and (self.prefix.shape[0] or self.suffix.shape[0])
-        if templated:
-            ids, rs = F.add_template(K, ids, rs, self.prefix, self.suffix, num_threads)
+        ids, rs = F.gather_rows(K, out, noff[:-1].copy(), counts, (self.prefix, self.suffix) if templated else None,
+                                num_threads)
         todo = np.flatnonzero(status)
         if todo.shape[0]:
             rows = {}

@@ -543,6 +543,28 @@ def test_held_pairs_empty_when_a_merge_joins_a_byte_token():
     assert held.shape[0] == 0
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gather_rows_with_and_without_a_template(threads):
+    """``fast_cpu.gather_rows`` (the SentencePiece, WordPiece and Unigram engines' one copy
+    of the ids from their slots, the template put around every row meanwhile): rows of
+    0..9 ids at scattered slots, no template, a prefix alone, a suffix alone, both."""
+    from gpu_tok.kernels import engine_cpu as K
+
+    rng = np.random.default_rng(7)
+    counts = rng.integers(0, 10, 40).astype(np.int64)
+    counts[:3] = 0
+    starts = np.cumsum(counts + rng.integers(0, 5, 40)) - counts  # each row's slots, gaps between
+    out = rng.integers(0, 1000, int(starts[-1] + counts[-1]) + 5).astype(np.int32)
+    P, S = np.array([5001, 5002], np.int32), np.array([5003], np.int32)
+    for template in (None, (P, S[:0]), (P[:0], S), (P, S)):
+        pre, suf = ([], []) if template is None else (template[0].tolist(), template[1].tolist())
+        rows = [pre + out[a:a + c].tolist() + suf for a, c in zip(starts.tolist(), counts.tolist())]
+        ids, got_rs = fast_cpu.gather_rows(K, out, starts, counts, template, threads)
+        assert ids.dtype == np.int32
+        assert [ids[got_rs[d]:got_rs[d + 1]].tolist() for d in range(40)] == rows
+        assert got_rs[-1] == ids.shape[0] == sum(map(len, rows))
+
+
 def _held_pairs_spec(vocab, merges):
     """``fast_cpu._held_pairs`` as its docstring reads, one token and one character at a time."""
     none = np.zeros(0, np.uint8)
