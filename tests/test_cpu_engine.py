@@ -543,26 +543,37 @@ def test_held_pairs_empty_when_a_merge_joins_a_byte_token():
     assert held.shape[0] == 0
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_gather_rows_with_and_without_a_template(threads):
+@pytest.mark.parametrize("threads, rows, most", [(1, 40, 10), (2, 40, 10), (1, 3000, 60), (2, 3000, 60)])
+def test_gather_rows_with_and_without_a_template(threads, rows, most):
     """``fast_cpu.gather_rows`` (the SentencePiece, WordPiece and Unigram engines' one copy
     of the ids from their slots, the template put around every row meanwhile): rows of
-    0..9 ids at scattered slots, no template, a prefix alone, a suffix alone, both."""
+    0..most-1 ids at scattered slots, no template, a prefix alone, a suffix alone, both;
+    the serial kernel for one thread or few ids, the parallel one for 3,000 rows (about
+    88k ids) on two threads."""
     from gpu_tok.kernels import engine_cpu as K
 
+    class Spy:  # the kernels module, recording which gather ran
+        ran = set()
+
+        def __getattr__(self, name):
+            self.ran.add(name)
+            return getattr(K, name)
+
     rng = np.random.default_rng(7)
-    counts = rng.integers(0, 10, 40).astype(np.int64)
+    counts = rng.integers(0, most, rows).astype(np.int64)
     counts[:3] = 0
-    starts = np.cumsum(counts + rng.integers(0, 5, 40)) - counts  # each row's slots, gaps between
+    starts = np.cumsum(counts + rng.integers(0, 5, rows)) - counts  # each row's slots, gaps between
     out = rng.integers(0, 1000, int(starts[-1] + counts[-1]) + 5).astype(np.int32)
     P, S = np.array([5001, 5002], np.int32), np.array([5003], np.int32)
     for template in (None, (P, S[:0]), (P[:0], S), (P, S)):
         pre, suf = ([], []) if template is None else (template[0].tolist(), template[1].tolist())
-        rows = [pre + out[a:a + c].tolist() + suf for a, c in zip(starts.tolist(), counts.tolist())]
-        ids, got_rs = fast_cpu.gather_rows(K, out, starts, counts, template, threads)
+        want = [pre + out[a:a + c].tolist() + suf for a, c in zip(starts.tolist(), counts.tolist())]
+        ids, got_rs = fast_cpu.gather_rows(Spy(), out, starts, counts, template, threads)
         assert ids.dtype == np.int32
-        assert [ids[got_rs[d]:got_rs[d + 1]].tolist() for d in range(40)] == rows
-        assert got_rs[-1] == ids.shape[0] == sum(map(len, rows))
+        assert [ids[got_rs[d]:got_rs[d + 1]].tolist() for d in range(rows)] == want
+        assert got_rs[-1] == ids.shape[0] == sum(map(len, want))
+    parallel = threads == 2 and rows == 3000 and fast_cpu.default_threads() > 1
+    assert Spy.ran == ({"gather_template_parallel"} if parallel else {"gather_rows_serial"})
 
 
 def _held_pairs_spec(vocab, merges):
