@@ -51,7 +51,7 @@ _LONG_ID_SLOTS = 1 << 21  # their ids: a ring of 8 MiB per worker
 _NFC_LOADED = [False]  # the NFC path's kernels loaded (ByteBPEEngine._load_nfc_kernels)
 _NFC_PARALLEL_MIN = 1 << 16  # bytes of changed documents from which nfc_spans runs in parallel
 _NO_HINT = np.zeros(0, np.uint8)  # match_added's hint when every segment is searched
-_NO_IDS = np.zeros(0, np.int32)  # encode_fused_serial's prefix and suffix without a template
+_NO_IDS = np.zeros(0, np.int32)  # no ids: a template's empty side; short_seed's byte-level char_id / byte_id
 _NO_PAIRS = np.zeros((0, 3), np.int64)  # pack_probed's pairs: none
 _NO_OFFS = np.zeros(0, np.int64)  # encode_fused_serial's added-token matches: none
 _NO_TEXT = np.zeros(0, np.uint8)  # an empty text's bytes (CpuSentencePieceEngine.quick_ids)
@@ -374,7 +374,6 @@ class EngineSpec:
     bytes_table: Optional[tuple] = None  # a prebuilt kernels.engine_cpu.build_bytes_table(token_bytes)
 
 
-_NO_IDS = np.zeros(0, np.int32)  # short_seed's char_id / byte_id for the byte-level engine
 _NO_SPELLING = (np.zeros(0, np.uint8), np.zeros(0, np.int64))  # short_seed's karena / ktok_off: keys of the tokens' bytes
 _NO_GRID = np.zeros(0, np.uint64)  # and its grid for the SentencePiece engine
 
