@@ -1,6 +1,7 @@
 """Shared pytest setup.
 
-* `--full`: tests marked `@pytest.mark.full` (exhaustive sweeps) are skipped unless it is given.
+* `--full`: tests marked `@pytest.mark.full` (exhaustive sweeps) are skipped unless it is given;
+  a test that takes the `full_run` fixture runs a slice of its grid without it.
 * `models_dir()` / `corpora_dir()` / `model_path(name)` live in tests/_paths.py
   ($GPU_TOK_MODELS / $GPU_TOK_CORPORA, else ../shared/models and ../shared/corpora).
 * After each test file, what the files keep between tests (tests/_kept.py) is let go.
@@ -41,6 +42,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("full") is not None:
             item.add_marker(skip_full)
+
+
+@pytest.fixture(scope="session")
+def full_run(request) -> bool:
+    """True under ``--full``: a sweep runs its whole grid, otherwise the representative
+    slice it names (docs/decisions/0042-suite-time.md)."""
+    return bool(request.config.getoption("--full"))
 
 
 @pytest.fixture(scope="session")

@@ -312,14 +312,15 @@ def test_models_on_corpus_text(model):
 
 @pytest.mark.parametrize("model, added", [("gpt2", "<|endoftext|>"), ("mistral-v0.1", "<s>"),
                                           ("bert-base-uncased", None), ("t5-small", None)])
-def test_engine_early_stop(model, added, monkeypatch):
+def test_engine_early_stop(model, added, monkeypatch, full_run):
     """encode_batch with truncation on device="cpu": the engine's encodings cut as the
     reference's early stop cuts them (``fast_cpu.early_stop``), in both directions, with
     strides, every strategy, texts, pairs and a batch of both (``only_second`` fails on the
     single text, as the reference), special tokens added or not (``encode_batch_fast`` too);
     texts where an added token crosses the limit (the next model piece stops there) go to
     the reference path. Every field as the reference's, and the engine's cut is what settled
-    the corpus texts and the pairs' second texts."""
+    the corpus texts and the pairs' second texts. Without ``--full``, max_length 1 and 7 only
+    (the grid of four took 93 s for mistral-v0.1 on the 2-core host, decision 0042)."""
     from gpu_tok import fast_cpu
 
     path = model_path(model)
@@ -342,7 +343,8 @@ def test_engine_early_stop(model, added, monkeypatch):
         return got
 
     monkeypatch.setattr(fast_cpu, "early_stop", spy)
-    for max_length in (1, 4, 7, 30):
+    lengths = (1, 4, 7, 30) if full_run else (1, 7)
+    for max_length in lengths:
         for trunc in ({"max_length": max_length}, {"max_length": max_length, "direction": "left"},
                       {"max_length": max_length, "stride": max_length // 2, "strategy": "only_first"},
                       {"max_length": max_length, "strategy": "only_second", "direction": "left"}):
@@ -354,8 +356,9 @@ def test_engine_early_stop(model, added, monkeypatch):
                         check_same(ours, ref, batch, add, ids_too=False)
                         check_fast(ours, ref, batch, add)
     ok, ok_pair = np.concatenate(seen[0]), np.concatenate(seen[1])
-    assert ok.sum() >= 6 * 48  # the corpus texts, every setting, encode_batch and encode_batch_fast
-    assert ok_pair.sum() >= 3 * 64  # the pairs' second texts (every strategy stops them)
+    # the corpus texts, every setting, encode_batch and encode_batch_fast
+    assert ok.sum() >= 6 * 12 * len(lengths)
+    assert ok_pair.sum() >= 3 * 16 * len(lengths)  # the pairs' second texts (every strategy stops them)
     if added:  # an added token crossed the limit somewhere: the reference path took that text
         assert not ok.all()
 
