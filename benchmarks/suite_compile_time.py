@@ -11,8 +11,8 @@ with its exclusive time (its callees' compiles subtracted) and writes
 
 Run on a fresh clone (or with a fresh ``NUMBA_CACHE_DIR``) to see the cold compiles. Then
 ``python benchmarks/suite_compile_time.py /tmp/ct`` sums them: per process, per function (with
-how many copies), per test file, and the function/signature pairs compiled in more than one
-process (the duplicates a shared compile would save).
+how many copies), per test file, and the time spent compiling a function and signature that
+had been compiled before (mostly by the other worker: what a shared compile would save).
 """
 from __future__ import annotations
 
@@ -32,16 +32,16 @@ def _install() -> None:
 
     class _Listener(ev.Listener):
         def on_start(self, e):
-            _stack.append([time.perf_counter(), 0.0, e.data, time.time()])
+            _stack.append([time.perf_counter(), 0.0, e.data])
 
         def on_end(self, e):
-            t0, child, data, wall0 = _stack.pop()
+            t0, child, data = _stack.pop()
             dt = time.perf_counter() - t0
             if _stack:
                 _stack[-1][1] += dt
             fn = getattr(data.get("dispatcher"), "py_func", None)
             name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', '?')}"
-            _rows.append((name, str(data.get("args")), dt, dt - child, os.environ.get("CT_TEST", ""), wall0))
+            _rows.append((name, str(data.get("args")), dt, dt - child, os.environ.get("CT_TEST", "")))
 
     ev.register("numba:compile", _Listener())
 
@@ -67,8 +67,8 @@ def report(prefix: str, top: int = 30) -> None:
     by_fn = defaultdict(lambda: [0.0, 0])
     by_file = defaultdict(float)
     by_sig = defaultdict(list)
-    for proc, rows in per.items():
-        for name, args, _dt, ex, test, _w in rows:
+    for rows in per.values():
+        for name, args, _dt, ex, test in rows:
             by_fn[name][0] += ex
             by_fn[name][1] += 1
             by_file[test.split("::")[0]] += ex
