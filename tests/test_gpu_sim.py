@@ -130,7 +130,7 @@ def on_device(fn):
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _simulator_child(request, tmp_path_factory):
+def _simulator_child(request, tmp_path_factory, full_run):
     """Parent mode: run every selected ``@on_device`` test of this module once, in a child
     pytest with ``NUMBA_ENABLE_CUDASIM=1``, and keep the outcomes for the wrappers."""
     if not PARENT or "results" in _CHILD:
@@ -149,11 +149,11 @@ def _simulator_child(request, tmp_path_factory):
     env.pop("GPU_TOK_REAL_CUDA", None)
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
            "-o", "junit_family=xunit1", *[it.nodeid for it in items]]
-    full = request.config.getoption("--full")
-    if full:
+    if full_run:
         cmd.append("--full")
     # the --full sweep simulates every short golden record: about 5 minutes per family
-    proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=(6 * 3600 if full else 1800))
+    proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True,
+                          timeout=(6 * 3600 if full_run else 1800))
     _CHILD["rc"] = proc.returncode
     _CHILD["tail"] = (proc.stdout + proc.stderr)[-6000:]
     results = {}
@@ -818,17 +818,18 @@ def test_twin_host_result_in_place_over_batches(family, monkeypatch):
     assert ids.shape == (3 << 21,) and np.array_equal(ids[:1 << 22], np.arange(1 << 22)) and (ids[1 << 22:] == -1).all()
 
 
-def _check_overlapped(device, family, monkeypatch):
+def _check_overlapped(device, family, monkeypatch, full):
     """``GpuEngine.overlap`` (``GPU_TOK_CUDA_OVERLAP=1``): the host step of the next batches on
     a worker thread, three slots; over many batches, with the template's ids, empty and
     NFC-changed documents, the same ids as ``device="cpu"``, batches collected once each in
     order; an error on the worker is raised to the caller (the worker ends); an out-of-memory
-    error mid-call runs the whole call again on the plain loop, which halves the batch."""
+    error mid-call runs the whole call again on the plain loop, which halves the batch.
+    (Under the simulator without ``--full`` the bench documents are cut to 700 characters.)"""
     from gpu_tok import gpu_engine as G
 
     t = tok(family)
     texts = [f"caf\u00e9 {i} cafe\u0301 " * (i % 3) + "the cat sat on it " * (i % 6) for i in range(40)] + ["", "x"]
-    texts += shorter_on_sim(bench_texts(20000)[:3])
+    texts += shorter_on_sim(bench_texts(20000)[:3], 1500 if full else 700)
     want = t.encode_batch_ids(texts, device="cpu")
     g = G._engine_for(t, device, lambda be: G.GpuTokenizer(t, be))
     eng = g.engine
@@ -898,28 +899,31 @@ def _oom_then_plain(g, texts, want, at, monkeypatch):
 
 @twin_only
 @pytest.mark.parametrize("family", ["roberta-base", "qwen3", "llama2", "clip-vit-base-patch32"])
-def test_twin_overlapped_host_step(family, monkeypatch):
-    _check_overlapped("twin", family, monkeypatch)
+def test_twin_overlapped_host_step(family, monkeypatch, full_run):
+    _check_overlapped("twin", family, monkeypatch, full_run)
 
 
 @on_device
 @pytest.mark.parametrize("family", ["roberta-base", "llama2"])
-def test_device_overlapped_host_step(family, monkeypatch):
-    _check_overlapped("cuda", family, monkeypatch)
+def test_device_overlapped_host_step(family, monkeypatch, full_run):
+    _check_overlapped("cuda", family, monkeypatch, full_run)
 
 
-def _check_hybrid(device, family, monkeypatch):
+def _check_hybrid(device, family, monkeypatch, full):
     """``GpuEngine.hybrid`` (``GPU_TOK_CUDA_HYBRID``): each round's first documents encoded by
     the CPU engine while the device runs the rest. With fixed shares and small rounds (many
     rounds, some all device, some all CPU), the template's ids, empty and NFC-changed
     documents: the same ids as ``device="cpu"``, the device's batches in order with the CPU
     engine's parts between them; ids left on the device (CuPy) and CLIP's engine take the
-    plain loop; an out-of-memory error mid-call runs the whole call again on the plain loop."""
+    plain loop; an out-of-memory error mid-call runs the whole call again on the plain loop.
+    Under the simulator without ``--full`` (decision 0042): each share once, two with the
+    special tokens and two without, and the bench documents cut to 700 characters."""
     from gpu_tok import gpu_engine as G
 
     t = tok(family)
+    sliced = SIM and not full
     texts = [f"caf\u00e9 {i} cafe\u0301 " * (i % 3) + "the cat sat on it " * (i % 6) for i in range(40)] + ["", "x"]
-    texts += shorter_on_sim(bench_texts(20000)[:3])
+    texts += shorter_on_sim(bench_texts(20000)[:3], 700 if sliced else 1500)
     g = G._engine_for(t, device, lambda be: G.GpuTokenizer(t, be))
     eng = g.engine
     monkeypatch.setattr(eng, "hybrid_min_bytes", 0)
@@ -934,7 +938,9 @@ def _check_hybrid(device, family, monkeypatch):
     served = not isinstance(t._cpu_engine(), __import__("gpu_tok.fast_clip", fromlist=["x"]).CpuClipEngine)
     for special in (True, False):
         want = t.encode_batch_ids(texts, device="cpu", add_special_tokens=special)
-        for share, batch in ((0.5, 1 << 30), (0.35, 700), (1.0, 900), (0.9, 1 << 30)):
+        for k, (share, batch) in enumerate(((0.5, 1 << 30), (0.35, 700), (1.0, 900), (0.9, 1 << 30))):
+            if sliced and (k % 2 == 0) != special:
+                continue
             monkeypatch.setattr(eng, "hybrid", share)
             monkeypatch.setattr(eng, "batch_bytes", batch)
             eng.stats = G._new_stats()
@@ -969,14 +975,14 @@ def _check_hybrid(device, family, monkeypatch):
 
 @twin_only
 @pytest.mark.parametrize("family", ["roberta-base", "qwen3", "llama2", "clip-vit-base-patch32"])
-def test_twin_hybrid_loop(family, monkeypatch):
-    _check_hybrid("twin", family, monkeypatch)
+def test_twin_hybrid_loop(family, monkeypatch, full_run):
+    _check_hybrid("twin", family, monkeypatch, full_run)
 
 
 @on_device
 @pytest.mark.parametrize("family", ["roberta-base", "llama2"])
-def test_device_hybrid_loop(family, monkeypatch):
-    _check_hybrid("cuda", family, monkeypatch)
+def test_device_hybrid_loop(family, monkeypatch, full_run):
+    _check_hybrid("cuda", family, monkeypatch, full_run)
 
 
 @twin_only
