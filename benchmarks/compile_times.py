@@ -19,31 +19,17 @@ import os
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 from gpu_tok.bench import models_dir
 
 CHILD = r'''
 import collections, sys, time
-from numba.core import event as ev
 
-own = collections.defaultdict(float)
-stack = []
+sys.path.insert(0, sys.argv[3])
+import suite_compile_time  # its numba:compile listener: each event's time less its callees'
 
-
-class Listen(ev.Listener):
-    def on_start(self, e):
-        d = e.data.get("dispatcher")
-        stack.append((getattr(getattr(d, "py_func", None), "__qualname__", "?"), time.perf_counter()))
-
-    def on_end(self, e):
-        name, t0 = stack.pop()
-        dt = time.perf_counter() - t0
-        own[name] += dt
-        if stack:
-            own[stack[-1][0]] -= dt
-
-
-ev.register("numba:compile", Listen())
+suite_compile_time._install()
 import gpu_tok
 
 t = gpu_tok.Tokenizer.from_file(sys.argv[1])
@@ -53,6 +39,9 @@ t.encode_batch_ids(texts, device="cpu")
 t1 = time.perf_counter()
 t.encode_batch(texts, device="cpu")
 t2 = time.perf_counter()
+own = collections.defaultdict(float)
+for name, _args, _dt, exclusive, _test in suite_compile_time._rows:
+    own[name] += exclusive
 print(f"encode_batch_ids {t1 - t0:.1f} s, then encode_batch {t2 - t1:.1f} s, compiled total {sum(own.values()):.1f} s")
 for name, s in sorted(own.items(), key=lambda kv: -kv[1])[:int(sys.argv[2])]:
     print(f"  {s:7.2f}  {name}")
@@ -74,7 +63,8 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory(prefix="numba_cold_") as cache:
             env = dict(os.environ, NUMBA_CACHE_DIR=cache)
             print(f"== {name} (cold: NUMBA_CACHE_DIR empty)", flush=True)
-            proc = subprocess.run([sys.executable, "-c", CHILD, str(path), str(args.top)], env=env)
+            proc = subprocess.run([sys.executable, "-c", CHILD, str(path), str(args.top), str(Path(__file__).parent)],
+                                  env=env)
             rc = rc or proc.returncode
     return rc
 
