@@ -56,9 +56,10 @@ def corpus_texts(n: int):
 
 def dense_cut(ref, texts, chars: int, full_run: bool):
     """Without ``--full``, the texts ``ref`` encodes in more than two tokens a character (a
-    script mistral-v0.1 spells in byte-fallback tokens, four a character) cut to ``chars``
-    characters: their windows were most of the encodings the lazy-window tests compare (27 s
-    of mistral-v0.1's 30 in ``test_pairs_cut_lazily`` on the 2-core host, decision 0042)."""
+    script mistral-v0.1 spells in byte-fallback tokens, about four a character) cut to ``chars``
+    characters: their windows were most of the encodings the lazy-window tests compare
+    (``test_pairs_cut_lazily[mistral-v0.1]`` 26.8 s with them whole, 11.5 s cut, on the 2-core
+    host; decision 0042)."""
     if full_run:
         return texts
     return [t[:chars] if len(ref.encode(t, add_special_tokens=False).ids) > 2 * len(t) else t for t in texts]
