@@ -2108,7 +2108,7 @@ def _held_pairs(vocab, model):
     six = np.flatnonzero(lens == 6)
     at = start[six]
     byte_tok = six[(cps[at] == 0x3C) & (cps[at + 1] == 0x30) & (cps[at + 2] == 0x78) & (cps[at + 5] == 0x3E)]
-    byte_text = {keys[i] for i in byte_tok.tolist()}  # "<0x??>" (``_is_byte_token``); a merge's sides are tokens
+    byte_text = {keys[i] for i in byte_tok.tolist()}  # "<0x??>": six characters; a merge's sides are tokens
     if byte_text and not byte_text.isdisjoint(itertools.chain.from_iterable(model.merges)):
         return none
     kept = lens >= 2
@@ -2149,10 +2149,6 @@ def _raw_spelling(arena: np.ndarray, tok_off: np.ndarray) -> Tuple[np.ndarray, n
     off = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(tok_of[keep], minlength=n), out=off[1:])
     return np.ascontiguousarray(spelt[keep]), off
-
-
-def _is_byte_token(t: str) -> bool:
-    return len(t) == 6 and t.startswith("<0x") and t.endswith(">")
 
 
 _NO_RECORD = None  # kernels.engine_cpu._sp_doc's rec when only ids are wanted (its checks compiled away)

@@ -386,7 +386,7 @@ def test_sentencepiece_parts_of_new_words(family, monkeypatch):
 
     vocab = eng.ref.model.vocab
     for tk in vocab:
-        if len(tk) > 1 and not fast_cpu._is_byte_token(tk):
+        if len(tk) > 1 and not _is_byte_token(tk):
             for c, d in zip(tk, tk[1:]):
                 x, y = row(c), row(d)
                 assert x != 129 and y != 129, (tk, c, d)  # a lone character is in no such token
@@ -576,15 +576,20 @@ def test_gather_rows_with_and_without_a_template(threads, rows, most):
     assert Spy.ran == ({"gather_template_parallel"} if parallel else {"gather_rows_serial"})
 
 
+def _is_byte_token(t: str) -> bool:
+    """A byte-fallback token's shape, ``<0x??>`` (``fast_cpu._held_pairs`` finds them with NumPy)."""
+    return len(t) == 6 and t.startswith("<0x") and t.endswith(">")
+
+
 def _held_pairs_spec(vocab, merges):
     """``fast_cpu._held_pairs`` as its docstring reads, one token and one character at a time."""
     none = np.zeros(0, np.uint8)
-    if any(fast_cpu._is_byte_token(x) or fast_cpu._is_byte_token(y) for x, y in merges):
+    if any(_is_byte_token(x) or _is_byte_token(y) for x, y in merges):
         return none
     pairs = np.zeros((130, 130), np.uint8)
     lone = np.ones(0x110000, np.uint8)
     for tk in vocab:
-        if fast_cpu._is_byte_token(tk) or len(tk) < 2:
+        if _is_byte_token(tk) or len(tk) < 2:
             continue
         for c, d in zip(tk, tk[1:]):
             x = 128 if c == "\u2581" else ord(c)
