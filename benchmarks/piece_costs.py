@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.gpu_overheads import best_of  # noqa: E402  (the fastest of k calls, after one untimed)
 
 
 def _loops():
@@ -79,16 +80,6 @@ def _excerpt(texts, k: int):
     return texts * k
 
 
-def _best(fn, rounds: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(rounds):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default="gpt2")
@@ -130,7 +121,7 @@ def main(argv=None) -> int:
                 n = data.shape[0]
                 seg_s, seg_e = np.zeros(1, np.int64), np.full(1, n, np.int64)
                 mask = np.zeros(n, np.uint8)
-                t_scan = _best(lambda: P.scan_mask(data, seg_s, seg_e, eng.spec.family, eng.spec.dialect, mask,
+                t_scan = best_of(lambda: P.scan_mask(data, seg_s, seg_e, eng.spec.family, eng.spec.dialect, mask,
                                                    parallel=False), args.rounds)
                 fam, end_whole, tab, fold = eng._scanner()
                 cache = eng._word_cache(True, 1)
@@ -140,18 +131,18 @@ def main(argv=None) -> int:
                     out = np.empty(n, np.int32)
                     nocnt = np.zeros(0, np.int64)
                     pieces = cut_only(data, fam, end_whole, tab, fold, short, lidx, sc)
-                    t_cut = _best(lambda: cut_only(data, fam, end_whole, tab, fold, short, lidx, sc), args.rounds)
+                    t_cut = best_of(lambda: cut_only(data, fam, end_whole, tab, fold, short, lidx, sc), args.rounds)
                     enc = lambda: cut_encode(data, fam, end_whole, tab, fold, *eng._model_args, short, wide, lidx,  # noqa: E731
                                              lbytes, lids, pcache[0], sc, out, nocnt)
                     skipped = enc()
-                    t_enc = _best(enc, args.rounds)
+                    t_enc = best_of(enc, args.rounds)
                 finally:
                     eng._word_cache_done(cache)
                 row = (f"| {model} | {fname} | {k} | {n / 1e6:.2f} | {pieces} | {t_scan / pieces * 1e9:.1f} | "
                        f"{t_cut / pieces * 1e9:.1f} | {t_enc / pieces * 1e9:.1f} | {n / t_enc / 1e6:.1f} | {skipped} |")
                 if args.other:
                     run = B.FACTORIES[args.other](m, 1)
-                    t_o = _best(lambda: run.encode(part), args.rounds)
+                    t_o = best_of(lambda: run.encode(part), args.rounds)
                     row += f" {t_o / pieces * 1e9:.1f} | {n / t_o / 1e6:.1f} |"
                 print(row, flush=True)
     return 0
