@@ -106,9 +106,9 @@ def main(argv=None) -> int:
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.other else ""))
     for model in args.models.split(","):
         m = B.resolve_model(model)
-        tok = gpu_tok.Tokenizer.from_file(str(m.path)) if m.kind == "hf" else None
-        if tok is None:
+        if m.kind != "hf":
             raise SystemExit(f"{model}: a tokenizer.json model is needed (the byte-level engine's internals)")
+        tok = gpu_tok.Tokenizer.from_file(str(m.path))
         eng = getattr(tok._cpu_engine(), "engine", None)
         if eng is None or not hasattr(eng, "_scanner"):
             raise SystemExit(f"{model}: not served by the byte-level engine (ByteBPEEngine)")
