@@ -40,7 +40,7 @@ def _loops():
         i = 0
         pieces = 0
         while i < n:
-            nb = K._cut_batch(data, i, n, n, fam, end_whole, tab, fold, sc, cache, lidx, 0)
+            nb = K._cut_batch(data, i, n, n, fam, end_whole, tab, fold, sc, cache, lidx, 0, K._BATCH)
             i = sc[0][nb]
             pieces += nb
         return pieces
@@ -53,7 +53,7 @@ def _loops():
         o = 0
         skipped = 0
         while i < n:
-            nb = K._cut_batch(data, i, n, n, fam, end_whole, tab, fold, sc, cache, lidx, 0)
+            nb = K._cut_batch(data, i, n, n, fam, end_whole, tab, fold, sc, cache, lidx, 0, K._BATCH)
             i = sc[0][nb]
             q = 0
             while q < nb:

@@ -800,10 +800,10 @@ def test_every_wide_cache_entry_is_marked():
 def test_miss_prepass_groups_new_pieces_into_the_caches(family):
     """A batch after one that ran BPE first runs the BPE of its new short pieces in
     groups (``engine_cpu._miss_prepass``, ``_merge_group``) and puts them in the word
-    caches, so that the encoding pass finds them: here over two batches' worth of distinct
+    caches, so that the encoding pass finds them: here over three batches' worth of distinct
     pieces of 1..15 bytes (letters, digits, CJK, a run of spaces) on fresh caches, in
-    batches of ``_BATCH``, as
-    ``_span_run`` drives them. The first batch has no cue: the encoding pass runs each
+    batches as ``_span_run`` cuts them (``_BATCH`` pieces, ``_BATCH_MISSES`` after a batch
+    that gives the cue). The first batch has no cue: the encoding pass runs each
     piece's BPE and counts it. The others run the pre-pass (its group state is left
     behind), and the count is the pre-pass's: none ran again in the encoding pass, whether
     the ids went to the short, run or wide entries. Every batch: the ids equal one piece
@@ -815,7 +815,7 @@ def test_miss_prepass_groups_new_pieces_into_the_caches(family):
     rng = random.Random(11)
     alpha = ["e", "t", "a", "o", "n", "th", "in", "er", "ing", "Q", "7", "中", "ж", " "]
     pieces, seen = [], set()
-    while len(pieces) < 2 * K._BATCH + 44:
+    while len(pieces) < K._BATCH + 2 * K._BATCH_MISSES + 44:
         w = (" " if rng.random() < 0.7 else "") + "".join(rng.choice(alpha) for _ in range(rng.randint(1, 8)))
         b = w.encode()[:15]
         if b not in seen:
@@ -832,9 +832,11 @@ def test_miss_prepass_groups_new_pieces_into_the_caches(family):
     out = np.zeros(len(data), np.int32)
     nocnt = np.zeros(0, np.int64)
     wide_total = 0
-    for lo in range(0, len(pieces), K._BATCH):
-        hi = min(lo + K._BATCH, len(pieces))
-        nb = hi - lo
+    lo, sizes = 0, []
+    while lo < len(pieces):
+        nb = min(K._BATCH_MISSES if sc[8][3 * K._GROUP] >= K._PREPASS_MIN else K._BATCH, len(pieces) - lo)
+        hi = lo + nb
+        sizes.append(nb)
         sc[0][:nb + 1] = bounds[lo:hi + 1]
         K._hash_batch(data, nb, sc, cache, lidx, 0)
         assert (sc[8][3 * K._GROUP] >= K._PREPASS_MIN) == (lo > 0)  # the cue: the batch before ran that many
@@ -855,7 +857,52 @@ def test_miss_prepass_groups_new_pieces_into_the_caches(family):
             wide_total += c > K._SHORT_IDS and len(set(one[1:c].tolist())) > 1  # not a run
         assert out[:o].tolist() == want
         assert sc[8][3 * K._GROUP] == nb - whole
-    assert wide_total > 0 and K._GROUP < K._BATCH and len(pieces) > 2 * K._BATCH
+        lo = hi
+    assert sizes == [K._BATCH, K._BATCH_MISSES, K._BATCH_MISSES, len(pieces) - K._BATCH - 2 * K._BATCH_MISSES]
+    assert wide_total > 0 and K._GROUP < K._BATCH_MISSES < K._BATCH
+
+
+def test_span_run_cuts_shorter_batches_while_pieces_miss():
+    """``engine_cpu._span_run`` cuts ``_BATCH`` pieces at a time, and ``_BATCH_MISSES`` after
+    a batch that ran the BPE of ``_PREPASS_MIN`` short pieces (decision in the comment above
+    ``_BATCH``). Seen from outside: a piece the heap encodes (more than ``_LONG_MAX`` bytes,
+    never cached) stops the run, and ``st`` then holds its index in its batch and the
+    batch's size. Here it is the 11th piece of the second batch: on fresh word caches the
+    first batch's pieces all miss, so the second is short; on the same caches again, warm,
+    it is long. Both runs give the reference's ids."""
+    from gpu_tok.kernels import engine_cpu as K
+
+    t = tok("gpt2")
+    eng = t._cpu_engine().engine
+    words = []
+    for k in range(2 * K._BATCH + 20):  # distinct letter words of 3..4 letters, each its own piece
+        w, x = "", k + 26 * 27
+        while x:
+            w, x = chr(97 + x % 26) + w, x // 26
+        words.append(" " + w)
+    words.insert(K._BATCH + 10, " " + "q" * (K._LONG_MAX + 50))
+    text = "".join(words)
+    data = np.frombuffer(bytearray(text.encode()), np.uint8)  # writable: the engine's one compiled type
+    n = data.shape[0]
+    fam, end_whole, tab, fold = eng._scanner()
+    cache, wide, lidx, lbytes, lids, pcache = eng._alloc_word_cache(1)
+    want = t.encode_batch_ids([text], add_special_tokens=False, device="ref").to_list()[0]
+
+    def run():
+        sc, st = K._scratch(), np.full(2, -1, np.int64)
+        out, nocnt = np.zeros(n, np.int32), np.zeros(0, np.int64)
+        args = (fam, end_whole, tab, fold, *eng._model_args, cache, wide, lidx, lbytes, lids, pcache[0], 0, out)
+        o = K._span_run(data, 0, n, n, *args, 0, sc, nocnt, st)
+        stop = st.copy()
+        while st[0] >= 0:  # the rest, as _encode_span does
+            o = K._heap_piece(data, sc, st[0], eng.init_ids, eng.mtab, pcache[0], lidx, lbytes, lids, 0, out, o, nocnt, 0)
+            st[0] += 1
+            o = K._span_run(data, 0, n, n, *args, o, sc, nocnt, st)
+        assert out[:o].tolist() == want
+        return stop.tolist()
+
+    assert run() == [10, K._BATCH_MISSES]
+    assert run() == [10, K._BATCH]
 
 
 def test_long_cache_rings_forget_what_they_overwrote():

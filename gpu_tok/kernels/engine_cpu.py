@@ -1170,8 +1170,15 @@ _LONG_IDS = 1024  # and their ids (and short pieces with more than _WIDE_IDS ids
 # pieces cut (each keyed, its word-cache set prefetched) before the batch is encoded: the
 # lead the prefetches get. Paired in-process against 128 (warm, 8 MB): 32 was 0.80-0.82x;
 # 256: one thread 0.99-1.04, two threads 0.98-1.06 (median ~1.03 over 10 rows), streaming
-# fresh engines +7.5% (gpt2, one thread) and +9.6% (llama3, two); 512 no better than 256
-_BATCH = 256
+# fresh engines +7.5% (gpt2, one thread) and +9.6% (llama3, two); 512 no better than 256.
+# On the Zen 5 host (2026-12-08) a tenth of a warm run went to the calls of each batch
+# (_span_run copying _cut_batch's ~120 argument words onto the stack) and 1024 ran 5-12%
+# faster warm; but on text not seen, where most pieces miss, 1024 lost 2-8% (the prefetched
+# sets leave the first level while the misses' BPE runs). So a batch is _BATCH pieces,
+# or _BATCH_MISSES after a batch that ran the BPE of _PREPASS_MIN short pieces (the
+# pre-pass's cue: the misses' regime keeps the shorter lead). RESULTS 2026-12-08.
+_BATCH = 1024
+_BATCH_MISSES = 256
 # Each worker's wide cache ends with _MARK_ROWS rows of bits (2^20): the bit of a piece's
 # hash is set when the byte-level miss path puts it in the wide cache, so a piece whose
 # bit is clear is known not to be there without probing its set (a probe that waited on
@@ -1206,15 +1213,15 @@ def _key_piece(data, q, a, b, sc, cache, lidx, w):
 
 
 @njit_noalloc
-def _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc, cache, lidx, w):
-    """Cut up to ``_BATCH`` pieces from ``i`` (before ``stop``): their starts in ``ps[:nb]``,
+def _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc, cache, lidx, w, lim):
+    """Cut up to ``lim`` (at most ``_BATCH``) pieces from ``i`` (before ``stop``): their starts in ``ps[:nb]``,
     the end of the last in ``ps[nb]`` (``ps = sc[0]``), each piece keyed and its cache line
     prefetched as soon as it is cut (``_key_piece``); returns ``nb``."""
     code = len(fam)  # the family's code, a constant here (pretok_cpu.family_marker)
     ps = sc[0]
     nb = 0
     n = data.shape[0]
-    while i < stop and nb < _BATCH:
+    while i < stop and nb < lim:
         if i + 64 <= n:  # the pieces a 64-byte window settles, from its mask of piece starts
             if code == _F_GPT2:  # the family's scanner only (pretok_cpu, the note above _gpt2_window)
                 m = _gpt2_window(data, i, end, stop)
@@ -1225,7 +1232,7 @@ def _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc, cache, lidx, w
             m >>= np.uint64(1)
             if m != 0:
                 base = i + 1
-                while m != 0 and nb < _BATCH:
+                while m != 0 and nb < lim:
                     ps[_U(nb)] = i
                     j = base + np.int64(_ctz64(m))
                     _key_piece(data, nb, i, j, sc, cache, lidx, w)
@@ -2077,7 +2084,8 @@ def _span_run(data, i, stop, end, fam, end_whole, tab, fold, init_ids, grid, mta
             if i >= stop:
                 st[0] = -1
                 return o
-            nb = _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc, cache, lidx, w)
+            lim = _BATCH_MISSES if sc[8][_U(3 * _GROUP)] >= _PREPASS_MIN else _BATCH  # (_prepass_if_new's cue)
+            nb = _cut_batch(data, i, stop, end, fam, end_whole, tab, fold, sc, cache, lidx, w, lim)
             i = sc[0][_U(nb)]
             q = _I0
             _prepass_if_new(data, nb, sc, init_ids, grid, mtab, arena, tok_off, bkeys, bvals, whole_first, cache,
