@@ -875,7 +875,7 @@ def test_span_run_cuts_shorter_batches_while_pieces_miss():
     t = tok("gpt2")
     eng = t._cpu_engine().engine
     words = []
-    for k in range(2 * K._BATCH + 20):  # distinct letter words of 3..4 letters, each its own piece
+    for k in range(2 * K._BATCH + 20):  # distinct words of three letters, each its own piece
         w, x = "", k + 26 * 27
         while x:
             w, x = chr(97 + x % 26) + w, x // 26
