@@ -1174,9 +1174,10 @@ _LONG_IDS = 1024  # and their ids (and short pieces with more than _WIDE_IDS ids
 # On the Zen 5 host (2026-12-08) a tenth of a warm run went to the calls of each batch
 # (_span_run copying _cut_batch's ~120 argument words onto the stack) and 1024 ran 5-12%
 # faster warm; but on text not seen, where most pieces miss, 1024 lost 2-8% (the prefetched
-# sets leave the first level while the misses' BPE runs). So a batch is _BATCH pieces,
+# sets leave the first level while the misses' BPE runs). So _span_run cuts _BATCH pieces,
 # or _BATCH_MISSES after a batch that ran the BPE of _PREPASS_MIN short pieces (the
-# pre-pass's cue: the misses' regime keeps the shorter lead). RESULTS 2026-12-08.
+# pre-pass's cue: the misses' regime keeps the shorter lead). The piece path
+# (encode_piece_range) takes _BATCH always: the rule showed no gain there. RESULTS 2026-12-08.
 _BATCH = 1024
 _BATCH_MISSES = 256
 # Each worker's wide cache ends with _MARK_ROWS rows of bits (2^20): the bit of a piece's
